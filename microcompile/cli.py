@@ -1,0 +1,137 @@
+"""Command line: parses arguments, calls the driver, prints results. No logic of its own."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .errors import UserError
+
+EXIT_MISMATCH = 1
+
+
+def _cmd_deploy(args) -> int:
+    from . import driver
+
+    dump = None
+    if args.dump_ir:
+        from .ir.printer import print_graph
+
+        dump = lambda name, g: print(f"--- after {name} ---\n{print_graph(g)}")  # noqa: E731
+    project_dir = args.project_dir or Path("build") / Path(args.model).stem
+    result = driver.deploy(args.model, args.board, project_dir, emulate=args.emulate,
+                           input_path=args.input, dump_ir=dump)
+    r = result.report
+    if args.output:
+        _save_outputs(result.outputs, args.output)
+    if args.report:
+        driver.write_report(r, args.report)
+    print(_summary(r))
+    return 0 if r["verified"] else EXIT_MISMATCH
+
+
+def _save_outputs(outputs: dict[str, np.ndarray], path: str) -> None:
+    if len(outputs) == 1 and not path.endswith(".npz"):
+        np.save(path, next(iter(outputs.values())))
+    else:
+        np.savez(path, **outputs)
+
+
+def _summary(r: dict) -> str:
+    outs = ", ".join(f"{name}: {o['n_diff']} differ, max |diff| {o['max_abs_diff']:g}" for name, o in r["outputs"].items())
+    sections = "  ".join(f"{k} {v:,}" for k, v in r["sections"].items())
+    lines = [
+        f"model        {r['model']} on {r['board']}" + (" (emulated)" if r["emulated"] else ""),
+        f"outputs match reference: {'yes' if r['verified'] else 'NO'} ({outs})",
+        f"arena        {r['arena_bytes']:>10,} bytes",
+        f"weights      {r['weights_bytes']:>10,} bytes (flash)",
+        f"flash        {r['flash_bytes']:>10,} bytes",
+        f"ram          {r['ram_bytes']:>10,} bytes (static; stack and heap reserve included)",
+        f"sections     {sections}",
+        f"instructions {r['instructions']:>10,} per inference ({r['macs']:,} MACs)" if r["instructions"] is not None
+        else "instructions n/a on this board",
+        f"project      {r['project_dir']} (firmware.elf/.bin/.hex, firmware.map; rebuild with make)",
+    ]
+    return "\n".join(lines)
+
+
+def _cmd_inspect(args) -> int:
+    from .frontend import list_tflite_ops, load_model
+    from .errors import UnsupportedOpError
+    from .ir.summary import format_table, layer_table
+    from .transform import pipeline
+
+    try:
+        graph = load_model(args.model)
+    except UnsupportedOpError as e:
+        rows = list_tflite_ops(args.model)
+        print(f"{args.model}: {len(rows)} ops")
+        for index, op, output, supported in rows:
+            print(f"  {index:>4}  {op:<24} {output:<40} {'' if supported else 'UNSUPPORTED'}")
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+    print(format_table(layer_table(graph)))
+    optimized = pipeline.run(graph)
+    fused = [n for n in optimized.nodes if len(n.origin) > 1]
+    if fused or len(optimized.nodes) != len(graph.nodes):
+        print(f"\nafter graph passes: {len(optimized.nodes)} kernels from {len(graph.nodes)} layers")
+        for n in fused:
+            print(f"  {n.name}: fused {' + '.join(n.origin)}")
+    return 0
+
+
+def _cmd_boards(args) -> int:
+    from .target import list_boards, load_board
+
+    for name in list_boards():
+        b = load_board(name)
+        twin = f"QEMU {b.emulator.machine}" if b.emulator else ("native" if b.is_host else "-")
+        alias = f" (alias: {', '.join(b.aliases)})" if b.aliases else ""
+        flash = f"{b.mcu.flash.size // 1024} KiB flash, {b.mcu.ram.size // 1024} KiB RAM" if b.mcu.flash else "host memory"
+        print(f"{name:<16} {b.target.core:<11} {flash:<30} emulated: {twin:<22} {b.description}{alias}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="microcompile", description="Compile TFLite models to C for microcontrollers.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser("deploy", help="compile, build, run on a board (or its emulated twin) and verify")
+    d.add_argument("model", help="a .tflite file")
+    d.add_argument("--board", required=True, help="board name or alias (see `microcompile boards`)")
+    d.add_argument("--emulate", action="store_true", help="run on the board's QEMU twin instead of flashing")
+    d.add_argument("--input", help=".npy (one input) or .npz (by input name); default: a deterministic pattern")
+    d.add_argument("--output", help="write the device output here (.npy, or .npz for several outputs)")
+    d.add_argument("--report", help="write a JSON report here")
+    d.add_argument("-o", "--project-dir", help="where the standalone project goes (default build/<model>)")
+    d.add_argument("--dump-ir", action="store_true", help="print the graph after every pass")
+    d.set_defaults(fn=_cmd_deploy)
+
+    i = sub.add_parser("inspect", help="ops, shapes, quantization, MACs and params per layer")
+    i.add_argument("model")
+    i.set_defaults(fn=_cmd_inspect)
+
+    b = sub.add_parser("boards", help="list the boards microcompile knows")
+    b.set_defaults(fn=_cmd_boards)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except UserError as e:
+        print(f"error: {e.message}", file=sys.stderr)
+        if e.hint:
+            print(f"hint: {e.hint}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

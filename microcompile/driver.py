@@ -1,0 +1,152 @@
+"""The only module that wires the stages together.
+
+    compile_model: file -> Graph -> passes -> lowered + scheduled kernels -> memory plan -> C artifact
+    deploy:        compile_model -> project -> build -> run (QEMU / host) or flash -> verify -> report
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from . import project
+from .codegen import emit_artifact
+from .errors import DeviceError, UserError
+from .frontend import load_model
+from .ir import Graph, NP_DTYPES, interp, ops
+from .ir.compare import Comparison, compare
+from .ir.summary import layer_table
+from .lower import lower_node
+from .memory import MemoryPlan, plan_memory
+from .schedule import default_schedule
+from .target import Board, load_board
+from .transform import pipeline
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Compiled:
+    graph: Graph
+    plan: MemoryPlan
+    manifest: dict
+    kernels: list = field(default_factory=list)   # (node, scheduled PrimFunc, trace)
+
+
+def compile_model(model_path: str | Path, board: Board, artifact_dir: Path,
+                  dump_ir: Callable[[str, Graph], None] | None = None) -> Compiled:
+    """Import, optimize, lower, schedule, plan and emit C for `model_path` into `artifact_dir`."""
+    graph = pipeline.run(load_model(model_path), dump=dump_ir)
+    kernels = []
+    for node in graph.nodes:
+        if ops.get(node.op).is_view:
+            continue   # reshape: the memory plan aliases its buffer, no code at all
+        func, trace = default_schedule(lower_node(graph, node, board.target), board.target)
+        kernels.append((node, func, trace))
+    plan = plan_memory(graph, scratch={n.name: f.scratch_bytes for n, f, _ in kernels if f.scratch_bytes})
+    manifest = emit_artifact(graph, [(n, f) for n, f, _ in kernels], plan, artifact_dir)
+    return Compiled(graph, plan, manifest, kernels)
+
+
+def deterministic_input(shape, dtype: str) -> np.ndarray:
+    """BENCHMARK.md's input: int8 x[i] = (i*7 + 3) % 256 - 128; float models use the same / 128."""
+    i = np.arange(int(np.prod(shape)), dtype=np.int64)
+    x = ((i * 7 + 3) % 256 - 128).astype(np.int8)
+    return (x.astype(np.float32) / 128 if dtype == "float32" else x.astype(NP_DTYPES[dtype])).reshape(shape)
+
+
+def load_inputs(graph: Graph, input_path: str | Path | None) -> dict[str, np.ndarray]:
+    """The model inputs: from a .npy (one input) / .npz (by name), or the deterministic pattern."""
+    specs = [graph.tensors[name] for name in graph.inputs]
+    if input_path is None:
+        return {t.name: deterministic_input(t.shape, t.dtype) for t in specs}
+    path = Path(input_path)
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise UserError(f"cannot read input file {path}: {e}", hint="save the input with numpy.save(path, array)") from None
+    if isinstance(loaded, np.ndarray):
+        if len(specs) != 1:
+            raise UserError(f"{path} holds one array but the model has {len(specs)} inputs",
+                            hint="pass a .npz with one array per input name: " + ", ".join(t.name for t in specs))
+        arrays = {specs[0].name: loaded}
+    else:
+        arrays = {k: loaded[k] for k in loaded.files}
+    out = {}
+    for t in specs:
+        if t.name not in arrays:
+            raise UserError(f"{path} has no array named {t.name!r}", hint=f"arrays found: {', '.join(arrays)}")
+        a = arrays[t.name]
+        want = np.dtype(NP_DTYPES[t.dtype])
+        if tuple(a.shape) != tuple(t.shape) or a.dtype != want:
+            raise UserError(f"input {t.name!r} in {path} is {a.dtype}{list(a.shape)}, "
+                            f"but the model expects {want}{list(t.shape)}",
+                            hint=f"convert it, e.g. np.save(path, x.reshape({tuple(t.shape)}).astype(np.{want}))")
+        out[t.name] = a
+    return out
+
+
+@dataclass
+class DeployResult:
+    report: dict
+    outputs: dict[str, np.ndarray]
+    comparisons: dict[str, Comparison]
+    project_dir: Path
+
+
+def deploy(model_path: str | Path, board_name: str, project_dir: str | Path, *, emulate: bool = False,
+           input_path=None, progress: Progress = print,
+           dump_ir: Callable[[str, Graph], None] | None = None) -> DeployResult:
+    board = load_board(board_name)
+    if emulate and board.emulator is None and not board.is_host:
+        raise UserError(f"board {board.name} has no emulated twin",
+                        hint="drop --emulate to flash it, or pick a board listed by `microcompile boards` with a twin")
+    project_dir = Path(project_dir)
+    with tempfile.TemporaryDirectory(prefix="microcompile-") as tmp:
+        progress(f"[compile] {model_path}")
+        compiled = compile_model(model_path, board, Path(tmp), dump_ir)
+        inputs = load_inputs(compiled.graph, input_path)
+        progress(f"[compile] {len(compiled.kernels)} kernels, arena {compiled.plan.arena_bytes} bytes")
+        project.check_fits(compiled.manifest, board)
+        project.generate(Path(tmp), board, project_dir, [inputs[n] for n in compiled.graph.inputs], emulated=emulate)
+    sizes = project.build(project_dir, progress=progress)
+    if board.is_host:
+        run = project.run_host(project_dir)
+    elif emulate:
+        progress(f"[run] {board.name} on QEMU {board.emulator.machine}")
+        run = project.run_emulated(project_dir, board)
+    else:
+        project.flash(project_dir, board, progress=progress)
+        raise DeviceError("flashed, but reading results back from a real board needs the serial host agent, "
+                          "which is not implemented yet",
+                          hint=f"watch the board's console UART ({board.console.get('uart', 'console')}) "
+                               "for the MC-OUTPUT lines, or use --emulate")
+    reference = interp.run(compiled.graph, inputs)
+    outputs = {name: run.outputs[i] for i, name in enumerate(compiled.graph.outputs)}
+    comparisons = {name: compare(outputs[name], reference[name]) for name in compiled.graph.outputs}
+    report = {
+        "model": Path(model_path).stem,
+        "board": board.name,
+        "emulated": bool(emulate),
+        "verified": all(c.equal for c in comparisons.values()),
+        "arena_bytes": compiled.plan.arena_bytes,
+        "weights_bytes": compiled.manifest["weights_bytes"],
+        "flash_bytes": sizes.flash,
+        "ram_bytes": sizes.ram,
+        "sections": sizes.sections,
+        "instructions": run.instructions,
+        "macs": sum(k["macs"] for k in compiled.manifest["kernels"]),
+        "layers": [{"name": r["name"], "op": r["op"], "macs": r["macs"]} for r in layer_table(compiled.graph)],
+        "outputs": {name: c.to_json() for name, c in comparisons.items()},
+        "project_dir": str(project_dir),
+    }
+    return DeployResult(report, outputs, comparisons, project_dir)
+
+
+def write_report(report: dict, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")

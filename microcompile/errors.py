@@ -1,0 +1,40 @@
+"""User-facing errors.
+
+Every mistake a user can make (bad file, unknown board, missing toolchain, model too
+big) raises a `UserError`. The CLI prints its message and hint and exits with code 2;
+it never shows a traceback for these. Anything else is a bug in microcompile.
+"""
+
+
+class UserError(Exception):
+    """A problem the user can fix. `hint` says how."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
+
+
+class UnsupportedOpError(UserError):
+    """The model uses ops microcompile cannot compile. Lists all of them at once."""
+
+
+class ModelFormatError(UserError):
+    """The model file is truncated, malformed or not the claimed format."""
+
+
+class ToolchainError(UserError):
+    """A required external tool (arm-none-eabi-gcc, qemu-system-arm, make) is missing or failed."""
+
+
+class BoardError(UserError):
+    """Unknown board, or the model does not fit the board's memory."""
+
+
+class DeviceError(UserError):
+    """No probe attached, or the device/emulator did not answer as expected."""

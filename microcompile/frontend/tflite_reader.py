@@ -1,0 +1,529 @@
+"""TFLite flatbuffer → Graph.
+
+Reading happens in three steps, so that a malformed file can never leak a raw
+exception and an unsupported model fails before any conversion work:
+
+1. `_parse` reads subgraph 0 of the flatbuffer into plain records (`_RawModel`). All
+   flatbuffer access happens here, under one guard that turns IndexError, struct.error
+   and friends into `ModelFormatError`.
+2. `_check_supported` collects every unsupported op (and unsupported fused activation)
+   and raises one `UnsupportedOpError` listing all of them.
+3. The converters in `CONVERTERS` (one function per TFLite builtin) turn each raw op into
+   a `Node`; the tensors the nodes use become `Tensor`s; `verify()` checks the result.
+
+Only the `tflite` package (the flatc-generated reader for the schema) is used; it is
+imported lazily so that `microcompile.frontend` imports without it.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..errors import ModelFormatError, UnsupportedOpError, UserError
+from ..ir import NP_DTYPES, Graph, Node, QuantParams, Tensor, VerifyError, ops, verify
+
+FILE_IDENTIFIER = b"TFL3"
+
+# TFLite TensorType enum value -> (our dtype, little-endian numpy dtype of the stored bytes).
+_DTYPES = {0: ("float32", "<f4"), 2: ("int32", "<i4"), 9: ("int8", "<i1")}
+_TENSOR_TYPE_NAMES = {0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "INT64", 5: "STRING",
+                      6: "BOOL", 7: "INT16", 8: "COMPLEX64", 9: "INT8", 10: "FLOAT64",
+                      11: "COMPLEX128", 12: "UINT64", 13: "RESOURCE", 14: "VARIANT",
+                      15: "UINT32", 16: "UINT16", 17: "INT4", 18: "BFLOAT16"}
+# ActivationFunctionType enum; only the clamps in ops.ACTIVATIONS are supported.
+_ACTIVATIONS = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
+_PADDING_SAME, _PADDING_VALID = 0, 1
+
+
+# ---------------------------------------------------------------------------------------
+# Step 1: flatbuffer -> plain records
+
+@dataclass
+class _RawTensor:
+    index: int
+    name: str            # as in the file (maybe empty or repeated)
+    shape: tuple[int, ...]
+    type: int            # TFLite TensorType
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    quantized_dimension: int
+    data: bytes | None   # constant bytes, little-endian, or None
+
+
+@dataclass
+class _RawOp:
+    index: int
+    opname: str          # TFLite builtin name, e.g. "CONV_2D"; "CUSTOM(name)" for custom ops
+    inputs: tuple[int, ...]   # tensor indices; -1 = absent optional input
+    outputs: tuple[int, ...]
+    options: dict | None = None   # the builtin options table as a dict; None when absent
+
+
+@dataclass
+class _RawModel:
+    tensors: list[_RawTensor]
+    ops: list[_RawOp]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+# Builtin options read for each supported op: (options class, BuiltinOptions enum name, fields).
+_OPTION_FIELDS = {
+    "CONV_2D": ("Conv2DOptions", ("Padding", "StrideW", "StrideH", "FusedActivationFunction",
+                                  "DilationWFactor", "DilationHFactor")),
+    "DEPTHWISE_CONV_2D": ("DepthwiseConv2DOptions", ("Padding", "StrideW", "StrideH",
+                                                     "DepthMultiplier", "FusedActivationFunction",
+                                                     "DilationWFactor", "DilationHFactor")),
+    "FULLY_CONNECTED": ("FullyConnectedOptions", ("FusedActivationFunction", "WeightsFormat",
+                                                  "KeepNumDims")),
+    "AVERAGE_POOL_2D": ("Pool2DOptions", ("Padding", "StrideW", "StrideH", "FilterWidth",
+                                          "FilterHeight", "FusedActivationFunction")),
+    "ADD": ("AddOptions", ("FusedActivationFunction",)),
+    "RESHAPE": ("ReshapeOptions", ("NewShape",)),
+    "SOFTMAX": ("SoftmaxOptions", ("Beta",)),
+}
+
+
+def _builtin_names() -> dict[int, str]:
+    from tflite.BuiltinOperator import BuiltinOperator
+    return {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
+
+
+def _read_options(op, opname: str) -> dict | None:
+    """Read the builtin options of a supported op into a dict (None when absent)."""
+    import tflite
+    from tflite.BuiltinOptions import BuiltinOptions
+
+    if opname not in _OPTION_FIELDS or op.BuiltinOptionsType() == BuiltinOptions.NONE:
+        return None
+    cls_name, fields = _OPTION_FIELDS[opname]
+    if op.BuiltinOptionsType() != getattr(BuiltinOptions, cls_name):
+        raise ModelFormatError(f"op {opname} carries options of type {op.BuiltinOptionsType()}, "
+                               f"expected {cls_name}")
+    table = op.BuiltinOptions()
+    opts = getattr(tflite, cls_name)()
+    opts.Init(table.Bytes, table.Pos)
+    out = {}
+    for f in fields:
+        if f == "NewShape":
+            out[f] = None if opts.NewShapeIsNone() else tuple(int(v) for v in opts.NewShapeAsNumpy())
+        else:
+            out[f] = getattr(opts, f)()
+    return out
+
+
+def _vector(obj, name: str) -> tuple:
+    if getattr(obj, f"{name}IsNone")():
+        return ()
+    return tuple(getattr(obj, f"{name}AsNumpy")().tolist())
+
+
+def _buffer_bytes(buf: bytes, model, index: int) -> bytes | None:
+    """The bytes of buffer `index`: inline data, or (models >2GB) offset/size into the file."""
+    if index == 0:
+        return None   # buffer 0 is the schema's empty sentinel
+    if not 0 <= index < model.BuffersLength():
+        raise ModelFormatError(f"tensor refers to buffer {index}, but the model has "
+                               f"{model.BuffersLength()} buffers")
+    b = model.Buffers(index)
+    if b.DataLength() > 0:
+        return b.DataAsNumpy().tobytes()
+    offset = b.Offset() if hasattr(b, "Offset") else 0
+    # An offset of 0 or 1 marks "no external data" (1 is the writer's placeholder).
+    if offset > 1:
+        size = b.Size()
+        if offset + size > len(buf):
+            raise ModelFormatError(f"buffer {index} spans bytes {offset}..{offset + size}, "
+                                   f"past the end of the {len(buf)}-byte file")
+        return bytes(buf[offset:offset + size])
+    return None
+
+
+def _parse(buf: bytes) -> _RawModel:
+    import tflite
+
+    model = tflite.Model.GetRootAs(buf, 0)
+    if model.SubgraphsLength() < 1:
+        raise ModelFormatError("the model has no subgraph")
+    names = _builtin_names()
+    opnames = []
+    for i in range(model.OperatorCodesLength()):
+        oc = model.OperatorCodes(i)
+        # Schema v3a moved the code to `builtin_code`; old files only set the int8 field.
+        code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
+        # The version is unused, but reading it makes a file cut inside the opcode table
+        # (the converter writes that table last) fail here instead of parsing silently.
+        oc.Version()
+        if names.get(code) == "CUSTOM":
+            custom = oc.CustomCode()
+            opnames.append(f"CUSTOM({custom.decode('utf-8', 'replace') if custom else '?'})")
+        else:
+            opnames.append(names.get(code, f"BUILTIN_{code}"))
+
+    sg = model.Subgraphs(0)
+    n_tensors = sg.TensorsLength()
+    tensors = []
+    for i in range(n_tensors):
+        t = sg.Tensors(i)
+        shape = _vector(t, "Shape")
+        if not shape and t.ShapeSignatureLength() > 0:
+            shape = _vector(t, "ShapeSignature")
+        q = t.Quantization()
+        scale, zp, qdim = (), (), 0
+        if q is not None:
+            scale = tuple(float(s) for s in _vector(q, "Scale"))
+            zp = tuple(int(z) for z in _vector(q, "ZeroPoint"))
+            qdim = q.QuantizedDimension()
+        raw_name = t.Name()
+        tensors.append(_RawTensor(
+            index=i, name=raw_name.decode("utf-8", "replace") if raw_name else "",
+            # A dynamic (-1) dimension, in practice the batch, is taken as 1.
+            shape=tuple(1 if d < 0 else int(d) for d in shape),
+            type=t.Type(), scale=scale, zero_point=zp, quantized_dimension=qdim,
+            data=_buffer_bytes(buf, model, t.Buffer())))
+
+    def indices(vals, what):
+        for v in vals:
+            if not -1 <= v < n_tensors:
+                raise ModelFormatError(f"{what} refers to tensor {v}, but subgraph 0 has "
+                                       f"{n_tensors} tensors")
+        return tuple(int(v) for v in vals)
+
+    raw_ops = []
+    for i in range(sg.OperatorsLength()):
+        op = sg.Operators(i)
+        idx = op.OpcodeIndex()
+        if not 0 <= idx < len(opnames):
+            raise ModelFormatError(f"operator {i} has opcode index {idx}, but the model "
+                                   f"declares {len(opnames)} opcodes")
+        opname = opnames[idx]
+        raw_ops.append(_RawOp(i, opname, indices(_vector(op, "Inputs"), f"operator {i}"),
+                              indices(_vector(op, "Outputs"), f"operator {i}"),
+                              _read_options(op, opname)))
+    return _RawModel(tensors, raw_ops, indices(_vector(sg, "Inputs"), "subgraph input"),
+                     indices(_vector(sg, "Outputs"), "subgraph output"))
+
+
+def _read_bytes(path_or_bytes) -> tuple[bytes, str]:
+    """The model bytes and a label for messages."""
+    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        return bytes(path_or_bytes), "<bytes>"
+    path = Path(os.fspath(path_or_bytes))
+    if not path.exists():
+        raise ModelFormatError(f"model file {path} does not exist",
+                               hint="check the path (relative paths are taken from the current directory)")
+    if path.is_dir():
+        raise ModelFormatError(f"{path} is a directory, not a .tflite file",
+                               hint="pass the path of the .tflite file itself")
+    try:
+        return path.read_bytes(), str(path)
+    except OSError as e:
+        raise ModelFormatError(f"cannot read model file {path}: {e.strerror or e}") from e
+
+
+_HINT_FORMAT = "the file may be truncated or not a TFLite model; re-export it with the TFLite converter"
+
+
+def _parse_checked(buf: bytes, label: str) -> _RawModel:
+    if len(buf) == 0:
+        raise ModelFormatError(f"{label} is empty", hint=_HINT_FORMAT)
+    if len(buf) < 8 or buf[4:8] != FILE_IDENTIFIER:
+        found = buf[4:8] if len(buf) >= 8 else buf[:8]
+        raise ModelFormatError(f"{label} is not a TFLite flatbuffer (expected identifier "
+                               f"{FILE_IDENTIFIER!r} at bytes 4..8, found {found!r})", hint=_HINT_FORMAT)
+    try:
+        return _parse(buf)
+    except ModelFormatError as e:
+        raise ModelFormatError(f"{label}: {e.message}", hint=e.hint or _HINT_FORMAT) from e
+    except (IndexError, struct.error, ValueError, TypeError, OverflowError, UnicodeDecodeError,
+            AttributeError, MemoryError) as e:
+        raise ModelFormatError(f"{label} is truncated or malformed: cannot parse the flatbuffer "
+                               f"({type(e).__name__}: {e})", hint=_HINT_FORMAT) from e
+
+
+# ---------------------------------------------------------------------------------------
+# Step 2: unsupported ops
+
+def _op_problem(op: _RawOp) -> str | None:
+    """Why `op` is unsupported (the "X" of the message), or None when it is supported."""
+    if op.opname not in CONVERTERS:
+        return op.opname
+    act = (op.options or {}).get("FusedActivationFunction", 0)
+    if _ACTIVATIONS.get(act) not in ops.ACTIVATIONS:
+        return f"{op.opname} with fused activation {_ACTIVATIONS.get(act, act)}"
+    if (op.options or {}).get("WeightsFormat", 0) != 0:
+        return f"{op.opname} with shuffled weights format"
+    return None
+
+
+def _out_name(raw: _RawModel, op: _RawOp) -> str:
+    return raw.tensors[op.outputs[0]].name if op.outputs and op.outputs[0] >= 0 else "?"
+
+
+def _check_supported(raw: _RawModel) -> None:
+    problems = [f"unsupported op {p} at layer {op.index} ({_out_name(raw, op)})"
+                for op in raw.ops if (p := _op_problem(op)) is not None]
+    if problems:
+        raise UnsupportedOpError(
+            f"the model uses {len(problems)} unsupported op(s):\n  " + "\n  ".join(problems),
+            hint="microcompile supports " + ", ".join(sorted(CONVERTERS))
+            + f" (fused activations {', '.join(ops.ACTIVATIONS)})")
+
+
+# ---------------------------------------------------------------------------------------
+# Step 3: converters, one per TFLite builtin
+
+@dataclass
+class _Ctx:
+    raw: _RawModel
+    names: dict[int, str]                     # TFLite tensor index -> unique tensor name
+    shape_override: dict[int, tuple] = field(default_factory=dict)
+
+    def name(self, index: int) -> str:
+        return "" if index < 0 else self.names[index]
+
+    def shape(self, index: int) -> tuple[int, ...]:
+        return self.shape_override.get(index, self.raw.tensors[index].shape)
+
+
+def _need_options(op: _RawOp) -> dict:
+    if op.options is None:
+        raise ModelFormatError(f"op {op.opname} at layer {op.index} has no options")
+    return op.options
+
+
+def _activation(op: _RawOp) -> str:
+    return _ACTIVATIONS[(op.options or {}).get("FusedActivationFunction", 0)]
+
+
+def _padding(kind: int, in_hw, k_hw, stride, dilation) -> tuple[int, int, int, int]:
+    """TFLite SAME/VALID as explicit (top, left, bottom, right); SAME puts the odd pixel last."""
+    if kind == _PADDING_VALID:
+        return (0, 0, 0, 0)
+    if kind != _PADDING_SAME:
+        raise ModelFormatError(f"unknown padding kind {kind}")
+    top, bottom = ops.same_padding(in_hw[0], k_hw[0], stride[0], dilation[0])
+    left, right = ops.same_padding(in_hw[1], k_hw[1], stride[1], dilation[1])
+    return (top, left, bottom, right)
+
+
+def _inputs(ctx: _Ctx, op: _RawOp, n: int, required: int) -> tuple[str, ...]:
+    """The first `n` inputs as names, "" for absent optional ones."""
+    if len(op.inputs) < required or any(i < 0 for i in op.inputs[:required]):
+        raise ModelFormatError(f"op {op.opname} at layer {op.index} has {len(op.inputs)} inputs, "
+                               f"needs at least {required}")
+    padded = tuple(op.inputs[:n]) + (-1,) * (n - len(op.inputs[:n]))
+    return tuple(ctx.name(i) for i in padded)
+
+
+def _conv_attrs(ctx: _Ctx, op: _RawOp, k_hw) -> dict:
+    o = _need_options(op)
+    stride = (o["StrideH"], o["StrideW"])
+    dilation = (o.get("DilationHFactor", 1), o.get("DilationWFactor", 1))
+    if min(stride + dilation) < 1:
+        raise ModelFormatError(f"op {op.opname} at layer {op.index} has stride {stride} and "
+                               f"dilation {dilation}; both must be >= 1")
+    in_shape = ctx.shape(op.inputs[0])
+    if len(in_shape) != 4:
+        raise ModelFormatError(f"op {op.opname} at layer {op.index} expects a 4-D NHWC input, "
+                               f"got shape {in_shape}")
+    return {"stride": stride, "dilation": dilation,
+            "padding": _padding(o["Padding"], in_shape[1:3], k_hw, stride, dilation),
+            "activation": _activation(op)}
+
+
+def _conv2d(ctx, op):
+    ins = _inputs(ctx, op, 3, 2)
+    _, kh, kw, _ = ctx.shape(op.inputs[1])
+    return "conv2d", ins, _conv_attrs(ctx, op, (kh, kw))
+
+
+def _depthwise_conv2d(ctx, op):
+    ins = _inputs(ctx, op, 3, 2)
+    _, kh, kw, _ = ctx.shape(op.inputs[1])
+    attrs = _conv_attrs(ctx, op, (kh, kw))
+    # From the shapes, as TFLite's kernels do: old converters wrote 0 or stale values here.
+    in_ch, out_ch = ctx.shape(op.inputs[0])[3], ctx.shape(op.inputs[1])[3]
+    if in_ch <= 0 or out_ch % in_ch:
+        raise ModelFormatError(f"DEPTHWISE_CONV_2D at layer {op.index}: filter channels {out_ch} "
+                               f"are not a multiple of input channels {in_ch}")
+    attrs["depth_multiplier"] = out_ch // in_ch
+    return "depthwise_conv2d", ins, attrs
+
+
+def _fully_connected(ctx, op):
+    ins = _inputs(ctx, op, 3, 2)
+    o = op.options or {}
+    return "fully_connected", ins, {"activation": _activation(op),
+                                    "keep_num_dims": bool(o.get("KeepNumDims", False))}
+
+
+def _average_pool2d(ctx, op):
+    ins = _inputs(ctx, op, 1, 1)
+    o = _need_options(op)
+    k = (o["FilterHeight"], o["FilterWidth"])
+    attrs = _conv_attrs(ctx, op, k)
+    del attrs["dilation"]
+    return "average_pool2d", ins, dict(attrs, filter=k)
+
+
+def _add(ctx, op):
+    return "add", _inputs(ctx, op, 2, 2), {"activation": _activation(op)}
+
+
+def _reshape(ctx, op):
+    """Target shape: the output tensor's static shape; else options.new_shape; else the
+    constant shape input. The shape input never becomes an input of our node."""
+    ins = _inputs(ctx, op, 1, 1)
+    x, out = ctx.raw.tensors[op.inputs[0]], ctx.raw.tensors[op.outputs[0]]
+    size = int(np.prod(x.shape, dtype=np.int64))
+    candidates = [out.shape if out.shape or size == 1 else None,
+                  (op.options or {}).get("NewShape")]
+    if len(op.inputs) > 1 and op.inputs[1] >= 0 and ctx.raw.tensors[op.inputs[1]].data is not None:
+        st = ctx.raw.tensors[op.inputs[1]]
+        candidates.append(tuple(np.frombuffer(st.data, _DTYPES.get(st.type, ("", "<i4"))[1]).tolist()))
+    for shape in candidates:
+        if shape is None:
+            continue
+        shape = list(shape)
+        if shape.count(-1) == 1:
+            known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+            shape[shape.index(-1)] = size // known if known else 0
+        if int(np.prod(shape, dtype=np.int64)) == size:
+            ctx.shape_override[op.outputs[0]] = tuple(shape)
+            return "reshape", ins, {"shape": tuple(shape)}
+    raise ModelFormatError(f"RESHAPE at layer {op.index} ({out.name}): cannot determine a target "
+                           f"shape with {size} elements")
+
+
+def _softmax(ctx, op):
+    # No options means beta 0, exactly as TFLite's own parser defaults it.
+    return "softmax", _inputs(ctx, op, 1, 1), {"beta": float((op.options or {}).get("Beta", 0.0))}
+
+
+def _standalone(our_op: str) -> Callable:
+    def convert(ctx, op):
+        return our_op, _inputs(ctx, op, 1, 1), {}
+    return convert
+
+
+# TFLite builtin -> converter(ctx, raw_op) -> (our op, input names, attrs).
+CONVERTERS: dict[str, Callable] = {
+    "CONV_2D": _conv2d,
+    "DEPTHWISE_CONV_2D": _depthwise_conv2d,
+    "FULLY_CONNECTED": _fully_connected,
+    "AVERAGE_POOL_2D": _average_pool2d,
+    "ADD": _add,
+    "RESHAPE": _reshape,
+    "SOFTMAX": _softmax,
+    "RELU": _standalone("relu"),
+    "RELU6": _standalone("relu6"),
+    "RELU_N1_TO_1": _standalone("relu_n1_to_1"),
+}
+
+
+def _unique_names(raw: _RawModel) -> dict[int, str]:
+    """TFLite tensor names are not guaranteed unique (or present); ours are dict keys."""
+    names, used = {}, set()
+    for t in raw.tensors:
+        base = t.name or f"tensor_{t.index}"
+        name, k = base, 1
+        while name in used:
+            name, k = f"{base}_{k}", k + 1
+        used.add(name)
+        names[t.index] = name
+    return names
+
+
+def _quant(t: _RawTensor, dtype: str, label: str) -> QuantParams | None:
+    if not t.scale or dtype == "float32":
+        if dtype == "int8":
+            raise ModelFormatError(f"{label}: int8 tensor {t.name!r} has no quantization parameters",
+                                   hint="use a fully integer-quantized model or a float32 model")
+        return None
+    zp = t.zero_point or (0,)
+    if len(zp) == 1 and len(t.scale) > 1:
+        zp = zp * len(t.scale)
+    if len(zp) != len(t.scale):
+        raise ModelFormatError(f"{label}: tensor {t.name!r} has {len(t.scale)} scales but "
+                               f"{len(zp)} zero points")
+    axis = t.quantized_dimension if len(t.scale) > 1 else None
+    if axis is not None and not (0 <= axis < len(t.shape) and t.shape[axis] == len(t.scale)):
+        raise ModelFormatError(f"{label}: tensor {t.name!r} has {len(t.scale)} scales along axis "
+                               f"{axis}, but its shape is {t.shape}")
+    return QuantParams(t.scale, zp, axis)
+
+
+def _tensor(t: _RawTensor, name: str, shape: tuple[int, ...], label: str) -> Tensor:
+    if t.type not in _DTYPES:
+        raise UserError(f"{label}: tensor {t.name!r} has dtype "
+                        f"{_TENSOR_TYPE_NAMES.get(t.type, t.type)}, which microcompile does not support",
+                        hint="use a float32 model, or an int8 model (full-integer quantization with "
+                             "int8 input/output and int32 biases)")
+    dtype, le = _DTYPES[t.type]
+    data = None
+    if t.data is not None:
+        expected = int(np.prod(shape, dtype=np.int64)) * np.dtype(le).itemsize
+        if len(t.data) != expected:
+            raise ModelFormatError(f"{label}: constant {t.name!r} of shape {shape} needs {expected} "
+                                   f"bytes, its buffer has {len(t.data)}", hint=_HINT_FORMAT)
+        # Stored little-endian; astype gives a native-order copy independent of the file.
+        data = np.frombuffer(t.data, le).reshape(shape).astype(NP_DTYPES[dtype])
+    return Tensor(name, shape, dtype, _quant(t, dtype, label), data)
+
+
+def _build(raw: _RawModel, name: str, label: str) -> Graph:
+    ctx = _Ctx(raw, _unique_names(raw))
+    nodes = []
+    for op in raw.ops:
+        our_op, ins, attrs = CONVERTERS[op.opname](ctx, op)
+        outs = tuple(ctx.name(i) for i in op.outputs)
+        nodes.append(Node(our_op, f"{op.opname.lower()}_{op.index}", ins, outs, attrs,
+                          origin=(_out_name(raw, op),)))
+    used = {i for op in raw.ops for i in op.outputs} | set(raw.inputs) | set(raw.outputs)
+    used |= {idx for n, op in zip(nodes, raw.ops) for idx, nm in zip(op.inputs, n.inputs) if nm}
+    tensors = {}
+    for idx in sorted(used):
+        if idx < 0:
+            continue
+        tname = ctx.names[idx]
+        tensors[tname] = _tensor(raw.tensors[idx], tname, ctx.shape(idx), label)
+    return Graph(name, tensors, tuple(nodes), tuple(ctx.name(i) for i in raw.inputs),
+                 tuple(ctx.name(i) for i in raw.outputs))
+
+
+# ---------------------------------------------------------------------------------------
+# Public API
+
+def load_tflite(path_or_bytes, name: str | None = None) -> Graph:
+    """Read subgraph 0 of a .tflite model (a path or the file's bytes) into a verified Graph.
+
+    Raises ModelFormatError for anything that is not a well-formed TFLite file and
+    UnsupportedOpError (listing every offending layer) for ops microcompile cannot compile.
+    """
+    buf, label = _read_bytes(path_or_bytes)
+    raw = _parse_checked(buf, label)
+    _check_supported(raw)
+    if name is None:
+        name = Path(label).stem if label != "<bytes>" else "model"
+    try:
+        g = _build(raw, name, label)
+        return verify(g)
+    except VerifyError as e:
+        raise ModelFormatError(f"{label}: the model is inconsistent: {e}",
+                               hint="the file may be corrupted; if TFLite runs it, this is a "
+                                    "microcompile bug, please report it") from e
+
+
+def list_ops(path_or_bytes) -> list[tuple[int, str, str, bool]]:
+    """(layer index, TFLite op name, output tensor name, supported) for every op of
+    subgraph 0, without converting anything; for `inspect` on unsupported models."""
+    buf, label = _read_bytes(path_or_bytes)
+    raw = _parse_checked(buf, label)
+    return [(op.index, op.opname, _out_name(raw, op), _op_problem(op) is None) for op in raw.ops]

@@ -1,0 +1,294 @@
+"""TFLite's fixed-point arithmetic, in numpy int64, vectorized over arrays.
+
+Every function mirrors one in TFLite's `kernels/internal/common.h`,
+`quantization_util.cc`, `kernel_util.cc` or gemmlowp's `fixedpoint.h`, bit for bit.
+Integer helpers take int scalars or numpy arrays (any integer dtype) and return int64
+arrays holding int32-range values; callers cast at the store. Shifts may be arrays too
+(per-channel requantization).
+
+Rounding found in LiteRT 2.x BUILTIN_REF (checked against `ai_edge_litert` with
+`OpResolverType.BUILTIN_REF` by tests/ir/test_interp_ops.py, not assumed):
+
+  op                    requantization                          multiplier computed from
+  conv2d (int8)         double rounding (gemmlowp):             double(in_s) * double(w_s[c]) / double(out_s)
+                        SRDHM then RoundingDivideByPOT
+  depthwise_conv2d      double rounding, as conv2d              as conv2d, per output channel
+  fully_connected       SINGLE rounding:                        double(float(in_s * w_s)) / double(out_s)
+                        (acc*M + 2^(30-shift)) >> (31-shift)    (the product is rounded to float first)
+  add                   double rounding, smaller-than-one-exp   TFLite's left_shift=20 scheme
+  average_pool2d        no multiplier; sum +/- count/2, then C truncating division
+  softmax               gemmlowp fixed-point exp (reference_ops::Softmax), input
+                        multiplier via PreprocessSoftmaxScaling; no lookup table
+  relu/relu6/n1_to_1    double rounding (MultiplyByQuantizedMultiplier) when requantizing
+
+The single-rounding FC comes from reference_integer_ops::FullyConnected in LiteRT being
+built with the int64 "MultiplyByQuantizedMultiplier" path; TFLM and CMSIS-NN use double
+rounding there, which is why they miss LiteRT by one LSB on ad01 (see BENCHMARK.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+INT32_MIN = -(1 << 31)
+INT32_MAX = (1 << 31) - 1
+
+QRANGE = {"int8": (-128, 127), "int16": (-32768, 32767), "int32": (INT32_MIN, INT32_MAX)}
+
+
+def _i64(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.int64)
+
+
+def tflite_round(x):
+    """std::round / TfLiteRound: half away from zero (numpy's round is half to even)."""
+    x = np.asarray(x)
+    return np.sign(x) * np.floor(np.abs(x) + x.dtype.type(0.5))
+
+
+# ---------------------------------------------------------------------------------------
+# Multiplier computation (Prepare time; pure Python floats are C doubles)
+# ---------------------------------------------------------------------------------------
+
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """TFLite QuantizeMultiplier: real ~= mult * 2^(shift-31), mult in [2^30, 2^31).
+
+    The q == 2^31 carry bumps the shift; a shift below -31 flushes to (0, 0).
+    """
+    real = float(real)
+    if real == 0.0:
+        return 0, 0
+    q, shift = math.frexp(real)
+    q_fixed = int(tflite_round(np.float64(q) * float(1 << 31)))
+    assert q_fixed <= (1 << 31)
+    if q_fixed == (1 << 31):
+        q_fixed //= 2
+        shift += 1
+    assert q_fixed <= INT32_MAX
+    if shift < -31:
+        return 0, 0
+    return q_fixed, shift
+
+
+def quantize_multiplier_smaller_than_one_exp(real: float) -> tuple[int, int]:
+    """QuantizeMultiplierSmallerThanOneExp: 0 < real < 1, returns (mult, left_shift <= 0)."""
+    assert 0.0 < real < 1.0, real
+    mult, shift = quantize_multiplier(real)
+    assert shift <= 0
+    return mult, shift
+
+
+def quantize_multiplier_greater_than_one(real: float) -> tuple[int, int]:
+    """QuantizeMultiplierGreaterThanOne: real > 1, returns (mult, left_shift >= 0)."""
+    assert real > 1.0, real
+    mult, shift = quantize_multiplier(real)
+    assert shift >= 0
+    return mult, shift
+
+
+def quantize_multipliers(reals) -> tuple[np.ndarray, np.ndarray]:
+    """`quantize_multiplier` over a sequence: (int32 mults, int32 shifts) arrays."""
+    pairs = [quantize_multiplier(r) for r in np.asarray(reals, dtype=np.float64).ravel()]
+    return (np.array([p[0] for p in pairs], dtype=np.int32),
+            np.array([p[1] for p in pairs], dtype=np.int32))
+
+
+# ---------------------------------------------------------------------------------------
+# Requantization (Eval time)
+# ---------------------------------------------------------------------------------------
+
+def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
+    """gemmlowp SaturatingRoundingDoublingHighMul: round(a*b / 2^31), half away from zero."""
+    a, b = _i64(a), _i64(b)
+    overflow = (a == INT32_MIN) & (b == INT32_MIN)
+    ab = a * b
+    nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
+    num = ab + nudge
+    # C integer division truncates toward zero.
+    high = np.where(num >= 0, num >> 31, -((-num) >> 31))
+    return np.where(overflow, INT32_MAX, high)
+
+
+def rounding_divide_by_pot(x, exponent) -> np.ndarray:
+    """gemmlowp RoundingDivideByPOT: x / 2^exponent, rounding half away from zero."""
+    x, exponent = _i64(x), _i64(exponent)
+    mask = (np.int64(1) << exponent) - 1
+    remainder = x & mask
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> exponent) + (remainder > threshold)
+
+
+def saturating_left_shift(x, exponent: int) -> np.ndarray:
+    """gemmlowp SaturatingRoundingMultiplyByPOT for exponent > 0 (int32 saturation)."""
+    x = _i64(x)
+    threshold = (1 << (31 - exponent)) - 1
+    return np.where(x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, x << exponent))
+
+
+def multiply_by_quantized_multiplier(x, mult, shift) -> np.ndarray:
+    """TFLite MultiplyByQuantizedMultiplier, gemmlowp double rounding.
+
+    The left part of the shift is applied before the high multiply, the right part after,
+    each with its own rounding.
+    """
+    x, mult, shift = _i64(x), _i64(mult), _i64(shift)
+    left = np.maximum(shift, 0)
+    right = np.maximum(-shift, 0)
+    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x << left, mult), right)
+
+
+def multiply_by_quantized_multiplier_single_round(x, mult, shift) -> np.ndarray:
+    """TFLITE_SINGLE_ROUNDING MultiplyByQuantizedMultiplier: one rounding, half toward +inf.
+
+    (x*M + 2^(30-shift)) >> (31-shift), in 64 bits. Requires shift <= 30.
+    """
+    x, mult, shift = _i64(x), _i64(mult), _i64(shift)
+    total = 31 - shift
+    return (x * mult + (np.int64(1) << (total - 1))) >> total
+
+
+def multiply_by_quantized_multiplier_smaller_than_one_exp(x, mult, left_shift) -> np.ndarray:
+    """MultiplyByQuantizedMultiplierSmallerThanOneExp (ADD): SRDHM, then divide by 2^-shift."""
+    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, mult), -_i64(left_shift))
+
+
+def multiply_by_quantized_multiplier_greater_than_one(x, mult, left_shift) -> np.ndarray:
+    """MultiplyByQuantizedMultiplierGreaterThanOne (softmax input scaling)."""
+    return saturating_rounding_doubling_high_mul(_i64(x) << _i64(left_shift), mult)
+
+
+# ---------------------------------------------------------------------------------------
+# Activation ranges (CalculateActivationRangeQuantized / CalculateActivationRange)
+# ---------------------------------------------------------------------------------------
+
+_ACT_REAL_RANGE = {"NONE": (None, None), "RELU": (0.0, None), "RELU6": (0.0, 6.0),
+                   "RELU_N1_TO_1": (-1.0, 1.0)}
+
+
+def activation_range(activation: str, quant=None, dtype: str = "int8"):
+    """The clamp a fused activation applies, in the output's number space.
+
+    Quantized: zp + round(f / scale) computed in float32 as TFLite does, intersected with
+    the dtype's range. float32: (-inf|0|-1, inf|6|1).
+    """
+    lo, hi = _ACT_REAL_RANGE[activation]
+    if dtype == "float32":
+        return (float(-np.inf) if lo is None else lo, float(np.inf) if hi is None else hi)
+    qmin, qmax = QRANGE[dtype]
+    scale, zp = np.float32(quant.s), quant.zp
+
+    def q(f):
+        return zp + int(tflite_round(np.float32(f) / scale))
+
+    return (qmin if lo is None else max(qmin, q(lo)), qmax if hi is None else min(qmax, q(hi)))
+
+
+# ---------------------------------------------------------------------------------------
+# Softmax: gemmlowp fixed-point exp and reciprocal (reference_ops::Softmax)
+# ---------------------------------------------------------------------------------------
+
+def _mul(a, b):
+    """FixedPoint * FixedPoint (raw int32): the integer bits add up."""
+    return saturating_rounding_doubling_high_mul(a, b)
+
+
+def _wrap32(x):
+    x = _i64(x)
+    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def rescale(x, src_int_bits: int, dst_int_bits: int) -> np.ndarray:
+    """gemmlowp Rescale<dst>: change the number of integer bits of a raw int32 fixed point."""
+    exponent = src_int_bits - dst_int_bits
+    if exponent > 0:
+        return saturating_left_shift(x, exponent)
+    if exponent < 0:
+        return rounding_divide_by_pot(x, -exponent)
+    return _i64(x)
+
+
+def exp_on_interval_between_negative_one_quarter_and_0_excl(a) -> np.ndarray:
+    """gemmlowp: exp(a) for a in [-1/4, 0), Q0.31 in and out (Taylor series around -1/8)."""
+    constant_term = 1895147668          # exp(-1/8) in Q0.31
+    constant_1_over_3 = 715827883
+    x = _wrap32(_i64(a) + (1 << 28))    # a + 1/8
+    x2 = _mul(x, x)
+    x3 = _mul(x2, x)
+    x4 = _mul(x2, x2)
+    x4_over_4 = rounding_divide_by_pot(x4, 2)
+    poly = rounding_divide_by_pot(_wrap32(_mul(_wrap32(x4_over_4 + x3), constant_1_over_3) + x2), 1)
+    return _wrap32(constant_term + _mul(constant_term, _wrap32(x + poly)))
+
+
+_EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
+               (2, 39332535), (3, 720401), (4, 242))
+
+
+def exp_on_negative_values(a, integer_bits: int) -> np.ndarray:
+    """gemmlowp exp_on_negative_values: exp(a) for a <= 0 in Q(integer_bits), result Q0.31."""
+    a = _i64(a)
+    frac_bits = 31 - integer_bits
+    one_quarter = 1 << (frac_bits - 2)
+    mask = one_quarter - 1
+    a_mod_quarter_minus_one_quarter = (a & mask) - one_quarter
+    result = exp_on_interval_between_negative_one_quarter_and_0_excl(
+        rescale(a_mod_quarter_minus_one_quarter, integer_bits, 0))
+    remainder = _wrap32(a_mod_quarter_minus_one_quarter - a)
+    for exponent, multiplier in _EXP_BARREL:
+        if integer_bits > exponent:
+            bit = np.int64(1) << (frac_bits + exponent)
+            result = np.where((remainder & bit) != 0, _mul(result, multiplier), result)
+    if integer_bits > 5:
+        clamp = -(1 << (36 - integer_bits))
+        result = np.where(a < clamp, 0, result)
+    return np.where(a == 0, INT32_MAX, result)
+
+
+def one_over_one_plus_x_for_x_in_0_1(a) -> np.ndarray:
+    """gemmlowp: 1/(1+a) for a in [0, 1), Q0.31 in and out (Newton-Raphson, 3 steps)."""
+    a = _i64(a)
+    s = a + INT32_MAX                                   # RoundingHalfSum(a, One)
+    half_denominator = np.where(s >= 0, (s + 1) // 2, -((-(s - 1)) // 2))
+    constant_48_over_17 = 1515870810                    # Q2.29
+    constant_neg_32_over_17 = -1010580540               # Q2.29
+    x = _wrap32(constant_48_over_17 + _mul(half_denominator, constant_neg_32_over_17))
+    one_q2 = 1 << 29
+    for _ in range(3):
+        half_denominator_times_x = _mul(half_denominator, x)
+        one_minus = _wrap32(one_q2 - half_denominator_times_x)
+        x = _wrap32(x + rescale(_mul(x, one_minus), 4, 2))
+    return rescale(x, 1, 0)                             # ExactMulByPot<-1> then Rescale<0>
+
+
+def count_leading_zeros_u32(x) -> np.ndarray:
+    x = _i64(x) & 0xFFFFFFFF
+    _, e = np.frexp(x.astype(np.float64))
+    return np.where(x == 0, 32, 32 - e).astype(np.int64)
+
+
+def get_reciprocal(x, x_integer_digits: int) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite GetReciprocal: (Q0.31 of 1/x scaled into [0.5,1), num_bits_over_unit)."""
+    x = _i64(x)
+    headroom_plus_one = count_leading_zeros_u32(x)
+    num_bits_over_unit = x_integer_digits - headroom_plus_one
+    shifted_sum_minus_one = ((x << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)
+    return one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one), num_bits_over_unit
+
+
+def preprocess_softmax_scaling(beta: float, input_scale: float, input_integer_bits: int,
+                               single_rounding: bool = False) -> tuple[int, int]:
+    """TFLite PreprocessSoftmaxScaling: (input_multiplier, input_left_shift)."""
+    max_real = float((1 << 30) - 1) if single_rounding else float((1 << 31) - 1)
+    real = min(float(beta) * float(input_scale) * float(1 << (31 - input_integer_bits)), max_real)
+    return quantize_multiplier_greater_than_one(real)
+
+
+def calculate_input_radius(input_integer_bits: int, input_left_shift: int,
+                           total_signed_bits: int = 31) -> int:
+    """TFLite CalculateInputRadius: the largest |diff| that does not saturate the scaling."""
+    max_input_rescaled = (1.0 * ((1 << input_integer_bits) - 1)
+                          * float(1 << (total_signed_bits - input_integer_bits))
+                          / float(1 << input_left_shift))
+    return int(math.floor(max_input_rescaled))

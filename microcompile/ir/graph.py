@@ -1,0 +1,134 @@
+"""Graph IR: tensors, nodes and graphs.
+
+Plain records. A pass never mutates a graph it was given; it builds a new one with
+`Graph.replace(...)`. Tensors are NHWC. Constant tensors carry their data (numpy).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+DTYPES = ("int8", "int16", "int32", "float32")
+NP_DTYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "float32": np.float32}
+
+
+@dataclass(frozen=True, eq=False)
+class QuantParams:
+    """Affine quantization: real = scale * (q - zero_point).
+
+    Per tensor when `axis` is None (one scale/zero point); per channel along `axis`
+    otherwise (one entry per channel, as TFLite's per-channel weights).
+    """
+
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    axis: int | None = None
+
+    @property
+    def per_channel(self) -> bool:
+        return self.axis is not None
+
+    @property
+    def s(self) -> float:
+        """The single scale of a per-tensor quantization."""
+        assert self.axis is None and len(self.scale) == 1, "per-tensor quantization expected"
+        return self.scale[0]
+
+    @property
+    def zp(self) -> int:
+        assert self.axis is None and len(self.zero_point) == 1, "per-tensor quantization expected"
+        return self.zero_point[0]
+
+    def same_as(self, other: QuantParams | None) -> bool:
+        return (other is not None and self.axis == other.axis
+                and tuple(np.float32(self.scale)) == tuple(np.float32(other.scale))
+                and tuple(self.zero_point) == tuple(other.zero_point))
+
+    def to_json(self) -> dict:
+        return {"scale": list(self.scale), "zero_point": list(self.zero_point), "axis": self.axis}
+
+
+@dataclass(frozen=True, eq=False)
+class Tensor:
+    """A value in the graph. `data` is set for constants (weights, biases, shapes)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    quant: QuantParams | None = None
+    data: np.ndarray | None = None
+
+    @property
+    def is_const(self) -> bool:
+        return self.data is not None
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * np.dtype(NP_DTYPES[self.dtype]).itemsize
+
+    def replace(self, **changes) -> Tensor:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """One op application. Inputs/outputs name tensors; "" marks an absent optional input."""
+
+    op: str
+    name: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attrs: dict = field(default_factory=dict)
+    # Names of the source-model layers this node stands for, after fusion/folding.
+    origin: tuple[str, ...] = ()
+
+    def attr(self, key: str, default=None):
+        return self.attrs.get(key, default)
+
+    def replace(self, **changes) -> Node:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """A dataflow graph in topological node order."""
+
+    name: str
+    tensors: dict[str, Tensor]
+    nodes: tuple[Node, ...]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+    def replace(self, **changes) -> Graph:
+        if "nodes" in changes:
+            changes["nodes"] = tuple(changes["nodes"])
+        return dataclasses.replace(self, **changes)
+
+    def tensor(self, name: str) -> Tensor:
+        return self.tensors[name]
+
+    def const(self, name: str) -> np.ndarray:
+        data = self.tensors[name].data
+        assert data is not None, f"tensor {name} is not a constant"
+        return data
+
+    def producers(self) -> dict[str, Node]:
+        return {out: n for n in self.nodes for out in n.outputs}
+
+    def consumers(self) -> dict[str, list[Node]]:
+        uses: dict[str, list[Node]] = {}
+        for n in self.nodes:
+            for i in n.inputs:
+                if i:
+                    uses.setdefault(i, []).append(n)
+        return uses
+
+    def node_inputs(self, node: Node) -> list[Tensor | None]:
+        return [self.tensors[i] if i else None for i in node.inputs]

@@ -1,0 +1,59 @@
+"""Intrinsics the loop IR may `Call`: pure scalar helpers and extern micro-kernels.
+
+Each entry gives the C symbol's signature, the header that defines it, and a Python
+implementation that the loop-IR interpreter runs. Pure helpers mirror `fixedpoint.py`
+(which mirrors the TFLite reference kernels) and are defined in C as `static inline`
+functions in runtime_c/include/mc_fixedpoint.h; extern micro-kernels live in
+runtime_c/kernels/ and take pointers (`Address` arguments).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Intrinsic:
+    name: str
+    arg_dtypes: tuple[str, ...]     # "handle" for a pointer argument
+    dtype: str                      # result dtype; "void" for extern kernels
+    header: str
+    impl: Callable                  # Python semantics; pointers arrive as (flat ndarray, offset)
+    extern: bool = False            # an extern micro-kernel (used under Evaluate), not a pure helper
+
+
+REGISTRY: dict[str, Intrinsic] = {}
+
+
+def register(i: Intrinsic) -> Intrinsic:
+    assert i.name not in REGISTRY, f"intrinsic {i.name} registered twice"
+    REGISTRY[i.name] = i
+    return i
+
+
+def get(name: str) -> Intrinsic:
+    return REGISTRY[name]
+
+
+def _fp():
+    # Imported on use so the loop IR does not depend on the fixed-point module at import time.
+    from . import fixedpoint
+    return fixedpoint
+
+
+_FP_H = "mc_fixedpoint.h"
+
+register(Intrinsic("mc_mul_by_qm", ("int32", "int32", "int32"), "int32", _FP_H,
+                   lambda x, m, s: int(_fp().multiply_by_quantized_multiplier(x, m, s))))
+register(Intrinsic("mc_mul_by_qm_single_round", ("int32", "int32", "int32"), "int32", _FP_H,
+                   lambda x, m, s: int(_fp().multiply_by_quantized_multiplier_single_round(x, m, s))))
+register(Intrinsic("mc_mul_by_qm_smaller_than_one_exp", ("int32", "int32", "int32"), "int32", _FP_H,
+                   lambda x, m, s: int(_fp().multiply_by_quantized_multiplier_smaller_than_one_exp(x, m, s))))
+# expf as the C library computes it in float32; numpy's float32 exp agrees to within an ulp,
+# which the float32 tests' tolerance covers.
+register(Intrinsic("expf", ("float32",), "float32", "math.h",
+                   lambda x: np.float32(math.exp(float(x)))))

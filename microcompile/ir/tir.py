@@ -1,0 +1,374 @@
+"""Loop IR: the TIR-like program a kernel is lowered to, scheduled in, and emitted from.
+
+Plain frozen records, as TVM's TIR but much smaller:
+
+  expressions  Var, IntImm, FloatImm, BinOp, Cast, Select, Load, Address, Call
+  statements   For, Store, Allocate, LetStmt, IfThenElse, SeqStmt, Evaluate
+  containers   Buffer (a flat, typed region: arena view, flash constant, scratch or local), PrimFunc
+
+Semantics (the loop-IR interpreter in `tir_interp.py` is their executable definition):
+  * integers are two's-complement int32 (values wrap; the lowering keeps them in range so
+    the C, where signed overflow is undefined, agrees);
+  * `div`/`mod` truncate toward zero, as C; `floordiv`/`floormod` round toward -inf;
+  * `Select` evaluates only the chosen arm (C's `?:`), so it may guard a Load;
+  * buffers are flat: `Load(buf, index)` reads element `index` of `buf` (row-major over
+    `buf.shape`); `buf.at(i, j, ...)` builds that index;
+  * `For(var, extent, ...)` runs var = 0 .. extent-1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Union
+
+import numpy as np
+
+SCOPES = ("arena", "const", "scratch", "local")
+SCALAR_DTYPES = ("int8", "int16", "int32", "float32", "bool")
+FOR_KINDS = ("serial", "unrolled")
+
+ARITH_OPS = ("add", "sub", "mul", "div", "mod", "floordiv", "floormod", "min", "max",
+             "shl", "shr", "and", "or", "xor")
+CMP_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
+LOGIC_OPS = ("land", "lor")
+BIN_OPS = ARITH_OPS + CMP_OPS + LOGIC_OPS
+
+
+# ---------------------------------------------------------------- expressions
+
+class Expr:
+    """Base of expressions. Operators build BinOps so lowering reads like the math."""
+
+    dtype: str
+
+    def __add__(self, o): return BinOp("add", self, const(o, self.dtype))
+    def __radd__(self, o): return BinOp("add", const(o, self.dtype), self)
+    def __sub__(self, o): return BinOp("sub", self, const(o, self.dtype))
+    def __rsub__(self, o): return BinOp("sub", const(o, self.dtype), self)
+    def __mul__(self, o): return BinOp("mul", self, const(o, self.dtype))
+    def __rmul__(self, o): return BinOp("mul", const(o, self.dtype), self)
+
+
+@dataclass(frozen=True)
+class Var(Expr):
+    name: str
+    dtype: str = "int32"
+
+
+@dataclass(frozen=True)
+class IntImm(Expr):
+    value: int
+    dtype: str = "int32"
+
+
+@dataclass(frozen=True)
+class FloatImm(Expr):
+    value: float
+    dtype: str = "float32"
+
+
+@dataclass(frozen=True)
+class BinOp(Expr):
+    op: str
+    a: Expr
+    b: Expr
+
+    @property
+    def dtype(self) -> str:
+        return "bool" if self.op in CMP_OPS + LOGIC_OPS else self.a.dtype
+
+
+@dataclass(frozen=True)
+class Cast(Expr):
+    dtype: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Select(Expr):
+    cond: Expr
+    true_value: Expr
+    false_value: Expr
+
+    @property
+    def dtype(self) -> str:
+        return self.true_value.dtype
+
+
+@dataclass(frozen=True)
+class Load(Expr):
+    buffer: Buffer
+    index: Expr
+
+    @property
+    def dtype(self) -> str:
+        return self.buffer.dtype
+
+
+@dataclass(frozen=True)
+class Address(Expr):
+    """Pointer to element `index` of `buffer`: an argument of an extern micro-kernel call."""
+
+    buffer: Buffer
+    index: Expr
+    dtype: str = "handle"
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    """A call of a named intrinsic (see `intrinsics.py`): pure helpers such as the fixed-point
+    requantization, or, under `Evaluate`, an extern micro-kernel from runtime_c/kernels."""
+
+    name: str
+    args: tuple[Expr, ...]
+    dtype: str
+
+
+# ---------------------------------------------------------------- statements
+
+class Stmt:
+    """Base of statements."""
+
+
+@dataclass(frozen=True)
+class For(Stmt):
+    var: Var
+    extent: int
+    body: Stmt
+    kind: str = "serial"
+
+
+@dataclass(frozen=True)
+class Store(Stmt):
+    buffer: Buffer
+    index: Expr
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Allocate(Stmt):
+    """A `local` buffer (a register scalar when its shape is ()) that lives for `body`."""
+
+    buffer: Buffer
+    body: Stmt
+
+
+@dataclass(frozen=True)
+class LetStmt(Stmt):
+    """Binds an immutable scalar for `body`: `const T var = value;` in C."""
+
+    var: Var
+    value: Expr
+    body: Stmt
+
+
+@dataclass(frozen=True)
+class IfThenElse(Stmt):
+    cond: Expr
+    then_body: Stmt
+    else_body: Stmt | None = None
+
+
+@dataclass(frozen=True)
+class SeqStmt(Stmt):
+    stmts: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class Evaluate(Stmt):
+    call: Call
+
+
+# ---------------------------------------------------------------- containers
+
+@dataclass(frozen=True, eq=False)
+class Buffer:
+    """A flat typed region. Identity is the buffer: two Buffers are equal only if the same object.
+
+    scope:  "arena"   an activation in the arena; `tensor` names the graph tensor (offset from
+                      the memory plan)
+            "const"   a constant in flash; `data` holds its values
+            "scratch" the kernel's scratch space in the arena (offset from the memory plan)
+            "local"   a stack/register variable; shape () is a scalar
+    `comment` is printed next to the declaration (e.g. "conv1 filter [8,3,3,3]").
+    """
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    scope: str
+    data: np.ndarray | None = None
+    tensor: str | None = None
+    comment: str = ""
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * DTYPE_BYTES[self.dtype]
+
+    def at(self, *idx) -> Expr:
+        """Flat row-major index of element `idx`; constant-folds zero terms and unit strides."""
+        assert len(idx) == len(self.shape), f"{self.name}: {len(idx)} indices for shape {self.shape}"
+        flat: Expr | None = None
+        stride = 1
+        for i, dim in reversed(list(zip(idx, self.shape))):
+            term = None if (isinstance(i, int) and i == 0) else mul(const(i), stride)
+            if term is not None:
+                flat = term if flat is None else add(term, flat)
+            stride *= dim
+        return flat if flat is not None else IntImm(0)
+
+    def load(self, *idx) -> Load:
+        return Load(self, self.at(*idx) if self.shape else IntImm(0))
+
+    def store(self, value: Expr, *idx) -> Store:
+        return Store(self, self.at(*idx) if self.shape else IntImm(0), value)
+
+
+DTYPE_BYTES = {"int8": 1, "int16": 2, "int32": 4, "float32": 4, "bool": 1}
+
+
+@dataclass(frozen=True, eq=False)
+class PrimFunc:
+    """One kernel. `buffers` lists every non-local buffer the body touches (arena, const,
+    scratch), in a stable order. `attrs` carries what codegen prints in the comment header:
+    "layer" (node name), "op", "inputs"/"outputs" (lists of "name shape dtype quant" strings),
+    "macs"; and "scratch_bytes" when the kernel needs scratch space."""
+
+    name: str
+    buffers: tuple[Buffer, ...]
+    body: Stmt
+    attrs: dict = field(default_factory=dict)
+
+    def with_body(self, body: Stmt) -> PrimFunc:
+        return PrimFunc(self.name, self.buffers, body, dict(self.attrs))
+
+
+# ---------------------------------------------------------------- builders
+
+def const(v, dtype: str = "int32") -> Expr:
+    """Wrap a Python number as an immediate; expressions pass through."""
+    if isinstance(v, Expr):
+        return v
+    if isinstance(v, (float, np.floating)) or dtype == "float32":
+        return FloatImm(float(v))
+    return IntImm(int(v), dtype)
+
+
+def _imm(e: Expr):
+    return e.value if isinstance(e, (IntImm, FloatImm)) else None
+
+
+def add(a, b) -> Expr:
+    a, b = const(a), const(b)
+    if _imm(a) == 0 and isinstance(a, IntImm):
+        return b
+    if _imm(b) == 0 and isinstance(b, IntImm):
+        return a
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return IntImm(a.value + b.value)
+    return BinOp("add", a, b)
+
+
+def sub(a, b) -> Expr:
+    a, b = const(a), const(b)
+    if isinstance(b, IntImm) and b.value == 0:
+        return a
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return IntImm(a.value - b.value)
+    return BinOp("sub", a, b)
+
+
+def mul(a, b) -> Expr:
+    a, b = const(a), const(b)
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return IntImm(a.value * b.value)
+    if isinstance(a, IntImm) and a.value == 1:
+        return b
+    if isinstance(b, IntImm) and b.value == 1:
+        return a
+    return BinOp("mul", a, b)
+
+
+def binop(op: str, a, b) -> BinOp:
+    return BinOp(op, const(a), const(b))
+
+
+def cast(dtype: str, e: Expr) -> Expr:
+    return e if e.dtype == dtype else Cast(dtype, e)
+
+
+def seq(*stmts: Stmt | None) -> Stmt:
+    """SeqStmt of the non-None statements, flattened; a single statement stands alone."""
+    flat: list[Stmt] = []
+    for s in stmts:
+        if s is None:
+            continue
+        flat.extend(s.stmts if isinstance(s, SeqStmt) else [s])
+    return flat[0] if len(flat) == 1 else SeqStmt(tuple(flat))
+
+
+def loops(vars_extents: list[tuple[Var, int]], body: Stmt) -> Stmt:
+    """Nest serial For loops, outermost first."""
+    for v, n in reversed(vars_extents):
+        body = For(v, n, body)
+    return body
+
+
+def all_of(conds: list[Expr]) -> Expr | None:
+    """Conjunction of `conds` (None when empty: no condition)."""
+    out: Expr | None = None
+    for c in conds:
+        out = c if out is None else BinOp("land", out, c)
+    return out
+
+
+Node = Union[Expr, Stmt]
+
+
+# ---------------------------------------------------------------- traversal
+
+def children(n: Node) -> list[Node]:
+    """Direct sub-expressions/statements of `n`, in field order (Buffers are leaves)."""
+    out: list[Node] = []
+    for f in fields(n):
+        v = getattr(n, f.name)
+        if isinstance(v, (Expr, Stmt)):
+            out.append(v)
+        elif isinstance(v, tuple):
+            out.extend(x for x in v if isinstance(x, (Expr, Stmt)))
+    return out
+
+
+def walk(n: Node):
+    """Pre-order iterator over `n` and all nodes below it."""
+    yield n
+    for c in children(n):
+        yield from walk(c)
+
+
+def rewrite(n: Node, fn) -> Node:
+    """Post-order rebuild: children first, then `fn(node)` returns a replacement or None (keep)."""
+    changes = {}
+    for f in fields(n):
+        v = getattr(n, f.name)
+        if isinstance(v, (Expr, Stmt)):
+            nv = rewrite(v, fn)
+            if nv is not v:
+                changes[f.name] = nv
+        elif isinstance(v, tuple) and any(isinstance(x, (Expr, Stmt)) for x in v):
+            nv = tuple(rewrite(x, fn) if isinstance(x, (Expr, Stmt)) else x for x in v)
+            if any(a is not b for a, b in zip(nv, v)):
+                changes[f.name] = nv
+    if changes:
+        n = replace(n, **changes)
+    out = fn(n)
+    return n if out is None else out
+
+
+def substitute(n: Node, mapping: dict[Var, Expr]) -> Node:
+    """Replace free uses of the Vars in `mapping` (loop vars are unique, so no capture)."""
+    return rewrite(n, lambda x: mapping.get(x) if isinstance(x, Var) else None)

@@ -1,0 +1,90 @@
+"""Helpers shared by the per-op lowerings: buffers for graph tensors, comment strings,
+requantization and clamps as loop-IR expressions."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import ops
+from ..ir.graph import NP_DTYPES, Graph, Node, Tensor
+from ..ir.tir import (BinOp, Buffer, Call, Expr, IntImm, PrimFunc, Stmt, Var, FloatImm, all_of, binop,
+                      cast, const)
+from ..ir.tir_verify import verify_primfunc
+
+
+def describe(t: Tensor) -> str:
+    """"name [1,8,8,3] int8 s=0.0235 zp=-128" for the kernel comment header."""
+    s = f"{t.name} [{','.join(map(str, t.shape))}] {t.dtype}"
+    q = t.quant
+    if q is not None:
+        s += (f" s={q.scale[0]:.6g} zp={q.zero_point[0]}" if q.axis is None
+              else f" per-channel(axis={q.axis}, {len(q.scale)} scales)")
+    return s
+
+
+def arena(g: Graph, name: str, buf_name: str, shape: tuple[int, ...] | None = None) -> Buffer:
+    """The arena buffer of tensor `name`; `shape` views the same bytes with another shape."""
+    t = g.tensors[name]
+    shape = tuple(t.shape) if shape is None else tuple(shape)
+    assert int(np.prod(shape)) == t.size, f"view {shape} of {name} {t.shape}"
+    return Buffer(buf_name, t.dtype, shape, "arena", tensor=name, comment=describe(t))
+
+
+def constant(buf_name: str, data: np.ndarray, comment: str) -> Buffer:
+    dtype = {np.dtype(v): k for k, v in NP_DTYPES.items()}[np.asarray(data).dtype]
+    data = np.ascontiguousarray(data)
+    return Buffer(buf_name, dtype, tuple(data.shape), "const", data=data, comment=comment)
+
+
+def make_func(g: Graph, node: Node, buffers: list[Buffer], body: Stmt, **extra) -> PrimFunc:
+    """A verified PrimFunc for `node`, with the comment-header attributes codegen prints."""
+    ins = [describe(g.tensors[i]) for i in node.inputs if i and not g.tensors[i].is_const]
+    outs = [describe(g.tensors[o]) for o in node.outputs]
+    attrs = {"layer": node.name, "op": node.op, "inputs": ins, "outputs": outs,
+             "macs": int(ops.get(node.op).macs(g, node)), **extra}
+    act = node.attrs.get("activation")
+    if act and act != "NONE":
+        attrs["activation"] = act
+    return verify_primfunc(PrimFunc(f"{node.op}_{node.name}", tuple(buffers), body, attrs))
+
+
+def i32(e: Expr) -> Expr:
+    return cast("int32", e)
+
+
+def i8(e: Expr) -> Expr:
+    return cast("int8", e)
+
+
+def clamp(e: Expr, lo, hi) -> Expr:
+    """min(max(e, lo), hi), leaving out a bound that cannot bite (the dtype's own range for
+    int8 outputs, +-inf for float)."""
+    if e.dtype == "float32":
+        if lo is not None and np.isfinite(lo):
+            e = BinOp("max", e, FloatImm(float(lo)))
+        if hi is not None and np.isfinite(hi):
+            e = BinOp("min", e, FloatImm(float(hi)))
+        return e
+    return BinOp("min", BinOp("max", e, IntImm(int(lo))), IntImm(int(hi)))
+
+
+def requantize(acc: Expr, mult: Expr | int, shift: Expr | int, rounding: str) -> Expr:
+    """acc * M * 2^shift with the rounding qparams says LiteRT uses ("double" | "single")."""
+    name = {"double": "mc_mul_by_qm", "single": "mc_mul_by_qm_single_round"}[rounding]
+    return Call(name, (acc, const(mult), const(shift)), "int32")
+
+
+def in_bounds(pairs: list[tuple[Expr, int, int, int]]) -> Expr | None:
+    """Conjunction of 0 <= e < size for (e, size, pad_lo, pad_hi); a side whose padding is zero
+    cannot go out of bounds and is left out, so unpadded kernels get no condition at all."""
+    conds = []
+    for e, size, lo, hi in pairs:
+        if lo > 0:
+            conds.append(binop("ge", e, 0))
+        if hi > 0:
+            conds.append(binop("lt", e, size))
+    return all_of(conds)
+
+
+def loop_vars(*names: str) -> list[Var]:
+    return [Var(n) for n in names]

@@ -1,0 +1,109 @@
+"""conv2d and depthwise_conv2d: direct loop nests over NHWC with an int32 (or float)
+accumulator per output element.
+
+int8 (reference_integer_ops::ConvPerChannel): acc = bias[c] + sum (x - zp_in) * w. The
+input zero point is folded into the bias once, on the host:
+    bias'[c] = bias[c] - zp_in * sum(w[c])
+so the inner loop is a plain x*w. A padded tap reads zp_in in place of x (select), which
+adds zp_in * w and cancels its share of the fold exactly: padding stays "value zp_in",
+as TFLite's. Requantization uses qparams.conv_params (per-channel multiplier/shift in
+flash, the rounding it names).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import qparams
+from ..ir.graph import Graph, Node
+from ..ir.tir import (Allocate, Buffer, FloatImm, IntImm, Select, add, loops, mul, seq, sub)
+from .common import arena, clamp, constant, i8, i32, in_bounds, loop_vars, make_func, requantize
+
+
+def _int8_bias(g: Graph, node: Node, w_per_out: np.ndarray, zp_in: int, channels: int) -> np.ndarray:
+    """bias - zp_in * sum(w) per output channel, as int32 (the folded accumulator start)."""
+    bias = (g.const(node.inputs[2]).astype(np.int64) if len(node.inputs) > 2 and node.inputs[2]
+            else np.zeros(channels, np.int64))
+    folded = bias - zp_in * w_per_out.astype(np.int64).sum(axis=1)
+    assert np.all(np.abs(folded) < 2**31), f"{node.name}: folded bias overflows int32"
+    return folded.astype(np.int32)
+
+
+def _float_bias(g: Graph, node: Node, channels: int) -> np.ndarray:
+    if len(node.inputs) > 2 and node.inputs[2]:
+        return g.const(node.inputs[2]).astype(np.float32)
+    return np.zeros(channels, np.float32)
+
+
+def lower_conv2d(g: Graph, node: Node, target=None):
+    return _lower(g, node, depthwise=False)
+
+
+def lower_depthwise_conv2d(g: Graph, node: Node, target=None):
+    return _lower(g, node, depthwise=True)
+
+
+def _lower(g: Graph, node: Node, depthwise: bool):
+    xt, wt, yt = g.tensors[node.inputs[0]], g.tensors[node.inputs[1]], g.tensors[node.outputs[0]]
+    x, y = arena(g, xt.name, "x"), arena(g, yt.name, "y")
+    batch, in_h, in_w, in_c = xt.shape
+    _, out_h, out_w, out_c = yt.shape
+    sh, sw = node.attrs.get("stride", (1, 1))
+    dh, dw = node.attrs.get("dilation", (1, 1))
+    pt, pl, pb, pr = node.attrs.get("padding", (0, 0, 0, 0))
+    wdata = g.const(wt.name)
+    if depthwise:
+        _, kh_n, kw_n, _ = wdata.shape
+        mult_n = out_c // in_c
+        # [1, kh, kw, co] -> per output channel rows for the bias fold
+        w_per_out = wdata.reshape(kh_n * kw_n, out_c).T
+    else:
+        _, kh_n, kw_n, _ = wdata.shape
+        w_per_out = wdata.reshape(out_c, -1)
+    w = constant("w", wdata, f"{node.name} filter {list(wdata.shape)} {wt.dtype}")
+
+    n, oh, ow, kh, kw = loop_vars("n", "oh", "ow", "kh", "kw")
+    ih = add(sub(mul(oh, sh), pt), mul(kh, dh))
+    iw = add(sub(mul(ow, sw), pl), mul(kw, dw))
+    valid = in_bounds([(ih, in_h, pt, pb), (iw, in_w, pl, pr)])
+    if depthwise:
+        ic, m = loop_vars("ic", "m")
+        oc = add(mul(ic, mult_n), m)
+        outer = [(n, batch), (oh, out_h), (ow, out_w), (ic, in_c), (m, mult_n)]
+        inner = [(kh, kh_n), (kw, kw_n)]
+        w_load = w.load(0, kh, kw, oc)
+        x_index = (n, ih, iw, ic)
+    else:
+        oc, ic = loop_vars("oc", "ic")
+        outer = [(n, batch), (oh, out_h), (ow, out_w), (oc, out_c)]
+        inner = [(kh, kh_n), (kw, kw_n), (ic, in_c)]
+        w_load = w.load(oc, kh, kw, ic)
+        x_index = (n, ih, iw, ic)
+
+    if yt.dtype == "float32":
+        p = qparams.conv_params(g, node)
+        bias = constant("bias", _float_bias(g, node, out_c), f"{node.name} bias [{out_c}] float32")
+        acc = Buffer("acc", "float32", (), "local")
+        xv = x.load(*x_index)
+        if valid is not None:
+            xv = Select(valid, xv, FloatImm(0.0))
+        update = acc.store(add(acc.load(), mul(xv, w_load)))
+        result = clamp(acc.load(), p.act_min, p.act_max)
+        consts = [w, bias]
+    else:
+        p = qparams.conv_params(g, node)
+        bias = constant("bias", _int8_bias(g, node, w_per_out, -p.input_offset, out_c),
+                        f"{node.name} bias - zp_in*sum(w) [{out_c}] int32")
+        mult = constant("mult", np.array(p.output_multiplier, np.int32), f"{node.name} requant multipliers")
+        shift = constant("shift", np.array(p.output_shift, np.int32), f"{node.name} requant shifts")
+        acc = Buffer("acc", "int32", (), "local")
+        xv = x.load(*x_index)
+        if valid is not None:
+            xv = Select(valid, xv, IntImm(-p.input_offset, "int8"))
+        update = acc.store(add(acc.load(), mul(i32(xv), i32(w_load))))
+        scaled = requantize(acc.load(), mult.load(oc), shift.load(oc), p.rounding)
+        result = i8(clamp(add(scaled, p.output_offset), p.act_min, p.act_max))
+        consts = [w, bias, mult, shift]
+    body = Allocate(acc, seq(acc.store(bias.load(oc)), loops(inner, update),
+                             y.store(result, n, oh, ow, oc)))
+    return make_func(g, node, [x, y, *consts], loops(outer, body))

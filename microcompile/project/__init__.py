@@ -1,0 +1,16 @@
+"""Project generation, build, size report, and running/flashing the firmware.
+
+    generate(artifact_dir, board, out_dir, test_inputs, emulated) -> out_dir
+    build(out_dir) -> SizeReport
+    run_emulated(out_dir) / run_host(out_dir) -> RunResult
+    flash(out_dir)
+"""
+
+from microcompile.project.build import SizeReport, build, size_report
+from microcompile.project.flash import flash
+from microcompile.project.generate import MARKER, check_fits, generate, read_marker
+from microcompile.project.manifest import load_manifest
+from microcompile.project.run import RunResult, parse_output, qemu_command, run_emulated, run_host
+
+__all__ = ["MARKER", "RunResult", "SizeReport", "build", "check_fits", "flash", "generate", "load_manifest",
+           "parse_output", "qemu_command", "read_marker", "run_emulated", "run_host", "size_report"]

@@ -1,0 +1,134 @@
+"""Build a generated project with make, and report its memory use."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from microcompile.errors import BoardError, ToolchainError
+from microcompile.project.generate import _kib, read_marker
+from microcompile.target import load_board
+
+ARM_INSTALL = "sudo apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi make"
+HOST_INSTALL = "sudo apt-get install build-essential"
+_OVERFLOW = re.compile(r"region `(\w+)' overflowed by (\d+) bytes")
+_TOOLCHAIN_BROKEN = ("nano.specs", "cannot find -lc", "stdint.h: No such file", "string.h: No such file")
+
+
+@dataclass(frozen=True)
+class SizeReport:
+    """Bytes used: flash = text + data (initializers), ram = data + bss (incl. the stack reserve)."""
+
+    text: int
+    data: int
+    bss: int
+    sections: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def flash(self) -> int:
+        return self.text + self.data
+
+    @property
+    def ram(self) -> int:
+        return self.data + self.bss
+
+
+def parse_size_berkeley(output: str) -> tuple[int, int, int]:
+    """(text, data, bss) from `size -B -d` output."""
+    for line in output.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and all(p.isdigit() for p in parts[:3]):
+            return int(parts[0]), int(parts[1]), int(parts[2])
+    raise ValueError(f"cannot parse size output: {output!r}")
+
+
+def parse_size_sysv(output: str) -> dict[str, int]:
+    """{section: bytes} from `size -A -d` output, non-empty allocated-looking sections only."""
+    sections = {}
+    for line in output.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0].startswith(".") and parts[1].isdigit() and int(parts[1]) > 0:
+            if not parts[0].startswith((".debug", ".comment", ".ARM.attributes")):
+                sections[parts[0]] = int(parts[1])
+    return sections
+
+
+def size_report(binary: str | Path, size_tool: str = "arm-none-eabi-size") -> SizeReport:
+    """Run `size` on an ELF and return its SizeReport."""
+    berkeley = subprocess.run([size_tool, "-B", "-d", str(binary)], capture_output=True, text=True, check=True)
+    sysv = subprocess.run([size_tool, "-A", "-d", str(binary)], capture_output=True, text=True, check=True)
+    text, data, bss = parse_size_berkeley(berkeley.stdout)
+    return SizeReport(text, data, bss, parse_size_sysv(sysv.stdout))
+
+
+def _require(tools: list[str], install: str) -> None:
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        raise ToolchainError(f"{', '.join(missing)} not found on PATH", hint=f"install it: {install}")
+
+
+def _overflow_error(lines: list[str], board_name: str) -> BoardError | None:
+    board = load_board(board_name)
+    problems = []
+    for region, over in _OVERFLOW.findall("\n".join(lines)):
+        mem = {"FLASH": board.mcu.flash, "RAM": board.mcu.ram}.get(region)
+        if mem is None:
+            continue
+        kind = "RAM" if region == "RAM" else "flash"
+        problems.append(f"firmware needs {_kib(mem.size + int(over))} KiB {kind}, "
+                        f"{board.name} has {_kib(mem.size)} KiB")
+    if not problems:
+        return None
+    return BoardError(f"the model does not fit {board.name}: " + "; ".join(dict.fromkeys(problems)),
+                      hint="pick a board with more memory, or a smaller model")
+
+
+def build(project_dir: str | Path, progress: Callable[[str], None] = print,
+          platform: str | None = None, jobs: int | None = None) -> SizeReport:
+    """Run make in a generated project, streaming its `[build] ...` lines to `progress`.
+
+    `platform` ("board" or "twin") overrides the Makefile's default. Returns the
+    firmware's SizeReport. Missing tools -> ToolchainError; memory overflow -> BoardError."""
+    project_dir = Path(project_dir)
+    marker = read_marker(project_dir)
+    host = marker["platform"] == "host"
+    if host:
+        _require(["make", "cc"], HOST_INSTALL)
+    else:
+        _require(["make", "arm-none-eabi-gcc", "arm-none-eabi-objcopy", "arm-none-eabi-size"], ARM_INSTALL)
+
+    cmd = ["make", "-C", str(project_dir), "--no-print-directory", f"-j{jobs or os.cpu_count() or 1}"]
+    if platform is not None and not host:
+        cmd.append(f"PLATFORM={platform}")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    for line in proc.stdout:
+        line = line.rstrip("\n")
+        lines.append(line)
+        if line.startswith("[build]"):
+            progress(line)
+    rc = proc.wait()
+    if rc != 0:
+        overflow = _overflow_error(lines, marker["board"])
+        if overflow is not None:
+            raise overflow
+        tail = "\n".join(lines[-25:])
+        if any(s in tail for s in _TOOLCHAIN_BROKEN):
+            raise ToolchainError(f"the toolchain is incomplete; the build failed:\n{tail}", hint=f"install: {ARM_INSTALL}")
+        raise ToolchainError(f"make failed in {project_dir} (exit {rc}):\n{tail}",
+                             hint=f"rerun `make -C {project_dir}` to see the full log")
+
+    if host:
+        exe = project_dir / "firmware"
+        if shutil.which("size"):
+            return size_report(exe, "size")
+        return SizeReport(exe.stat().st_size, 0, 0, {})
+    report = size_report(project_dir / "firmware.elf")
+    progress(f"[build] flash {report.flash} B (text {report.text} + data {report.data}), "
+             f"RAM {report.ram} B (data {report.data} + bss {report.bss})")
+    return report

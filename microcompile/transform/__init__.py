@@ -1,0 +1,1 @@
+"""Graph-to-graph passes. `pipeline.run` applies them in their fixed order."""

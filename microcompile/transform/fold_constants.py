@@ -1,0 +1,32 @@
+"""Fold every node whose inputs are all constants into a constant tensor.
+
+Requires: the reference interpreter can execute the node. The folded value is computed
+with the interpreter's exact (TFLite) semantics, so folding never changes results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import Graph
+from ..ir import interp
+
+
+@dataclass(frozen=True)
+class FoldConstants:
+    name: str = "fold_constants"
+
+    def __call__(self, g: Graph) -> Graph:
+        tensors = dict(g.tensors)
+        kept = []
+        for n in g.nodes:
+            ins = [i for i in n.inputs if i]
+            if not ins or not all(tensors[i].is_const for i in ins):
+                kept.append(n)
+                continue
+            sub = Graph(name=n.name, tensors={i: tensors[i] for i in ins} | {o: tensors[o] for o in n.outputs},
+                        nodes=(n,), inputs=(), outputs=n.outputs)
+            values = interp.run(sub, {})
+            for o in n.outputs:
+                tensors[o] = tensors[o].replace(data=values[o])
+        return g.replace(tensors=tensors, nodes=kept)

@@ -1,0 +1,26 @@
+"""The graph pass pipeline: one literal list, run in order, verified after every pass."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..ir import Graph, verify
+from .fold_constants import FoldConstants
+from .fuse_activation import FuseActivation
+from .remove_dead import RemoveDeadCode
+
+PIPELINE = [
+    FoldConstants(),     # evaluate any node whose inputs are all constants, at compile time
+    FuseActivation(),    # standalone RELU/RELU6 -> the producer's fused clamp (when exact)
+    RemoveDeadCode(),    # drop nodes and tensors that no output depends on
+]
+
+
+def run(g: Graph, passes=None, dump: Callable[[str, Graph], None] | None = None) -> Graph:
+    """Run `passes` (default PIPELINE) on `g`; verify after each; `dump(name, g)` sees each result."""
+    verify(g)
+    for p in PIPELINE if passes is None else passes:
+        g = verify(p(g))
+        if dump is not None:
+            dump(p.name, g)
+    return g

@@ -1,0 +1,71 @@
+/* mc_fixedpoint.h: the scalar helpers that generated kernels call.
+ *
+ * Each function mirrors one in microcompile/ir/fixedpoint.py, which mirrors TFLite's
+ * kernels/internal/common.h and gemmlowp's fixedpoint.h bit for bit. Which rounding an
+ * op uses is decided by microcompile/ir/qparams.py; the code generator picks the helper.
+ * Right shifts of negative values are arithmetic (GCC and Clang guarantee it). */
+#ifndef MC_FIXEDPOINT_H
+#define MC_FIXEDPOINT_H
+
+#include <stdint.h>
+
+/* gemmlowp SaturatingRoundingDoublingHighMul: round(a*b / 2^31), half away from zero. */
+static inline int32_t mc_srdhm(int32_t a, int32_t b)
+{
+    if (a == INT32_MIN && b == INT32_MIN)
+        return INT32_MAX;
+    const int64_t ab = (int64_t)a * (int64_t)b;
+    const int64_t nudge = ab >= 0 ? (1 << 30) : (1 - (1 << 30));
+    /* C division truncates toward zero, as gemmlowp relies on. */
+    return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+}
+
+/* gemmlowp RoundingDivideByPOT: x / 2^exponent, half away from zero; 0 <= exponent <= 31. */
+static inline int32_t mc_rounding_divide_by_pot(int32_t x, int32_t exponent)
+{
+    const int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
+    const int32_t remainder = x & mask;
+    const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+/* TFLite MultiplyByQuantizedMultiplier, double rounding: x * mult * 2^(shift-31). */
+static inline int32_t mc_mul_by_qm(int32_t x, int32_t mult, int32_t shift)
+{
+    const int32_t left = shift > 0 ? shift : 0;
+    const int32_t right = shift > 0 ? 0 : -shift;
+    return mc_rounding_divide_by_pot(mc_srdhm((int32_t)((uint32_t)x << left), mult), right);
+}
+
+/* TFLITE_SINGLE_ROUNDING MultiplyByQuantizedMultiplier: (x*M + 2^(30-shift)) >> (31-shift). */
+static inline int32_t mc_mul_by_qm_single_round(int32_t x, int32_t mult, int32_t shift)
+{
+    const int32_t total = 31 - shift;
+    const int64_t round = (int64_t)1 << (total - 1);
+    return (int32_t)(((int64_t)x * mult + round) >> total);
+}
+
+/* MultiplyByQuantizedMultiplierSmallerThanOneExp (ADD): left_shift <= 0. */
+static inline int32_t mc_mul_by_qm_smaller_than_one_exp(int32_t x, int32_t mult, int32_t left_shift)
+{
+    return mc_rounding_divide_by_pot(mc_srdhm(x, mult), -left_shift);
+}
+
+static inline int32_t mc_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t mc_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
+static inline float mc_min_f32(float a, float b) { return a < b ? a : b; }
+static inline float mc_max_f32(float a, float b) { return a > b ? a : b; }
+
+/* Division and remainder rounding toward -inf (the loop IR's floordiv/floormod). */
+static inline int32_t mc_floordiv_i32(int32_t a, int32_t b)
+{
+    const int32_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static inline int32_t mc_floormod_i32(int32_t a, int32_t b)
+{
+    return a - mc_floordiv_i32(a, b) * b;
+}
+
+#endif /* MC_FIXEDPOINT_H */

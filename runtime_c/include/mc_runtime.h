@@ -1,0 +1,88 @@
+/* mc_runtime.h: the public C API of a microcompile model.
+ *
+ * The generated model (model.h/model.c) defines `const mc_model_t mc_model` and
+ * `MC_MODEL_ARENA_BYTES`. The application owns the arena (16-byte aligned, at
+ * least MC_MODEL_ARENA_BYTES long); the runtime never allocates.
+ *
+ *   static uint8_t arena[MC_MODEL_ARENA_BYTES] __attribute__((aligned(16)));
+ *   mc_ctx_t ctx;
+ *   if (mc_init(&ctx, &mc_model, arena, sizeof arena) != 0) { ... }
+ *   memcpy(mc_input(&ctx, 0), data, mc_model.inputs[0].bytes);
+ *   mc_run(&ctx);
+ *   const int8_t *y = mc_output(&ctx, 0);
+ */
+#ifndef MC_RUNTIME_H
+#define MC_RUNTIME_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MC_ARENA_ALIGN 16u
+
+/* Return codes of mc_init / mc_run. */
+#define MC_OK 0
+#define MC_ERR_ARGS (-1)
+#define MC_ERR_ARENA_SIZE (-2)
+#define MC_ERR_ARENA_ALIGN (-3)
+
+typedef enum { MC_INT8 = 0, MC_FLOAT32 = 1, MC_INT32 = 2 } mc_dtype_t;
+
+typedef struct {
+    const char *name;
+    mc_dtype_t dtype;
+    uint32_t offset; /* in arena */
+    uint32_t bytes;
+    uint32_t ndim;
+    const int32_t *shape;
+    float scale;
+    int32_t zero_point;
+} mc_tensor_t;
+
+typedef void (*mc_kernel_fn)(uint8_t *arena);
+
+typedef struct {
+    const char *name;
+    const char *op;
+    uint32_t macs;
+    mc_kernel_fn fn;
+} mc_kernel_t;
+
+typedef struct {
+    uint32_t arena_bytes;
+    uint32_t num_inputs;
+    const mc_tensor_t *inputs;
+    uint32_t num_outputs;
+    const mc_tensor_t *outputs;
+    uint32_t num_kernels;
+    const mc_kernel_t *kernels;
+} mc_model_t;
+
+typedef void (*mc_profile_hook)(void *user, uint32_t kernel_index, uint32_t cycles);
+
+typedef struct {
+    const mc_model_t *model;
+    uint8_t *arena;
+    mc_profile_hook hook;
+    void *hook_user;
+} mc_ctx_t;
+
+/* 0 ok; MC_ERR_ARENA_SIZE if arena_bytes < model->arena_bytes,
+ * MC_ERR_ARENA_ALIGN if the arena is not MC_ARENA_ALIGN-aligned. */
+int mc_init(mc_ctx_t *ctx, const mc_model_t *model, uint8_t *arena, size_t arena_bytes);
+/* Pointer into the arena for input/output i; NULL if i is out of range. */
+void *mc_input(mc_ctx_t *ctx, uint32_t i);
+void *mc_output(mc_ctx_t *ctx, uint32_t i);
+/* Runs the kernels in order. If a hook is set, calls it after each kernel with
+ * the platform cycle-counter delta of that kernel. Returns 0. */
+int mc_run(mc_ctx_t *ctx);
+void mc_set_profile_hook(mc_ctx_t *ctx, mc_profile_hook hook, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MC_RUNTIME_H */
