@@ -23,7 +23,7 @@ ALLOWED = {
     "tune": {"ir", "frontend", "transform", "quantize", "lower", "schedule", "memory", "codegen",
              "target", "project", "device"},
 }
-COMMON = {"errors", "resources"}
+COMMON = {"errors", "resources", "__version__"}
 
 
 def _imported_packages(path: pathlib.Path, package: str):

@@ -11,6 +11,11 @@ exception and an unsupported model fails before any conversion work:
 3. The converters in `CONVERTERS` (one function per TFLite builtin) turn each raw op into
    a `Node`; the tensors the nodes use become `Tensor`s; `verify()` checks the result.
 
+Hybrid (dynamic-range quantized) models, such as kws_ref_model_float32, have float
+activations and int8 weights with a scale. They are read as they are: a float op whose
+constant weights are int8 with quantization parameters. TFLite runs such ops with hybrid
+kernels that quantize the input on the fly.
+
 Only the `tflite` package (the flatc-generated reader for the schema) is used; it is
 imported lazily so that `microcompile.frontend` imports without it.
 """
@@ -250,10 +255,20 @@ def _parse_checked(buf: bytes, label: str) -> _RawModel:
 # ---------------------------------------------------------------------------------------
 # Step 2: unsupported ops
 
-def _op_problem(op: _RawOp) -> str | None:
+_TFL_FLOAT32, _TFL_INT8 = 0, 9
+
+
+def _op_problem(raw: _RawModel, op: _RawOp) -> str | None:
     """Why `op` is unsupported (the "X" of the message), or None when it is supported."""
     if op.opname not in CONVERTERS:
         return op.opname
+    if len(op.inputs) > 1 and min(op.inputs[:2]) >= 0:
+        x, w = raw.tensors[op.inputs[0]], raw.tensors[op.inputs[1]]
+        # Dynamic-range ("hybrid") quantization: float activations, int8 weights. TFLite
+        # quantizes the input on the fly; we model its per-tensor CONV_2D kernel only.
+        if x.type == _TFL_FLOAT32 and w.type == _TFL_INT8 and (op.opname != "CONV_2D" or len(w.scale) != 1):
+            kind = "per-channel " if len(w.scale) > 1 else ""
+            return f"hybrid {op.opname} (float32 input, {kind}int8 weights)"
     act = (op.options or {}).get("FusedActivationFunction", 0)
     if _ACTIVATIONS.get(act) not in ops.ACTIVATIONS:
         return f"{op.opname} with fused activation {_ACTIVATIONS.get(act, act)}"
@@ -268,7 +283,7 @@ def _out_name(raw: _RawModel, op: _RawOp) -> str:
 
 def _check_supported(raw: _RawModel) -> None:
     problems = [f"unsupported op {p} at layer {op.index} ({_out_name(raw, op)})"
-                for op in raw.ops if (p := _op_problem(op)) is not None]
+                for op in raw.ops if (p := _op_problem(raw, op)) is not None]
     if problems:
         raise UnsupportedOpError(
             f"the model uses {len(problems)} unsupported op(s):\n  " + "\n  ".join(problems),
@@ -526,4 +541,4 @@ def list_ops(path_or_bytes) -> list[tuple[int, str, str, bool]]:
     subgraph 0, without converting anything; for `inspect` on unsupported models."""
     buf, label = _read_bytes(path_or_bytes)
     raw = _parse_checked(buf, label)
-    return [(op.index, op.opname, _out_name(raw, op), _op_problem(op) is None) for op in raw.ops]
+    return [(op.index, op.opname, _out_name(raw, op), _op_problem(raw, op) is None) for op in raw.ops]

@@ -6,8 +6,8 @@ supports. Uses the flatc-generated builders of the `tflite` package.
 Layout of the output:
   - buffer 0 is the empty sentinel; every constant gets its own buffer (16-byte aligned
     data), every other tensor points at buffer 0;
-  - one subgraph; tensors in the Graph's dict order, then the int32 shape tensors the
-    writer adds for RESHAPE;
+  - one subgraph; tensors in the Graph's dict order, then the tensors the writer adds:
+    RESHAPE's int32 shape input and a zero bias for a bias-less DEPTHWISE_CONV_2D;
   - operator codes use the modern fields: builtin_code plus
     deprecated_builtin_code = min(code, 127).
 
@@ -21,7 +21,7 @@ import flatbuffers
 import numpy as np
 
 from ..ir import ops
-from ..ir.graph import Graph, Node, Tensor
+from ..ir.graph import Graph, Node, QuantParams, Tensor
 
 import tflite  # noqa: E402  (generated flatbuffer bindings)
 
@@ -142,8 +142,9 @@ _OPTIONS = {"conv2d": _conv_options, "depthwise_conv2d": _conv_options,
 # --- flatbuffer helpers ----------------------------------------------------------------
 
 def _int_vector(b, values, prepend) -> int:
-    b.StartVector(4 if prepend != b.PrependInt64 else 8, len(values),
-                  4 if prepend != b.PrependInt64 else 8)
+    """A vector of scalars; `prepend` is the builder's Prepend<Type> for the element type."""
+    size = 8 if prepend == b.PrependInt64 else 4
+    b.StartVector(size, len(values), size)
     for v in reversed(list(values)):
         prepend(v)
     return b.EndVector()
@@ -183,19 +184,39 @@ def _tensor(b, t: Tensor, buffer: int) -> int:
     return tflite.TensorEnd(b)
 
 
-def _with_reshape_shapes(g: Graph) -> tuple[dict[str, Tensor], dict[str, list[str]]]:
-    """TFLite's RESHAPE takes its target shape as a second (int32 constant) input."""
+def _unique(tensors: dict, name: str) -> str:
+    while name in tensors:
+        name += "_"
+    return name
+
+
+def _zero_bias(g: Graph, n: Node, name: str) -> Tensor:
+    """LiteRT's DEPTHWISE_CONV_2D requires a bias: zeros with the conventional quantization."""
+    x, w = g.tensors[n.inputs[0]], g.tensors[n.inputs[1]]
+    channels = w.shape[3]
+    if x.dtype == "float32":
+        return Tensor(name, (channels,), "float32", data=np.zeros(channels, np.float32))
+    scales = tuple(float(np.float32(x.quant.s) * np.float32(s)) for s in w.quant.scale)
+    quant = QuantParams(scales, (0,) * len(scales), 0 if len(scales) > 1 else None)
+    return Tensor(name, (channels,), "int32", quant, data=np.zeros(channels, np.int32))
+
+
+def _extra_inputs(g: Graph) -> tuple[dict[str, Tensor], dict[str, list[str]]]:
+    """Inputs TFLite wants that our IR leaves implicit: RESHAPE's int32 shape tensor and
+    DEPTHWISE_CONV_2D's bias."""
     tensors = dict(g.tensors)
     op_inputs = {}
     for n in g.nodes:
         inputs = list(n.inputs)
         if n.op == "reshape":
             shape = np.array(g.tensors[n.outputs[0]].shape, dtype=np.int32)
-            name = f"{n.name}/shape"
-            while name in tensors:
-                name += "_"
+            name = _unique(tensors, f"{n.name}/shape")
             tensors[name] = Tensor(name, shape.shape, "int32", data=shape)
             inputs.append(name)
+        if n.op == "depthwise_conv2d" and not n.inputs[2]:
+            name = _unique(tensors, f"{n.name}/zero_bias")
+            tensors[name] = _zero_bias(g, n, name)
+            inputs[2] = name
         op_inputs[n.name] = inputs
     return tensors, op_inputs
 
@@ -206,7 +227,7 @@ def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
     unsupported = sorted({n.op for n in graph.nodes if n.op not in _BUILTIN})
     if unsupported:
         raise ValueError(f"tflite_writer: unsupported ops {unsupported}")
-    tensors, op_inputs = _with_reshape_shapes(graph)
+    tensors, op_inputs = _extra_inputs(graph)
     index = {name: i for i, name in enumerate(tensors)}
     b = flatbuffers.Builder(1024)
 

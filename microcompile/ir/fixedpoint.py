@@ -6,24 +6,27 @@ Integer helpers take int scalars or numpy arrays (any integer dtype) and return 
 arrays holding int32-range values; callers cast at the store. Shifts may be arrays too
 (per-channel requantization).
 
-Rounding found in LiteRT 2.x BUILTIN_REF (checked against `ai_edge_litert` with
-`OpResolverType.BUILTIN_REF` by tests/ir/test_interp_ops.py, not assumed):
+Rounding measured in LiteRT 2.x BUILTIN_REF (`ai_edge_litert`, OpResolverType.BUILTIN_REF).
+Method: the same single-op models run with each candidate scheme; power-of-two scales
+make the multiplier exactly 2^k so that exact ties are frequent and the schemes
+disagree (tests/ir/test_interp_ops.py keeps these "tie" cases in its plans):
 
-  op                    requantization                          multiplier computed from
-  conv2d (int8)         double rounding (gemmlowp):             double(in_s) * double(w_s[c]) / double(out_s)
-                        SRDHM then RoundingDivideByPOT
-  depthwise_conv2d      double rounding, as conv2d              as conv2d, per output channel
-  fully_connected       SINGLE rounding:                        double(float(in_s * w_s)) / double(out_s)
-                        (acc*M + 2^(30-shift)) >> (31-shift)    (the product is rounded to float first)
-  add                   double rounding, smaller-than-one-exp   TFLite's left_shift=20 scheme
-  average_pool2d        no multiplier; sum +/- count/2, then C truncating division
-  softmax               gemmlowp fixed-point exp (reference_ops::Softmax), input
-                        multiplier via PreprocessSoftmaxScaling; no lookup table
-  relu/relu6/n1_to_1    double rounding (MultiplyByQuantizedMultiplier) when requantizing
+  op                    requantization (function here)                 multiplier from
+  conv2d                DOUBLE: multiply_by_quantized_multiplier        double(in_s)*double(w_s[c])/double(out_s)
+  depthwise_conv2d      DOUBLE, as conv2d, one per output channel       as conv2d
+  fully_connected       SINGLE, TIES AWAY FROM ZERO:                    per-tensor: double(float(in_s*w_s))/double(out_s)
+                        multiply_by_quantized_multiplier_single_round_away   per-channel: as conv2d
+                        = sign(acc) * ((|acc|*M + 2^(30-shift)) >> (31-shift))
+  add                   DOUBLE, smaller-than-one-exp path, left_shift 20
+  average_pool2d        no multiplier: (sum +/- count/2) / count, C truncation
+  softmax               gemmlowp fixed-point exp (reference_ops::Softmax, not the LUT),
+                        input multiplier from PreprocessSoftmaxScaling (double rounding)
+  relu/relu6/n1_to_1    DOUBLE (ReluX requantizes in->out even when the scales match)
 
-The single-rounding FC comes from reference_integer_ops::FullyConnected in LiteRT being
-built with the int64 "MultiplyByQuantizedMultiplier" path; TFLM and CMSIS-NN use double
-rounding there, which is why they miss LiteRT by one LSB on ad01 (see BENCHMARK.md).
+Note: the half-up form (acc*M + 2^(30-shift)) >> (31-shift) quoted in BENCHMARK.md
+agrees with LiteRT's FC except on negative exact ties, where LiteRT rounds away from zero
+(e.g. -31.5 -> -32). Conv/depthwise do NOT use single rounding. TFLM and CMSIS-NN use
+DOUBLE for FC, hence their 1-LSB misses on ad01.
 """
 
 from __future__ import annotations
@@ -147,6 +150,20 @@ def multiply_by_quantized_multiplier_single_round(x, mult, shift) -> np.ndarray:
     x, mult, shift = _i64(x), _i64(mult), _i64(shift)
     total = 31 - shift
     return (x * mult + (np.int64(1) << (total - 1))) >> total
+
+
+def multiply_by_quantized_multiplier_single_round_away(x, mult, shift) -> np.ndarray:
+    """Single rounding, ties away from zero: what LiteRT's int8 FULLY_CONNECTED does.
+
+    sign(x) * ((|x|*M + 2^(30-shift)) >> (31-shift)). Differs from the half-up
+    `multiply_by_quantized_multiplier_single_round` only on negative exact ties
+    (-2.5 -> -3 here, -2 there); measured against LiteRT BUILTIN_REF with power-of-two
+    scales, where ties are frequent.
+    """
+    x, mult, shift = _i64(x), _i64(mult), _i64(shift)
+    total = 31 - shift
+    magnitude = (np.abs(x) * mult + (np.int64(1) << (total - 1))) >> total
+    return np.where(x < 0, -magnitude, magnitude)
 
 
 def multiply_by_quantized_multiplier_smaller_than_one_exp(x, mult, left_shift) -> np.ndarray:

@@ -54,14 +54,40 @@ def _checked_input(graph: Graph, name: str, inputs: dict[str, np.ndarray]) -> np
 
 # --- shared pieces ---------------------------------------------------------------------
 
+def is_hybrid(graph: Graph, node: Node) -> bool:
+    """Dynamic-range quantized op: float32 activations, int8 weights."""
+    return (graph.tensors[node.inputs[0]].dtype == "float32" and len(node.inputs) > 1 and bool(node.inputs[1])
+            and graph.tensors[node.inputs[1]].dtype == "int8")
+
+
 def _is_int8(graph: Graph, node: Node) -> bool:
+    """int8 kernel; refuses hybrid ops other than the per-tensor conv2d (the frontend rejects them)."""
+    if is_hybrid(graph, node) and node.op != "conv2d":
+        raise NotImplementedError(f"{node.name}: hybrid {node.op} (float32 input, int8 weights) is not "
+                                  "supported by the interpreter")
     return graph.tensors[node.inputs[0]].dtype == "int8"
 
 
+def hybrid_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite's per-batch SymmetricQuantizeFloats: q = round(x * (127 / range)) clamped to
+    +-127, with range = max|x| of the batch; returns (q, range / 127) in float32 arithmetic."""
+    flat = x.reshape(x.shape[0], -1).astype(np.float32)
+    rng = np.abs(flat).max(axis=1)
+    safe = np.where(rng == 0, np.float32(1), rng).astype(np.float32)
+    inv = (np.float32(127) / safe).astype(np.float32)
+    q = fp.tflite_round((flat * inv[:, None]).astype(np.float32).astype(np.float64))  # exact std::round
+    q = np.where(rng[:, None] == 0, 0, np.clip(q, -127, 127)).astype(np.int8)
+    scale = np.where(rng == 0, np.float32(1), (safe / np.float32(127)).astype(np.float32)).astype(np.float32)
+    return q.reshape(x.shape), scale
+
+
+_REQUANTIZE = {qp.DOUBLE: fp.multiply_by_quantized_multiplier,
+               qp.SINGLE: fp.multiply_by_quantized_multiplier_single_round,
+               qp.SINGLE_AWAY: fp.multiply_by_quantized_multiplier_single_round_away}
+
+
 def _requantize(acc, mult, shift, rounding: str) -> np.ndarray:
-    if rounding == qp.SINGLE:
-        return fp.multiply_by_quantized_multiplier_single_round(acc, mult, shift)
-    return fp.multiply_by_quantized_multiplier(acc, mult, shift)
+    return _REQUANTIZE[rounding](acc, mult, shift)
 
 
 def _store_int8(acc, output_offset: int, act_min: int, act_max: int) -> np.ndarray:
@@ -97,6 +123,18 @@ def _offset_input(x: np.ndarray, offset: int) -> np.ndarray:
 def _conv2d(graph, node, x, w, bias):
     co, kh, kw, ci = w.shape
     p = qp.conv_params(graph, node)
+    if is_hybrid(graph, node):
+        # TFLite EvalHybrid: quantize the input per batch, integer conv (padding taps are
+        # 0), then out = float(acc) * (input_scale * weight_scale) + bias, clamped.
+        q, scale = hybrid_quantize(x)
+        scale = (scale * np.float32(graph.tensors[node.inputs[1]].quant.scale[0])).astype(np.float32)
+        cols = _windows(q.astype(np.float64), node, kh, kw)
+        acc = np.rint(cols.reshape(-1, kh * kw * ci) @ w.reshape(co, -1).T.astype(np.float64))
+        acc = acc.astype(np.float32).reshape(cols.shape[:3] + (co,))
+        y = (acc * scale[:, None, None, None]).astype(np.float32)
+        if bias is not None:
+            y = (y + bias.astype(np.float32)).astype(np.float32)
+        return _clamp_float(y, p)
     if _is_int8(graph, node):
         cols = _windows(_offset_input(x, p.input_offset), node, kh, kw)
         acc = np.rint(cols.reshape(-1, kh * kw * ci) @ w.reshape(co, -1).T.astype(np.float64)).astype(np.int64)

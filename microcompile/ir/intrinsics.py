@@ -24,6 +24,7 @@ class Intrinsic:
     header: str
     impl: Callable                  # Python semantics; pointers arrive as (flat ndarray, offset)
     extern: bool = False            # an extern micro-kernel (used under Evaluate), not a pure helper
+    writes: tuple[int, ...] = ()    # indices of the pointer arguments an extern kernel writes
 
 
 REGISTRY: dict[str, Intrinsic] = {}
@@ -51,9 +52,31 @@ register(Intrinsic("mc_mul_by_qm", ("int32", "int32", "int32"), "int32", _FP_H,
                    lambda x, m, s: int(_fp().multiply_by_quantized_multiplier(x, m, s))))
 register(Intrinsic("mc_mul_by_qm_single_round", ("int32", "int32", "int32"), "int32", _FP_H,
                    lambda x, m, s: int(_fp().multiply_by_quantized_multiplier_single_round(x, m, s))))
+register(Intrinsic("mc_mul_by_qm_single_round_away", ("int32", "int32", "int32"), "int32", _FP_H,
+                   lambda x, m, s: int(_fp().multiply_by_quantized_multiplier_single_round_away(x, m, s))))
 register(Intrinsic("mc_mul_by_qm_smaller_than_one_exp", ("int32", "int32", "int32"), "int32", _FP_H,
                    lambda x, m, s: int(_fp().multiply_by_quantized_multiplier_smaller_than_one_exp(x, m, s))))
 # expf as the C library computes it in float32; numpy's float32 exp agrees to within an ulp,
 # which the float32 tests' tolerance covers.
 register(Intrinsic("expf", ("float32",), "float32", "math.h",
                    lambda x: np.float32(math.exp(float(x)))))
+
+
+def _softmax_s8(x_ptr, y_ptr, rows, depth, mult, left_shift, diff_min):
+    """Python twin of runtime_c/kernels/mc_softmax.c (TFLite reference_ops::Softmax, int8)."""
+    fp = _fp()
+    (xa, xo), (ya, yo) = x_ptr, y_ptr
+    x = xa[xo:xo + rows * depth].reshape(rows, depth).astype(np.int64)
+    diff = x - x.max(axis=-1, keepdims=True)
+    live = diff >= diff_min
+    scaled = fp.multiply_by_quantized_multiplier_greater_than_one(np.where(live, diff, 0), mult, left_shift)
+    exps = fp.exp_on_negative_values(scaled, 5)                       # Q5.26 in, Q0.31 out
+    sums = np.where(live, fp.rescale(exps, 0, 12), 0).sum(axis=-1, keepdims=True)   # Q12.19
+    recip, bits = fp.get_reciprocal(sums, 12)
+    unsat = fp.rounding_divide_by_pot(fp.saturating_rounding_doubling_high_mul(recip, exps), bits + 31 - 8)
+    out = np.where(live, np.clip(unsat - 128, -128, 127), -128)
+    ya[yo:yo + rows * depth] = out.reshape(-1).astype(np.int8)
+
+
+register(Intrinsic("mc_softmax_s8", ("handle", "handle", "int32", "int32", "int32", "int32", "int32"),
+                   "void", "mc_softmax.h", _softmax_s8, extern=True, writes=(1,)))

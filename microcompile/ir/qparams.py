@@ -20,7 +20,8 @@ from . import fixedpoint as fp
 from .graph import Graph, Node, QuantParams
 
 DOUBLE = "double"   # gemmlowp: SaturatingRoundingDoublingHighMul then RoundingDivideByPOT
-SINGLE = "single"   # (acc*M + 2^(30-shift)) >> (31-shift)
+SINGLE = "single"   # (acc*M + 2^(30-shift)) >> (31-shift): TFLITE_SINGLE_ROUNDING, ties up
+SINGLE_AWAY = "single_away"   # sign(acc) * ((|acc|*M + 2^(30-shift)) >> (31-shift))
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,10 @@ class ConvParams:
 class FullyConnectedParams:
     """int8 fully_connected (reference_integer_ops::FullyConnected[PerChannel]).
 
-    acc = bias + sum (x + input_offset) * (w + weights_offset). Rounding: SINGLE for the
-    per-tensor kernel, (acc*M + 2^(30-shift)) >> (31-shift), verified against LiteRT
-    BUILTIN_REF (TFLM/CMSIS-NN use DOUBLE here and differ by one LSB). The per-tensor
+    acc = bias + sum (x + input_offset) * (w + weights_offset). Rounding: SINGLE_AWAY,
+    sign(acc) * ((|acc|*M + 2^(30-shift)) >> (31-shift)), for per-tensor and per-channel
+    weights, measured against LiteRT BUILTIN_REF (TFLM/CMSIS-NN use DOUBLE here and
+    differ by one LSB; the half-up SINGLE differs on negative exact ties). The per-tensor
     multiplier is double(float32(in_s * w_s)) / double(out_s); per-channel entries use
     double products as conv does. `per_channel` tells which kernel LiteRT runs.
     """
@@ -68,7 +70,7 @@ class FullyConnectedParams:
     act_min: int
     act_max: int
     per_channel: bool
-    rounding: str = SINGLE
+    rounding: str = SINGLE_AWAY
 
 
 @dataclass(frozen=True)

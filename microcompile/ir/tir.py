@@ -270,6 +270,8 @@ def add(a, b) -> Expr:
         return a
     if isinstance(a, IntImm) and isinstance(b, IntImm):
         return IntImm(a.value + b.value)
+    if isinstance(b, IntImm) and b.value < 0:
+        return BinOp("sub", a, IntImm(-b.value, b.dtype))
     return BinOp("add", a, b)
 
 
@@ -312,9 +314,10 @@ def seq(*stmts: Stmt | None) -> Stmt:
 
 
 def loops(vars_extents: list[tuple[Var, int]], body: Stmt) -> Stmt:
-    """Nest serial For loops, outermost first."""
+    """Nest serial For loops, outermost first. A loop of extent 1 is not made: its variable
+    is replaced by 0 and the indices simplified."""
     for v, n in reversed(vars_extents):
-        body = For(v, n, body)
+        body = For(v, n, body) if n > 1 else simplify(substitute(body, {v: IntImm(0)}))
     return body
 
 
@@ -372,3 +375,38 @@ def rewrite(n: Node, fn) -> Node:
 def substitute(n: Node, mapping: dict[Var, Expr]) -> Node:
     """Replace free uses of the Vars in `mapping` (loop vars are unique, so no capture)."""
     return rewrite(n, lambda x: mapping.get(x) if isinstance(x, Var) else None)
+
+
+SCRATCH_ALIGN = 16
+
+
+def scratch_layout(f: PrimFunc) -> tuple[dict[str, int], int]:
+    """Offsets of `f`'s scratch buffers inside its one scratch region (16-byte aligned, in
+    buffer order) and the region's size: the bytes to request from the memory planner for
+    this kernel, and where codegen places each buffer."""
+    offsets, end = {}, 0
+    for b in f.buffers:
+        if b.scope == "scratch":
+            offsets[b.name] = end
+            end += -(-b.nbytes // SCRATCH_ALIGN) * SCRATCH_ALIGN
+    return offsets, end
+
+
+def _fold(n: Node) -> Node | None:
+    if not isinstance(n, BinOp) or n.op not in ("add", "sub", "mul") or n.dtype != "int32":
+        return None
+    a, b = _imm(n.a) if isinstance(n.a, IntImm) else None, _imm(n.b) if isinstance(n.b, IntImm) else None
+    if a is not None and b is not None:
+        return IntImm({"add": a + b, "sub": a - b, "mul": a * b}[n.op])
+    if n.op == "mul" and 0 in (a, b):
+        return IntImm(0)
+    if (n.op == "mul" and a == 1) or (n.op == "add" and a == 0):
+        return n.b
+    if (n.op in ("mul",) and b == 1) or (n.op in ("add", "sub") and b == 0):
+        return n.a
+    return None
+
+
+def simplify(n: Node) -> Node:
+    """Fold int32 add/sub/mul of immediates and drop x+0, x-0, x*1; x*0 becomes 0."""
+    return rewrite(n, _fold)

@@ -30,6 +30,8 @@ def expr_str(e) -> str:
     if isinstance(e, Select):
         return f"select({expr_str(e.cond)}, {expr_str(e.true_value)}, {expr_str(e.false_value)})"
     if isinstance(e, Load):
+        if not e.buffer.shape:
+            return e.buffer.name
         return f"{e.buffer.name}[{expr_str(e.index)}]"
     if isinstance(e, Address):
         return f"&{e.buffer.name}[{expr_str(e.index)}]"
@@ -53,7 +55,8 @@ def _stmt_lines(s, ind: str, out: list[str]) -> None:
         _stmt_lines(s.body, ind + "  ", out)
         out.append(f"{ind}}}")
     elif isinstance(s, Store):
-        out.append(f"{ind}{s.buffer.name}[{expr_str(s.index)}] = {expr_str(s.value)}")
+        target = s.buffer.name if not s.buffer.shape else f"{s.buffer.name}[{expr_str(s.index)}]"
+        out.append(f"{ind}{target} = {expr_str(s.value)}")
     elif isinstance(s, Allocate):
         out.append(f"{ind}alloc {_buffer_str(s.buffer)}")
         _stmt_lines(s.body, ind, out)

@@ -1,0 +1,50 @@
+"""Lowering: one compute definition (Graph node -> PrimFunc) per op family.
+
+`lower_node(graph, node, target)` looks the op up in LOWERINGS. View ops (reshape) have no
+kernel: they alias their input's arena bytes, and `needs_kernel` says so.
+"""
+
+from __future__ import annotations
+
+from ..errors import UnsupportedOpError
+from ..ir import ops
+from ..ir.graph import Graph, Node
+from ..ir.tir import PrimFunc
+from .activation import lower_activation
+from .conv2d import lower_conv2d, lower_depthwise_conv2d
+from .dense import lower_fully_connected
+from .elementwise import lower_add
+from .pool import lower_average_pool2d
+from .softmax import lower_softmax
+
+LOWERINGS = {
+    "conv2d": lower_conv2d,
+    "depthwise_conv2d": lower_depthwise_conv2d,
+    "fully_connected": lower_fully_connected,
+    "average_pool2d": lower_average_pool2d,
+    "add": lower_add,
+    "softmax": lower_softmax,
+    "relu": lower_activation,
+    "relu6": lower_activation,
+    "relu_n1_to_1": lower_activation,
+}
+
+
+def needs_kernel(node: Node) -> bool:
+    """False for view ops, which only reinterpret their input's bytes."""
+    return not ops.get(node.op).is_view
+
+
+def lower_node(graph: Graph, node: Node, target=None) -> PrimFunc:
+    """The loop-IR compute definition of `node`. `target` (a microcompile.target.Target or
+    None) is accepted for target-specific lowerings; none of the current ones use it."""
+    fn = LOWERINGS.get(node.op)
+    if fn is None:
+        raise UnsupportedOpError(f"op {node.op} (node {node.name}) has no lowering",
+                                 hint=f"supported: {', '.join(sorted(LOWERINGS))}")
+    return fn(graph, node, target)
+
+
+def lower_graph(graph: Graph, target=None) -> list[tuple[Node, PrimFunc]]:
+    """Lower every node that needs a kernel, in graph order."""
+    return [(n, lower_node(graph, n, target)) for n in graph.nodes if needs_kernel(n)]

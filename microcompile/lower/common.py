@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import ops
+from ..ir import ops, qparams
 from ..ir.graph import NP_DTYPES, Graph, Node, Tensor
 from ..ir.tir import (BinOp, Buffer, Call, Expr, IntImm, PrimFunc, Stmt, Var, FloatImm, all_of, binop,
                       cast, const)
@@ -68,10 +68,15 @@ def clamp(e: Expr, lo, hi) -> Expr:
     return BinOp("min", BinOp("max", e, IntImm(int(lo))), IntImm(int(hi)))
 
 
+# qparams rounding scheme -> the intrinsic (mc_fixedpoint.h) that implements it.
+REQUANTIZE_INTRINSIC = {qparams.DOUBLE: "mc_mul_by_qm",
+                        qparams.SINGLE: "mc_mul_by_qm_single_round",
+                        qparams.SINGLE_AWAY: "mc_mul_by_qm_single_round_away"}
+
+
 def requantize(acc: Expr, mult: Expr | int, shift: Expr | int, rounding: str) -> Expr:
-    """acc * M * 2^shift with the rounding qparams says LiteRT uses ("double" | "single")."""
-    name = {"double": "mc_mul_by_qm", "single": "mc_mul_by_qm_single_round"}[rounding]
-    return Call(name, (acc, const(mult), const(shift)), "int32")
+    """acc * M * 2^(shift-31) with the rounding qparams says LiteRT uses for the op."""
+    return Call(REQUANTIZE_INTRINSIC[rounding], (acc, const(mult), const(shift)), "int32")
 
 
 def in_bounds(pairs: list[tuple[Expr, int, int, int]]) -> Expr | None:

@@ -11,7 +11,6 @@ Layout of the generated project:
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import jinja2
@@ -88,17 +87,26 @@ def _sh_quote(arg: str) -> str:
 
 
 class _Writer:
-    """Writes files under out_dir and remembers which ones (for the marker)."""
+    """Writes files under out_dir and remembers which ones (for the marker).
+
+    A file whose content is unchanged is not rewritten, so its mtime stays and `make`
+    rebuilds only what changed (a new test input recompiles test_input.c alone).
+    """
 
     def __init__(self, out_dir: Path):
         self.out_dir = out_dir
         self.files: list[str] = []
 
     def text(self, rel: str, text: str) -> None:
-        self._path(rel).write_text(text)
+        self._write(rel, text.encode())
 
     def copy(self, rel: str, src: Path) -> None:
-        shutil.copyfile(src, self._path(rel))
+        self._write(rel, src.read_bytes())
+
+    def _write(self, rel: str, data: bytes) -> None:
+        path = self._path(rel)
+        if not (path.is_file() and path.read_bytes() == data):
+            path.write_bytes(data)
 
     def _path(self, rel: str) -> Path:
         self.files.append(rel)

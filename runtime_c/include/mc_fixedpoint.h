@@ -45,6 +45,16 @@ static inline int32_t mc_mul_by_qm_single_round(int32_t x, int32_t mult, int32_t
     return (int32_t)(((int64_t)x * mult + round) >> total);
 }
 
+/* Single rounding with ties away from zero (LiteRT's int8 FULLY_CONNECTED):
+ * sign(x) * ((|x|*M + 2^(30-shift)) >> (31-shift)). */
+static inline int32_t mc_mul_by_qm_single_round_away(int32_t x, int32_t mult, int32_t shift)
+{
+    const int32_t total = 31 - shift;
+    const int64_t round = (int64_t)1 << (total - 1);
+    const int64_t magnitude = (((x < 0 ? -(int64_t)x : (int64_t)x) * mult) + round) >> total;
+    return (int32_t)(x < 0 ? -magnitude : magnitude);
+}
+
 /* MultiplyByQuantizedMultiplierSmallerThanOneExp (ADD): left_shift <= 0. */
 static inline int32_t mc_mul_by_qm_smaller_than_one_exp(int32_t x, int32_t mult, int32_t left_shift)
 {

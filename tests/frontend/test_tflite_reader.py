@@ -152,6 +152,21 @@ def test_load_model_onnx_is_not_implemented(tmp_path):
 # ---------------------------------------------------------------------------------------
 # Reference runs through our interpreter (skipped until microcompile/ir/interp.py exists)
 
+def _is_hybrid(g) -> bool:
+    """A float op with int8 constant weights: TFLite runs it as a hybrid kernel."""
+    return any(g.tensors[n.inputs[0]].dtype == "float32" and g.tensors[i].is_const
+               and g.tensors[i].dtype == "int8" for n in g.nodes for i in n.inputs[1:] if i)
+
+
+def test_hybrid_model_keeps_int8_weights():
+    """kws_ref_model_float32 is dynamic-range quantized: its CONV_2D weights are int8 with a
+    per-tensor scale under float activations. The reader keeps them as they are."""
+    g = load_tflite(model_path("kws_ref_model_float32"))
+    w = g.tensors[g.nodes[0].inputs[1]]
+    assert (w.dtype, w.quant.axis) == ("int8", None) and _is_hybrid(g)
+    assert not _is_hybrid(load_tflite(model_path("pretrainedResnet")))
+
+
 def test_interp_matches_litert_reference(model):
     if importlib.util.find_spec("microcompile.ir.interp") is None:
         pytest.skip("microcompile/ir/interp.py is not written yet")

@@ -1,0 +1,30 @@
+"""manifest.json: what project/ needs to know about an artifact, and nothing it must parse C for."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+
+
+def tensor_entry(t, offset: int) -> dict:
+    """An input/output description: shape, dtype, quantization (per-tensor) and arena place."""
+    q = t.quant
+    return {"name": t.name, "shape": list(t.shape), "dtype": t.dtype,
+            "scale": float(q.scale[0]) if q is not None else 0.0,
+            "zero_point": int(q.zero_point[0]) if q is not None else 0,
+            "offset": int(offset), "bytes": int(t.nbytes)}
+
+
+def build_manifest(model: str, arena_bytes: int, weights_bytes: int, inputs: list[dict],
+                   outputs: list[dict], kernels: list[dict], sources: list[str], headers: list[str]) -> dict:
+    return {"schema_version": SCHEMA_VERSION, "model": model, "arena_bytes": int(arena_bytes),
+            "weights_bytes": int(weights_bytes), "sources": sources, "headers": headers,
+            "inputs": inputs, "outputs": outputs, "kernels": kernels}
+
+
+def write_manifest(manifest: dict, out_dir: Path) -> Path:
+    path = Path(out_dir) / "manifest.json"
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return path

@@ -1,0 +1,146 @@
+"""Render an artifact: model.c/.h, model_weights.c/.h (jinja2 templates in
+templates/model/) and manifest.json.
+
+Every value the templates print is computed here; the templates only loop over it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import jinja2
+
+from .. import __version__
+from ..ir import intrinsics
+from ..ir.graph import Graph, Node
+from ..ir.tir import Call, PrimFunc, walk
+from ..resources import resource_dir
+from .c_emitter import CEmitter, float_literal, kernel_arena_offsets, schedule_comment
+from .manifest import build_manifest, tensor_entry, write_manifest
+from .weights import WeightArray
+
+SOURCES = ["model.c", "model_weights.c"]
+HEADERS = ["model.h", "model_weights.h"]
+_SYSTEM_HEADERS = {"math.h"}
+_MC_DTYPES = {"int8": "MC_INT8", "float32": "MC_FLOAT32", "int32": "MC_INT32"}
+
+
+class MemoryPlan(Protocol):
+    """What codegen needs from a memory plan (microcompile.memory.plan.MemoryPlan)."""
+
+    arena_bytes: int
+
+    def offset(self, tensor_name: str) -> int: ...
+
+    def scratch_offset(self, node_name: str) -> int: ...
+
+
+def c_string(s: str) -> str:
+    """A C string literal of `s` (UTF-8; anything not plain printable ASCII as octal escapes)."""
+    out = []
+    for byte in s.encode("utf-8"):
+        ch = chr(byte)
+        if ch in '"\\?' or not 32 <= byte < 127:
+            out.append(f"\\{byte:03o}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    name: str      # k<i>_<op>
+    c_name: str    # mc_k<i>_<op>
+    op: str
+    macs: int
+    code: str
+
+
+def _collect_weights(kernels: list[tuple[Node, PrimFunc]]) -> list[WeightArray]:
+    out = []
+    for node, f in kernels:
+        for b in f.buffers:
+            if b.scope == "const":
+                out.append(WeightArray(f"mc_w{len(out)}", b, node.name))
+    return out
+
+
+def _header_lines(k_name: str, node: Node, f: PrimFunc, trace) -> list[str]:
+    a = f.attrs
+    lines = [f"{k_name}: layer \"{a.get('layer', node.name)}\", op {a.get('op', node.op)}"]
+    if node.origin:
+        lines.append(f"  from: {', '.join(node.origin)}")
+    lines += [f"  in:  {s}" for s in a.get("inputs", [])]
+    lines += [f"  out: {s}" for s in a.get("outputs", [])]
+    if "activation" in a:
+        lines.append(f"  activation: {a['activation']}")
+    lines.append(f"  MACs: {a.get('macs', 0)}")
+    lines.append(f"  schedule: {schedule_comment(trace)}")
+    return lines
+
+
+def _tensor_row(g: Graph, name: str, plan: MemoryPlan, symbol: str) -> tuple[dict, dict]:
+    t = g.tensors[name]
+    q = t.quant
+    entry = tensor_entry(t, plan.offset(name))
+    row = {"name": c_string(name), "dtype": _MC_DTYPES[t.dtype], "offset": entry["offset"],
+           "bytes": entry["bytes"], "ndim": len(t.shape), "shape_symbol": symbol,
+           "shape": ", ".join(str(d) for d in t.shape) or "0",
+           "scale": float_literal(q.scale[0]) if q is not None else "0.0f",
+           "zero_point": int(q.zero_point[0]) if q is not None else 0}
+    return row, entry
+
+
+def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: MemoryPlan,
+                  out_dir: str | Path, traces: list | None = None) -> dict:
+    """Write model.c, model.h, model_weights.c, model_weights.h and manifest.json into
+    `out_dir` for the scheduled `kernels` (in execution order) and the arena `plan`.
+    `traces` (one schedule Trace per kernel, optional) are printed in the kernel comments.
+    Returns the manifest. Output is byte-for-byte deterministic."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    weights = _collect_weights(kernels)
+    emitter = CEmitter({id(w.buffer): w.symbol for w in weights})
+    rendered, headers = [], {"mc_fixedpoint.h"}   # min/max helpers of every kernel
+    for i, (node, f) in enumerate(kernels):
+        name = f"k{i}_{node.op}"
+        trace = traces[i] if traces is not None else None
+        code = emitter.function(f, f"mc_{name}", kernel_arena_offsets(f, plan, node.name),
+                                _header_lines(name, node, f, trace))
+        rendered.append(_Kernel(name, f"mc_{name}", node.op, int(f.attrs.get("macs", 0)), code))
+        headers |= {intrinsics.get(c.name).header for c in walk(f.body) if isinstance(c, Call)}
+    inputs, outputs, tensors, man_in, man_out = [], [], [], [], []
+    for rows, entries, names, prefix in ((inputs, man_in, graph.inputs, "in"),
+                                         (outputs, man_out, graph.outputs, "out")):
+        for k, name in enumerate(names):
+            row, entry = _tensor_row(graph, name, plan, f"mc_{prefix}{k}_shape")
+            rows.append(row)
+            entries.append(entry)
+            tensors.append(row)
+    weights_bytes = sum(w.nbytes for w in weights)
+    values = {
+        "model": graph.name, "version": __version__, "arena_bytes": int(plan.arena_bytes),
+        "weights_bytes": weights_bytes, "kernels": rendered,
+        "weights": [{"extern": w.extern, "definition": w.definition()} for w in weights],
+        "system_headers": sorted(headers & _SYSTEM_HEADERS),
+        "headers": sorted(headers - _SYSTEM_HEADERS),
+        "tensors": tensors, "inputs": inputs, "outputs": outputs,
+        "kernel_tables": [rendered] if rendered else [],
+        "kernels_ref": "mc_kernels" if rendered else "0",
+    }
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates") / "model")),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             autoescape=False)
+    for template, filename in (("model.h.j2", "model.h"), ("model.c.j2", "model.c"),
+                               ("model_weights.h.j2", "model_weights.h"),
+                               ("model_weights.c.j2", "model_weights.c")):
+        (out_dir / filename).write_text(env.get_template(template).render(**values))
+    manifest = build_manifest(
+        graph.name, plan.arena_bytes, weights_bytes, man_in, man_out,
+        [{"name": k.name, "layer": node.name, "op": node.op, "macs": k.macs}
+         for k, (node, _) in zip(rendered, kernels)],
+        SOURCES, HEADERS)
+    write_manifest(manifest, out_dir)
+    return manifest

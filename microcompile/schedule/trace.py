@@ -1,0 +1,85 @@
+"""Traces: a schedule as a replayable, JSON-serializable list of named decisions.
+
+A `Decision` is one primitive application, `{"primitive": "split", "args": ["oc", 4]}`.
+`Schedule` applies primitives and records them; `Trace.apply` replays them on the
+unscheduled PrimFunc, giving an identical PrimFunc (and so identical C).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..ir.tir import PrimFunc
+from .primitives import PRIMITIVES, ScheduleError
+
+
+@dataclass(frozen=True)
+class Decision:
+    primitive: str
+    args: tuple
+
+    def to_json(self) -> dict:
+        return {"primitive": self.primitive, "args": list(self.args)}
+
+    @staticmethod
+    def from_json(d: dict) -> Decision:
+        if d["primitive"] not in PRIMITIVES:
+            raise ScheduleError(f"unknown schedule primitive {d['primitive']!r}")
+        return Decision(d["primitive"], tuple(d["args"]))
+
+
+@dataclass(frozen=True)
+class Trace:
+    decisions: tuple[Decision, ...] = ()
+
+    def apply(self, f: PrimFunc) -> PrimFunc:
+        for d in self.decisions:
+            f = PRIMITIVES[d.primitive](f, *d.args)
+        return f
+
+    def to_json(self) -> list[dict]:
+        return [d.to_json() for d in self.decisions]
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True)
+
+    @staticmethod
+    def from_json(items: list[dict]) -> Trace:
+        return Trace(tuple(Decision.from_json(d) for d in items))
+
+    @staticmethod
+    def loads(text: str) -> Trace:
+        return Trace.from_json(json.loads(text))
+
+
+class Schedule:
+    """A PrimFunc being scheduled, with the trace of what was done to it.
+
+        sch = Schedule(func)
+        sch.split("oc", 4)
+        sch.unroll("oc_i")
+        func2, trace = sch.func, sch.trace
+    """
+
+    def __init__(self, func: PrimFunc):
+        self.func = func
+        self._decisions: list[Decision] = []
+
+    @property
+    def trace(self) -> Trace:
+        return Trace(tuple(self._decisions))
+
+    def _apply(self, primitive: str, *args):
+        self.func = PRIMITIVES[primitive](self.func, *args)
+        self._decisions.append(Decision(primitive, tuple(args)))
+        return self
+
+    def split(self, loop: str, factor: int) -> Schedule:
+        return self._apply("split", loop, factor)
+
+    def reorder(self, *loops: str) -> Schedule:
+        return self._apply("reorder", *loops)
+
+    def unroll(self, loop: str) -> Schedule:
+        return self._apply("unroll", loop)
