@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import intrinsics
-from ..ir.tir import (Address, Allocate, BinOp, Buffer, Call, Cast, Evaluate, FloatImm, For, IfThenElse,
+from ..ir.tir import (Address, Allocate, BinOp, Call, Cast, Evaluate, FloatImm, For, IfThenElse,
                       IntImm, LetStmt, Load, PrimFunc, Select, SeqStmt, Store, Var, scratch_layout, walk)
 
 C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "float32": "float", "bool": "int"}
@@ -195,5 +195,3 @@ def kernel_arena_offsets(f: PrimFunc, plan, node_name: str) -> dict[str, int]:
 def schedule_comment(trace) -> str:
     return json.dumps(trace.to_json() if trace is not None else [], sort_keys=True)
 
-
-__all__ = ["CEmitter", "C_TYPES", "float_literal", "int_literal", "kernel_arena_offsets", "Buffer"]

@@ -60,10 +60,10 @@ class _Kernel:
 
 def _collect_weights(kernels: list[tuple[Node, PrimFunc]]) -> list[WeightArray]:
     out = []
-    for node, f in kernels:
+    for _, f in kernels:
         for b in f.buffers:
             if b.scope == "const":
-                out.append(WeightArray(f"mc_w{len(out)}", b, node.name))
+                out.append(WeightArray(f"mc_w{len(out)}", b))
     return out
 
 

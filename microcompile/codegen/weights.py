@@ -23,7 +23,6 @@ PER_LINE = 16
 class WeightArray:
     symbol: str          # mc_w<i>
     buffer: Buffer
-    layer: str           # node name, for the comment
 
     @property
     def nbytes(self) -> int:

@@ -80,3 +80,8 @@ def _softmax_s8(x_ptr, y_ptr, rows, depth, mult, left_shift, diff_min):
 
 register(Intrinsic("mc_softmax_s8", ("handle", "handle", "int32", "int32", "int32", "int32", "int32"),
                    "void", "mc_softmax.h", _softmax_s8, extern=True, writes=(1,)))
+
+
+# roundf: half away from zero (std::round), exact on float32 inputs.
+register(Intrinsic("roundf", ("float32",), "float32", "math.h",
+                   lambda x: np.float32(_fp().tflite_round(np.float64(x)))))

@@ -243,6 +243,11 @@ class PrimFunc:
     body: Stmt
     attrs: dict = field(default_factory=dict)
 
+    @property
+    def scratch_bytes(self) -> int:
+        """Bytes of arena scratch this kernel needs (ask the memory planner for them)."""
+        return scratch_layout(self)[1]
+
     def with_body(self, body: Stmt) -> PrimFunc:
         return PrimFunc(self.name, self.buffers, body, dict(self.attrs))
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import intrinsics
 from .graph import NP_DTYPES
-from .tir import (Address, Allocate, BinOp, Buffer, Call, Cast, Evaluate, FloatImm, For, IfThenElse,
+from .tir import (Address, Allocate, BinOp, Call, Cast, Evaluate, FloatImm, For, IfThenElse,
                   IntImm, LetStmt, Load, PrimFunc, Select, SeqStmt, Store, Var)
 
 
@@ -151,5 +151,3 @@ def run_primfunc(f: PrimFunc, arrays: dict[str, np.ndarray]) -> dict[str, np.nda
     _compile_stmt(f.body)({}, bufs)
     return arrays
 
-
-__all__ = ["run_primfunc", "wrap", "Buffer"]

@@ -16,8 +16,9 @@ import numpy as np
 
 from ..ir import qparams
 from ..ir.graph import Graph, Node
-from ..ir.tir import (Allocate, Buffer, FloatImm, IntImm, Select, add, loops, mul, seq, sub)
+from ..ir.tir import (Allocate, Buffer, FloatImm, IntImm, LetStmt, Select, Var, add, loops, mul, seq, sub)
 from .common import arena, clamp, constant, i8, i32, in_bounds, loop_vars, make_func, requantize
+from .conv2d_hybrid import lower_hybrid_conv2d
 
 
 def _int8_bias(g: Graph, node: Node, w_per_out: np.ndarray, zp_in: int, channels: int) -> np.ndarray:
@@ -36,6 +37,8 @@ def _float_bias(g: Graph, node: Node, channels: int) -> np.ndarray:
 
 
 def lower_conv2d(g: Graph, node: Node, target=None):
+    if g.tensors[node.inputs[0]].dtype == "float32" and g.tensors[node.inputs[1]].dtype == "int8":
+        return lower_hybrid_conv2d(g, node, target)
     return _lower(g, node, depthwise=False)
 
 
@@ -63,8 +66,11 @@ def _lower(g: Graph, node: Node, depthwise: bool):
     w = constant("w", wdata, f"{node.name} filter {list(wdata.shape)} {wt.dtype}")
 
     n, oh, ow, kh, kw = loop_vars("n", "oh", "ow", "kh", "kw")
-    ih = add(sub(mul(oh, sh), pt), mul(kh, dh))
-    iw = add(sub(mul(ow, sw), pl), mul(kw, dw))
+    # Input coordinates are named (let) inside the innermost body, so the nest stays perfect
+    # for the schedule while the C reads `ih`/`iw`.
+    ih, iw = Var("ih"), Var("iw")
+    ih_value = add(sub(mul(oh, sh), pt), mul(kh, dh))
+    iw_value = add(sub(mul(ow, sw), pl), mul(kw, dw))
     valid = in_bounds([(ih, in_h, pt, pb), (iw, in_w, pl, pr)])
     if depthwise:
         ic, m = loop_vars("ic", "m")
@@ -104,6 +110,7 @@ def _lower(g: Graph, node: Node, depthwise: bool):
         scaled = requantize(acc.load(), mult.load(oc), shift.load(oc), p.rounding)
         result = i8(clamp(add(scaled, p.output_offset), p.act_min, p.act_max))
         consts = [w, bias, mult, shift]
+    update = LetStmt(ih, ih_value, LetStmt(iw, iw_value, update))
     body = Allocate(acc, seq(acc.store(bias.load(oc)), loops(inner, update),
                              y.store(result, n, oh, ow, oc)))
     return make_func(g, node, [x, y, *consts], loops(outer, body))

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ..ir import qparams
 from ..ir.graph import Graph, Node
-from ..ir.tir import (Allocate, Buffer, FloatImm, IfThenElse, IntImm, Select, add, binop, cast, loops,
-                      mul, seq, sub)
+from ..ir.tir import (Allocate, Buffer, FloatImm, IfThenElse, IntImm, LetStmt, Select, Var, add, binop, cast,
+                      loops, mul, seq, sub)
 from .common import arena, clamp, i8, i32, in_bounds, loop_vars, make_func
 
 
@@ -24,7 +24,7 @@ def lower_average_pool2d(g: Graph, node: Node, target=None):
     sh, sw = node.attrs.get("stride", (1, 1))
     pt, pl, pb, pr = node.attrs.get("padding", (0, 0, 0, 0))
     n, oh, ow, c, kh, kw = loop_vars("n", "oh", "ow", "c", "kh", "kw")
-    ih, iw = add(sub(mul(oh, sh), pt), kh), add(sub(mul(ow, sw), pl), kw)
+    ih, iw = Var("ih"), Var("iw")
     valid = in_bounds([(ih, in_h, pt, pb), (iw, in_w, pl, pr)])
     is_float = yt.dtype == "float32"
     p = qparams.average_pool_params(g, node)
@@ -49,6 +49,7 @@ def lower_average_pool2d(g: Graph, node: Node, target=None):
         half = IntImm(fh * fw // 2) if valid is None else binop("div", count, 2)
         rounded = Select(binop("gt", s, 0), add(s, half), sub(s, half))
         result = i8(clamp(binop("div", rounded, count), p.act_min, p.act_max))
+    inner = LetStmt(ih, add(sub(mul(oh, sh), pt), kh), LetStmt(iw, add(sub(mul(ow, sw), pl), kw), inner))
     body = seq(*stmts_in, loops([(kh, fh), (kw, fw)], inner), y.store(result, n, oh, ow, c))
     for b in reversed(allocs):
         body = Allocate(b, body)

@@ -23,7 +23,6 @@ from op_cases import build_graph, random_inputs  # noqa: E402
 
 from microcompile.codegen import emit_artifact  # noqa: E402
 from microcompile.ir import NP_DTYPES, Graph, ops  # noqa: E402
-from microcompile.ir.tir import scratch_layout  # noqa: E402
 from microcompile.lower import lower_graph  # noqa: E402
 from microcompile.resources import resource_dir  # noqa: E402
 from microcompile.schedule import default_schedule  # noqa: E402
@@ -66,7 +65,7 @@ def compile_graph(g: Graph, out_dir: Path, target=None) -> dict:
     """lower -> default schedule -> plan (stub) -> emit; returns the manifest."""
     lowered = lower_graph(g, target)
     scheduled = [(n, *default_schedule(f, target)) for n, f in lowered]
-    scratch = {n.name: scratch_layout(f)[1] for n, f, _ in scheduled if scratch_layout(f)[1]}
+    scratch = {n.name: f.scratch_bytes for n, f, _ in scheduled if f.scratch_bytes}
     plan = StubPlan(g, scratch)
     return emit_artifact(g, [(n, f) for n, f, _ in scheduled], plan, out_dir,
                          traces=[t for _, _, t in scheduled])

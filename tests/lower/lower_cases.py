@@ -12,12 +12,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ir"))
 
 from op_cases import build_graph, cases, random_inputs  # noqa: E402,F401
 
-from microcompile.ir import Graph, interp  # noqa: E402
+from microcompile.ir import Graph, QuantParams, Tensor, interp  # noqa: E402
 from microcompile.ir.tir import PrimFunc  # noqa: E402
 from microcompile.ir.tir_interp import run_primfunc  # noqa: E402
 
 KERNEL_OPS = ("conv2d", "depthwise_conv2d", "fully_connected", "average_pool2d", "add", "softmax",
               "relu", "relu6", "relu_n1_to_1")
+
+
+def hybrid_conv_graph(seed: int = 0, padding: str = "SAME", batch: int = 2) -> Graph:
+    """A float32 conv2d case with int8 per-tensor weights (TFLite dynamic-range quantization)."""
+    case = dict(cases("conv2d", "float32", 1, seed=seed)[0], batch=batch, hw=5, cin=3, cout=4, kernel=3,
+                padding=padding)
+    g = build_graph(case)
+    w = g.tensors["w"]
+    rng = np.random.default_rng(seed)
+    wq = Tensor("w", w.shape, "int8", QuantParams((0.0123,), (0,)),
+                data=rng.integers(-127, 128, w.shape, dtype=np.int8))
+    return g.replace(tensors={**g.tensors, "w": wq})
 
 
 def run_lowered(g: Graph, f: PrimFunc, inputs: dict[str, np.ndarray]) -> np.ndarray:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lower_cases import KERNEL_OPS, build_graph, cases, matches, random_inputs, reference, run_lowered
+from lower_cases import (KERNEL_OPS, build_graph, cases, hybrid_conv_graph, matches, random_inputs, reference,
+                         run_lowered)
 from microcompile.errors import UnsupportedOpError
 from microcompile.ir import Graph, Node, Tensor, tir
 from microcompile.lower import LOWERINGS, lower_graph, lower_node, needs_kernel
@@ -18,6 +19,16 @@ def test_lowering_matches_interpreter(case):
     g = build_graph(case)
     f = lower_node(g, g.nodes[0])
     ins = random_inputs(g, case["seed"])
+    assert matches(run_lowered(g, f, ins), reference(g, ins))
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+def test_hybrid_conv2d_matches_interpreter(padding):
+    g = hybrid_conv_graph(seed=2, padding=padding)
+    f = lower_node(g, g.nodes[0])
+    assert f.scratch_bytes == 2 * 5 * 6 * 3 + 12     # the quantized input, 16-byte aligned
+    ins = random_inputs(g, 5)
+    ins["x"][1] = 0                                   # an all-zero batch: range 0 is special
     assert matches(run_lowered(g, f, ins), reference(g, ins))
 
 
