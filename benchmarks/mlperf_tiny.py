@@ -1,12 +1,14 @@
 """MLPerf Tiny models on QEMU mps2-an386 (Cortex-M4F): instructions, arena and flash vs TFLM+CMSIS-NN.
 
-    python benchmarks/mlperf_tiny.py [--models DIR] [--board mps2-an386]
+    python benchmarks/mlperf_tiny.py [--models DIR] [--board mps2-an386] [--layers] [--only NAME ...]
 
 Each model is deployed with `microcompile deploy --emulate` on the deterministic input of
 ../shared/BENCHMARK.md; the instruction count comes from the CMSDK timer under
 `-icount shift=0` (one warm-up inference, then one counted). Every output is checked
 against microcompile's reference interpreter (bit-exact for int8); the script exits 1
-if any model is not verified. Figures are exact and repeatable.
+if any model is not verified. Figures are exact and repeatable. `--layers` adds, per model,
+one row per layer: op, MACs, instructions (from the firmware's MC-KERNEL lines: a third,
+profiled inference) and instructions per MAC.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", type=Path, default=Path(__file__).resolve().parent.parent.parent / "shared" / "models")
     ap.add_argument("--board", default="mps2-an386")
+    ap.add_argument("--layers", action="store_true", help="print a per-layer breakdown after each model")
+    ap.add_argument("--only", nargs="+", metavar="NAME", help="benchmark only these models")
     args = ap.parse_args(argv)
     if not args.models.is_dir():
         print(f"no models at {args.models}; pass --models DIR", file=sys.stderr)
@@ -43,7 +47,10 @@ def main(argv=None) -> int:
     print(header)
     print("-" * len(header))
     all_ok = True
+    layer_tables = []
     for name in MODELS:
+        if args.only and name not in args.only:
+            continue
         path = args.models / f"{name}.tflite"
         if not path.is_file():
             continue
@@ -62,6 +69,17 @@ def main(argv=None) -> int:
         print(f"{name:<24} {r['macs']:>11,} {r['instructions']:>13,} {r['instructions'] / r['macs']:>9.2f} {cells}"
               f"{r['arena_bytes']:>7,} {peer[1] if peer else '-':>7} {code:>7,} {peer[2] if peer else '-':>7} "
               f"{r['weights_bytes']:>8,} {'yes' if r['verified'] else 'NO':>3}")
+        if args.layers:
+            layer_tables.append((name, r["layers"]))
+    for name, layers in layer_tables:
+        print(f"\n{name}: per layer")
+        print(f"  {'layer':<32} {'op':<18} {'MACs':>10} {'instructions':>13} {'instr/MAC':>9}")
+        for row in layers:
+            ins = row.get("instructions")
+            per = f"{ins / row['macs']:>9.2f}" if ins and row["macs"] else f"{'':>9}"
+            print(f"  {row['name'][:32]:<32} {row['op']:<18} {row['macs']:>10,} "
+                  f"{ins if ins is not None else '-':>13,} {per}" if ins is not None else
+                  f"  {row['name'][:32]:<32} {row['op']:<18} {row['macs']:>10,} {'-':>13} {per}")
     print("\ncode = flash - weights (our text + rodata without the weight arrays; TFLM's excludes its model array).")
     print("ratio < 1 means fewer instructions than the peer.")
     return 0 if all_ok else 1

@@ -61,7 +61,7 @@ def _summary(r: dict) -> str:
 def _cmd_inspect(args) -> int:
     from .frontend import list_tflite_ops, load_model
     from .errors import UnsupportedOpError
-    from .ir.summary import format_table, layer_table
+    from .ir.summary import format_pass_effects, format_table, layer_table, pass_effects
     from .transform import pipeline
 
     try:
@@ -75,12 +75,22 @@ def _cmd_inspect(args) -> int:
         return e.exit_code
     print(format_table(layer_table(graph)))
     optimized = pipeline.run(graph)
-    fused = [n for n in optimized.nodes if len(n.origin) > 1]
-    if fused or len(optimized.nodes) != len(graph.nodes):
-        print(f"\nafter graph passes: {len(optimized.nodes)} kernels from {len(graph.nodes)} layers")
-        for n in fused:
-            print(f"  {n.name}: fused {' + '.join(n.origin)}")
+    effects = format_pass_effects(pass_effects(graph, optimized), len(graph.nodes), len(optimized.nodes))
+    if effects:
+        print("\n" + effects)
     return 0
+
+
+def _cmd_verify(args) -> int:
+    from . import driver
+
+    project_dir = args.project_dir or Path("build") / f"{Path(args.model).stem}-trace"
+    result = driver.verify_layers(args.model, args.board, project_dir, emulate=args.emulate,
+                                  input_path=args.input)
+    if args.report:
+        driver.write_report(result.report, args.report)
+    print(result.table)
+    return 0 if result.report["verified"] else EXIT_MISMATCH
 
 
 def _cmd_boards(args) -> int:
@@ -110,7 +120,24 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--dump-ir", action="store_true", help="print the graph after every pass")
     d.set_defaults(fn=_cmd_deploy)
 
-    i = sub.add_parser("inspect", help="ops, shapes, quantization, MACs and params per layer")
+    v = sub.add_parser(
+        "verify", help="run on the (emulated) device and compare every layer with the references",
+        description="Build a trace firmware that prints every kernel's outputs, run it once, and compare "
+                    "each layer's device tensor with microcompile's reference interpreter and with TFLite's "
+                    "reference kernels (LiteRT BUILTIN_REF, when ai_edge_litert is installed). Prints one "
+                    "row per layer: name, op, shape, max abs diff, differing elements, first mismatch. "
+                    "Exits 1 on any mismatch. Runs under --emulate (QEMU) or on --board=host; on a real "
+                    "board it will read the tensors over the serial link once that exists.")
+    v.add_argument("model", help="a .tflite file")
+    v.add_argument("--board", required=True, help="board name or alias (see `microcompile boards`)")
+    v.add_argument("--emulate", action="store_true", help="run on the board's QEMU twin")
+    v.add_argument("--input", help=".npy (one input) or .npz (by input name); default: a deterministic pattern")
+    v.add_argument("--report", help="write the per-layer comparison as JSON here")
+    v.add_argument("-o", "--project-dir", help="where the trace project goes (default build/<model>-trace)")
+    v.set_defaults(fn=_cmd_verify)
+
+    i = sub.add_parser("inspect", help="ops, shapes, quantization, MACs, params and tensor bytes per layer; "
+                                       "what the graph passes fused or folded")
     i.add_argument("model")
     i.set_defaults(fn=_cmd_inspect)
 

@@ -97,11 +97,17 @@ class DeployResult:
     outputs: dict[str, np.ndarray]
     comparisons: dict[str, Comparison]
     project_dir: Path
+    compiled: Compiled | None = None
+    inputs: dict[str, np.ndarray] = field(default_factory=dict)
+    run: project.RunResult | None = None
 
 
 def deploy(model_path: str | Path, board_name: str, project_dir: str | Path, *, emulate: bool = False,
            input_path=None, progress: Progress = print,
-           dump_ir: Callable[[str, Graph], None] | None = None) -> DeployResult:
+           dump_ir: Callable[[str, Graph], None] | None = None, trace: bool = False) -> DeployResult:
+    """Compile, build, run once and compare the outputs with the reference interpreter.
+    `trace` builds the trace firmware, which also prints every kernel's outputs
+    (see verify_layers)."""
     board = load_board(board_name)
     if emulate and board.emulator is None and not board.is_host:
         raise UserError(f"board {board.name} has no emulated twin",
@@ -113,7 +119,8 @@ def deploy(model_path: str | Path, board_name: str, project_dir: str | Path, *, 
         inputs = load_inputs(compiled.graph, input_path)
         progress(f"[compile] {len(compiled.kernels)} kernels, arena {compiled.plan.arena_bytes} bytes")
         project.check_fits(compiled.manifest, board)
-        project.generate(Path(tmp), board, project_dir, [inputs[n] for n in compiled.graph.inputs], emulated=emulate)
+        project.generate(Path(tmp), board, project_dir, [inputs[n] for n in compiled.graph.inputs],
+                         emulated=emulate, trace=trace)
     sizes = project.build(project_dir, progress=progress)
     if board.is_host:
         run = project.run_host(project_dir)
@@ -141,11 +148,60 @@ def deploy(model_path: str | Path, board_name: str, project_dir: str | Path, *, 
         "sections": sizes.sections,
         "instructions": run.instructions,
         "macs": sum(k["macs"] for k in compiled.manifest["kernels"]),
-        "layers": [{"name": r["name"], "op": r["op"], "macs": r["macs"]} for r in layer_table(compiled.graph)],
+        "layers": _layers(compiled, run),
         "outputs": {name: c.to_json() for name, c in comparisons.items()},
         "project_dir": str(project_dir),
     }
-    return DeployResult(report, outputs, comparisons, project_dir)
+    return DeployResult(report, outputs, comparisons, project_dir, compiled, inputs, run)
+
+
+@dataclass
+class VerifyResult:
+    report: dict           # "verified", "layers" (LayerRow.to_json), "tflite_compared", ...
+    rows: list             # verify_layers.LayerRow, one per compiled layer output
+    table: str             # the text table the CLI prints
+    deploy: DeployResult
+
+
+def verify_layers(model_path: str | Path, board_name: str, project_dir: str | Path, *, emulate: bool = False,
+                  input_path=None, progress: Progress = print) -> VerifyResult:
+    """Run a trace build once and compare every layer's device tensor with our reference
+    interpreter and with LiteRT's reference kernels (when installed). `verified` is True
+    only when every layer (and so every output) matches both."""
+    from . import verify_layers as vl
+    from .ir.summary import format_pass_effects, pass_effects
+
+    result = deploy(model_path, board_name, project_dir, emulate=emulate, input_path=input_path,
+                    progress=progress, trace=True)
+    compiled, inputs = result.compiled, result.inputs
+    manifest = project.load_manifest(result.project_dir)
+    traced = [(e.kernel, e.output, a) for e, a in zip(project.trace_entries(manifest),
+                                                      project.parse_trace(result.run.console, manifest))]
+    kernel_nodes = [n for n, _, _ in compiled.kernels]
+    device = vl.device_tensors(compiled.graph, kernel_nodes, traced, inputs)
+    progress("[verify] comparing every layer with the reference interpreter and LiteRT BUILTIN_REF")
+    tflite = vl.tflite_tensors(model_path, inputs)
+    rows = vl.compare_layers(compiled.graph, kernel_nodes, device, inputs, tflite)
+    source = load_model(model_path)
+    effects = format_pass_effects(pass_effects(source, compiled.graph), len(source.nodes), len(compiled.graph.nodes))
+    table = vl.format_layer_table(rows, tflite is not None) + ("\n" + effects if effects else "")
+    verified = result.report["verified"] and all(r.equal for r in rows)
+    report = {"model": result.report["model"], "board": result.report["board"], "emulated": bool(emulate),
+              "verified": verified, "tflite_compared": tflite is not None,
+              "layers": [r.to_json() for r in rows], "outputs": result.report["outputs"],
+              "project_dir": str(result.project_dir)}
+    return VerifyResult(report, rows, table, result)
+
+
+def _layers(compiled: Compiled, run) -> list[dict]:
+    """Report rows per layer; "instructions" is the layer's kernel (MC-KERNEL lines; 0 for view
+    ops, which have no kernel; None natively, where ticks are not instructions)."""
+    per_kernel = run.kernel_instructions
+    by_node = ({n.name: per_kernel[k] for k, (n, _, _) in enumerate(compiled.kernels)}
+               if per_kernel and len(per_kernel) == len(compiled.kernels) else None)
+    return [{"name": r["name"], "op": r["op"], "macs": r["macs"],
+             "instructions": by_node.get(r["name"], 0) if by_node is not None else None}
+            for r in layer_table(compiled.graph)]
 
 
 def write_report(report: dict, path: str | Path) -> None:

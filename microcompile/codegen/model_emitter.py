@@ -87,6 +87,7 @@ def _tensor_row(g: Graph, name: str, plan: MemoryPlan, symbol: str) -> tuple[dic
     entry = tensor_entry(t, plan.offset(name))
     row = {"name": c_string(name), "dtype": _MC_DTYPES[t.dtype], "offset": entry["offset"],
            "bytes": entry["bytes"], "ndim": len(t.shape), "shape_symbol": symbol,
+           "shape_len": max(len(t.shape), 1),   # C has no zero-length arrays: a scalar gets { 0 }
            "shape": ", ".join(str(d) for d in t.shape) or "0",
            "scale": float_literal(q.scale[0]) if q is not None else "0.0f",
            "zero_point": int(q.zero_point[0]) if q is not None else 0}
@@ -139,7 +140,9 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
         (out_dir / filename).write_text(env.get_template(template).render(**values))
     manifest = build_manifest(
         graph.name, plan.arena_bytes, weights_bytes, man_in, man_out,
-        [{"name": k.name, "layer": node.name, "op": node.op, "macs": k.macs}
+        # "outputs": where each kernel leaves its results, for trace builds that dump them.
+        [{"name": k.name, "layer": node.name, "op": node.op, "macs": k.macs,
+          "outputs": [tensor_entry(graph.tensors[o], plan.offset(o)) for o in node.outputs]}
          for k, (node, _) in zip(rendered, kernels)],
         SOURCES, HEADERS)
     write_manifest(manifest, out_dir)

@@ -116,8 +116,8 @@ def _read_options(op, opname: str) -> dict | None:
     opts.Init(table.Bytes, table.Pos)
     out = {}
     for f in fields:
-        if f == "NewShape":
-            out[f] = None if opts.NewShapeIsNone() else tuple(int(v) for v in opts.NewShapeAsNumpy())
+        if hasattr(opts, f"{f}IsNone"):   # a vector field (NewShape, SqueezeDims): None when absent
+            out[f] = None if getattr(opts, f"{f}IsNone")() else tuple(int(v) for v in getattr(opts, f"{f}AsNumpy")())
         else:
             out[f] = getattr(opts, f)()
     return out
@@ -258,10 +258,17 @@ def _parse_checked(buf: bytes, label: str) -> _RawModel:
 _TFL_FLOAT32, _TFL_INT8 = 0, 9
 
 
+# TFLite builtin -> fn(raw model, raw op) -> why this use of the op is unsupported, or None.
+# Op-family modules register checks here so that every problem is reported at once.
+PROBLEMS: dict[str, Callable] = {}
+
+
 def _op_problem(raw: _RawModel, op: _RawOp) -> str | None:
     """Why `op` is unsupported (the "X" of the message), or None when it is supported."""
     if op.opname not in CONVERTERS:
         return op.opname
+    if op.opname in PROBLEMS and (problem := PROBLEMS[op.opname](raw, op)) is not None:
+        return problem
     if len(op.inputs) > 1 and min(op.inputs[:2]) >= 0:
         x, w = raw.tensors[op.inputs[0]], raw.tensors[op.inputs[1]]
         # Dynamic-range ("hybrid") quantization: float activations, int8 weights. TFLite
@@ -444,16 +451,23 @@ CONVERTERS: dict[str, Callable] = {
 
 
 def _unique_names(raw: _RawModel) -> dict[int, str]:
-    """TFLite tensor names are not guaranteed unique (or present); ours are dict keys."""
-    names, used = {}, set()
-    for t in raw.tensors:
-        base = t.name or f"tensor_{t.index}"
+    return dict(enumerate(unique_tensor_names([t.name for t in raw.tensors])))
+
+
+def unique_tensor_names(names: list[str]) -> list[str]:
+    """Our names for a subgraph's tensors, given their TFLite names in index order.
+
+    TFLite tensor names are not guaranteed unique (or present); ours are dict keys. Public
+    so that tools matching LiteRT's tensors to ours (`microcompile verify`) name them alike."""
+    out, used = [], set()
+    for index, base in enumerate(names):
+        base = base or f"tensor_{index}"
         name, k = base, 1
         while name in used:
             name, k = f"{base}_{k}", k + 1
         used.add(name)
-        names[t.index] = name
-    return names
+        out.append(name)
+    return out
 
 
 def _quant(t: _RawTensor, dtype: str, label: str) -> QuantParams | None:
@@ -502,7 +516,9 @@ def _build(raw: _RawModel, name: str, label: str) -> Graph:
         nodes.append(Node(our_op, f"{op.opname.lower()}_{op.index}", ins, outs, attrs,
                           origin=(_out_name(raw, op),)))
     used = {i for op in raw.ops for i in op.outputs} | set(raw.inputs) | set(raw.outputs)
-    used |= {idx for n, op in zip(nodes, raw.ops) for idx, nm in zip(op.inputs, n.inputs) if nm}
+    # By name, not position: a converter may reorder inputs (TRANSPOSE_CONV) or drop constant ones.
+    read = {nm for n in nodes for nm in n.inputs if nm}
+    used |= {idx for idx, nm in ctx.names.items() if nm in read}
     tensors = {}
     for idx in sorted(used):
         if idx < 0:
@@ -542,3 +558,8 @@ def list_ops(path_or_bytes) -> list[tuple[int, str, str, bool]]:
     buf, label = _read_bytes(path_or_bytes)
     raw = _parse_checked(buf, label)
     return [(op.index, op.opname, _out_name(raw, op), _op_problem(raw, op) is None) for op in raw.ops]
+
+
+from . import tflite_reader_vision  # noqa: E402,F401  (registers its CONVERTERS)
+from . import tflite_reader_elementwise  # noqa: E402,F401  (registers its CONVERTERS)
+from . import tflite_reader_shape  # noqa: E402,F401  (registers its CONVERTERS)

@@ -201,6 +201,12 @@ def _zero_bias(g: Graph, n: Node, name: str) -> Tensor:
     return Tensor(name, (channels,), "int32", quant, data=np.zeros(channels, np.int32))
 
 
+# op -> fn(graph, node, tensors) -> the TFLite input names, in TFLite's order; `fn` may add
+# the constant tensors TFLite wants (paddings, axes, sizes) to `tensors`. Op-family modules
+# register here, as they do in _BUILTIN and _OPTIONS.
+INPUT_BUILDERS: dict = {}
+
+
 def _extra_inputs(g: Graph) -> tuple[dict[str, Tensor], dict[str, list[str]]]:
     """Inputs TFLite wants that our IR leaves implicit: RESHAPE's int32 shape tensor and
     DEPTHWISE_CONV_2D's bias."""
@@ -217,6 +223,8 @@ def _extra_inputs(g: Graph) -> tuple[dict[str, Tensor], dict[str, list[str]]]:
             name = _unique(tensors, f"{n.name}/zero_bias")
             tensors[name] = _zero_bias(g, n, name)
             inputs[2] = name
+        if n.op in INPUT_BUILDERS:
+            inputs = INPUT_BUILDERS[n.op](g, n, tensors)
         op_inputs[n.name] = inputs
     return tensors, op_inputs
 
@@ -302,3 +310,8 @@ def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
     tflite.ModelAddBuffers(b, buffers_vec)
     b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
     return bytes(b.Output())
+
+
+from . import tflite_writer_vision  # noqa: E402,F401  (registers its ops in the tables above)
+from . import tflite_writer_shape  # noqa: E402,F401  (registers its ops in the tables above)
+from . import tflite_writer_elementwise  # noqa: E402,F401  (registers its ops in the tables above)

@@ -28,14 +28,16 @@ class Comparison:
                 "first_mismatch": list(self.first_mismatch) if self.first_mismatch is not None else None}
 
 
-def compare(dev: np.ndarray, ref: np.ndarray) -> Comparison:
+def compare(dev: np.ndarray, ref: np.ndarray, atol_of_max: float = ATOL_OF_MAX) -> Comparison:
+    """`atol_of_max` sets the floor (a fraction of max|ref|); only `microcompile verify`
+    raises it, for float intermediates (see verify_layers.FLOAT_LAYER_ATOL_OF_MAX)."""
     dev, ref = np.asarray(dev), np.asarray(ref)
     if dev.shape != ref.shape or dev.dtype != ref.dtype:
         return Comparison(False, float("inf"), int(ref.size), ())
     if np.issubdtype(ref.dtype, np.floating):
         d64, r64 = dev.astype(np.float64), ref.astype(np.float64)
         diff = np.abs(d64 - r64)
-        bad = ~(diff <= RTOL * np.abs(r64) + ATOL_OF_MAX * (np.abs(r64).max() if r64.size else 0.0))
+        bad = ~(diff <= RTOL * np.abs(r64) + atol_of_max * (np.abs(r64).max() if r64.size else 0.0))
     else:
         diff = np.abs(dev.astype(np.int64) - ref.astype(np.int64))
         bad = diff != 0

@@ -33,8 +33,10 @@ def run(graph: Graph, inputs: dict[str, np.ndarray], keep_all: bool = False) -> 
     for node in graph.nodes:
         args = [env[i] if i else None for i in node.inputs]
         out = KERNELS[node.op](graph, node, *args)
-        t = graph.tensors[node.outputs[0]]
-        env[node.outputs[0]] = np.asarray(out).astype(NP_DTYPES[t.dtype], copy=False).reshape(t.shape)
+        # A multi-output node (split, unpack) returns one array per output.
+        for name, value in zip(node.outputs, out if len(node.outputs) > 1 else [out]):
+            t = graph.tensors[name]
+            env[name] = np.asarray(value).astype(NP_DTYPES[t.dtype], copy=False).reshape(t.shape)
     if keep_all:
         return env
     return {name: env[name] for name in graph.outputs}
@@ -264,3 +266,6 @@ KERNELS: dict[str, Callable[..., np.ndarray]] = {
     "relu6": _activation,
     "relu_n1_to_1": _activation,
 }
+
+
+from . import interp_shape  # noqa: E402,F401  (registers the shape / data-movement kernels)

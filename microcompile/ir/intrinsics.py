@@ -85,3 +85,25 @@ register(Intrinsic("mc_softmax_s8", ("handle", "handle", "int32", "int32", "int3
 # roundf: half away from zero (std::round), exact on float32 inputs.
 register(Intrinsic("roundf", ("float32",), "float32", "math.h",
                    lambda x: np.float32(_fp().tflite_round(np.float64(x)))))
+
+
+# Bit-identical cheaper forms of mc_mul_by_qm for multipliers >= 0 (runtime_c/include/mc_requant.h
+# derives why). The lowering only emits them for multipliers it has checked are >= 0.
+def _qm_pos(x, m, s):
+    assert m >= 0, f"mc_mul_by_qm_pos needs a multiplier >= 0, got {m}"
+    return int(_fp().multiply_by_quantized_multiplier(x, m, s))
+
+
+register(Intrinsic("mc_mul_by_qm_pos", ("int32", "int32", "int32"), "int32", "mc_requant.h", _qm_pos))
+register(Intrinsic("mc_mul_by_qm_pos_right", ("int32", "int32", "int32"), "int32", "mc_requant.h",
+                   lambda x, m, r: _qm_pos(x, m, -r)))
+
+
+def _qm_pos_rshift(x, m, r):
+    assert r >= 1 and abs(int(x)) < 2**30, f"mc_mul_by_qm_pos_rshift: right {r}, x {x} out of its domain"
+    return _qm_pos(x, m, -r)
+
+
+register(Intrinsic("mc_mul_by_qm_pos_rshift", ("int32", "int32", "int32"), "int32", "mc_requant.h", _qm_pos_rshift))
+# SSAT #8 (runtime_c/include/mc_ssat.h); emitted only for Armv7-M and later cores.
+register(Intrinsic("mc_ssat8", ("int32",), "int32", "mc_ssat.h", lambda x: int(min(max(int(x), -128), 127))))

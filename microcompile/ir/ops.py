@@ -33,6 +33,8 @@ class OpDef:
     macs: Callable[[Graph, Node], int] = lambda g, n: 0
     # Ops that only reinterpret their input's bytes (no data movement on NHWC buffers).
     is_view: bool = False
+    # The last input role repeats: one or more inputs (CONCATENATION, PACK).
+    variadic: bool = False
 
 
 REGISTRY: dict[str, OpDef] = {}

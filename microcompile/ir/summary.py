@@ -28,7 +28,8 @@ def layer_table(graph: Graph) -> list[dict]:
     Keys: index, name, op, origin, inputs / outputs (lists of {name, shape, dtype, quant}
     for the non-constant tensors), weights (the same for constants), quant (text: input,
     output and weight quantization), macs, params (constant element count),
-    weight_bytes, activation ("" when the op has none).
+    weight_bytes, activation ("" when the op has none), out_bytes (bytes of the
+    layer's output tensors, i.e. what the arena must hold for them).
     """
     rows = []
     for i, n in enumerate(graph.nodes):
@@ -59,6 +60,7 @@ def layer_table(graph: Graph) -> list[dict]:
             "macs": int(ops.get(n.op).macs(graph, n)),
             "params": sum(t.size for t in consts),
             "weight_bytes": sum(t.nbytes for t in consts),
+            "out_bytes": sum(t.nbytes for t in outs),
             "activation": n.attrs.get("activation", ""),
         })
     return rows
@@ -70,8 +72,8 @@ def _fmt_bytes(n: int) -> str:
 
 def format_table(rows: list[dict]) -> str:
     """Aligned text table of `layer_table` rows, with a totals line."""
-    header = ("#", "name", "op", "input", "output", "dtype", "act", "quant", "MACs", "params")
-    right = {"#", "MACs", "params"}
+    header = ("#", "name", "op", "input", "output", "dtype", "act", "quant", "MACs", "params", "out bytes")
+    right = {"#", "MACs", "params", "out bytes"}
     body = []
     for r in rows:
         dtypes = sorted({t["dtype"] for t in r["inputs"] + r["outputs"]})
@@ -80,7 +82,7 @@ def format_table(rows: list[dict]) -> str:
             ", ".join(_shape_text(t["shape"]) for t in r["inputs"]),
             ", ".join(_shape_text(t["shape"]) for t in r["outputs"]),
             "/".join(dtypes), r["activation"] if r["activation"] not in ("", "NONE") else "",
-            r["quant"] or "-", f"{r['macs']:,}", f"{r['params']:,}",
+            r["quant"] or "-", f"{r['macs']:,}", f"{r['params']:,}", f"{r['out_bytes']:,}",
         ))
     widths = [max(len(h), *(len(row[k]) for row in body)) if body else len(h)
               for k, h in enumerate(header)]
@@ -96,4 +98,35 @@ def format_table(rows: list[dict]) -> str:
     total_bytes = sum(r["weight_bytes"] for r in rows)
     out.append(f"total: {len(rows)} layers, {total_macs:,} MACs, {total_params:,} params, "
                f"weights {_fmt_bytes(total_bytes)}")
+    return "\n".join(out)
+
+
+def pass_effects(before: Graph, after: Graph) -> dict[str, list]:
+    """What the graph passes did to the source layers of `before`, by Node.origin.
+
+    Returns {"fused": [(node, layers)], "folded": [layer], "removed": [layer]}: the
+    compiled nodes that stand for several source layers; the source layers evaluated at
+    compile time (their outputs became constants); and those dropped because no output
+    depends on them.
+    """
+    kept = {label for n in after.nodes for label in (n.origin or (n.name,))}
+    effects: dict[str, list] = {"fused": [(n.name, tuple(n.origin)) for n in after.nodes if len(n.origin) > 1],
+                                "folded": [], "removed": []}
+    for n in before.nodes:
+        label = n.origin[0] if n.origin else n.name
+        if label in kept:
+            continue
+        outs = [after.tensors.get(o) for o in n.outputs]
+        effects["folded" if all(t is not None and t.is_const for t in outs) else "removed"].append(label)
+    return effects
+
+
+def format_pass_effects(effects: dict[str, list], n_before: int, n_after: int) -> str:
+    """Text lines for `pass_effects`; empty when the passes changed nothing."""
+    if not any(effects.values()) and n_before == n_after:
+        return ""
+    out = [f"after graph passes: {n_after} layers from {n_before}"]
+    out += [f"  {node}: fused {' + '.join(layers)}" for node, layers in effects["fused"]]
+    out += [f"  {layer}: folded to a constant at compile time" for layer in effects["folded"]]
+    out += [f"  {layer}: removed (no output depends on it)" for layer in effects["removed"]]
     return "\n".join(out)

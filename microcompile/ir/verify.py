@@ -37,9 +37,11 @@ def verify(g: Graph) -> Graph:
         if n.op not in ops.REGISTRY:
             fail(f"node {n.name} has unregistered op {n.op}")
         od = ops.get(n.op)
-        if len(n.inputs) != len(od.inputs):
-            fail(f"node {n.name} ({n.op}) has {len(n.inputs)} inputs, expected {len(od.inputs)}")
-        for role, i in zip(od.inputs, n.inputs):
+        roles = od.inputs + od.inputs[-1:] * (len(n.inputs) - len(od.inputs)) if od.variadic else od.inputs
+        if len(n.inputs) != len(roles) or (od.variadic and len(n.inputs) < len(od.inputs)):
+            fail(f"node {n.name} ({n.op}) has {len(n.inputs)} inputs, expected {len(od.inputs)}"
+                 + (" or more" if od.variadic else ""))
+        for role, i in zip(roles, n.inputs):
             if not i:
                 if role not in od.optional:
                     fail(f"node {n.name} is missing required input {role}")

@@ -11,7 +11,8 @@ from ..ir import ops
 from ..ir.graph import Graph, Node
 from ..ir.tir import PrimFunc
 from .activation import lower_activation
-from .conv2d import lower_conv2d, lower_depthwise_conv2d
+from .conv2d import lower_conv2d
+from .depthwise import lower_depthwise_conv2d
 from .dense import lower_fully_connected
 from .elementwise import lower_add
 from .pool import lower_average_pool2d
@@ -28,6 +29,29 @@ LOWERINGS = {
     "relu6": lower_activation,
     "relu_n1_to_1": lower_activation,
 }
+
+# The vision family (transpose conv, max pool, mean, pad, resize), one file per op.
+from .max_pool import lower_max_pool2d  # noqa: E402
+from .mean import lower_mean  # noqa: E402
+from .pad import lower_pad  # noqa: E402
+from .resize import lower_resize_bilinear, lower_resize_nearest_neighbor  # noqa: E402
+from .transpose_conv import lower_transpose_conv2d  # noqa: E402
+
+LOWERINGS.update({"transpose_conv2d": lower_transpose_conv2d, "max_pool2d": lower_max_pool2d, "mean": lower_mean,
+                  "pad": lower_pad, "pad_v2": lower_pad, "resize_nearest_neighbor": lower_resize_nearest_neighbor,
+                  "resize_bilinear": lower_resize_bilinear})
+
+# Shape and data-movement ops: strided copies (movement.py).
+from .movement import LOWERINGS as _MOVEMENT  # noqa: E402
+
+LOWERINGS.update(_MOVEMENT)
+
+# The elementwise family: broadcasting binary ops, table/float activations, log_softmax.
+from .binary import LOWERINGS as _BINARY  # noqa: E402
+from .log_softmax import LOWERINGS as _LOG_SOFTMAX  # noqa: E402
+from .unary import LOWERINGS as _UNARY  # noqa: E402
+
+LOWERINGS.update({**_BINARY, **_UNARY, **_LOG_SOFTMAX})
 
 
 def needs_kernel(node: Node) -> bool:

@@ -7,7 +7,7 @@ input zero point is folded into the bias once, on the host:
 so the inner loop is a plain x*w. A padded tap reads zp_in in place of x (select), which
 adds zp_in * w and cancels its share of the fold exactly: padding stays "value zp_in",
 as TFLite's. Requantization uses qparams.conv_params (per-channel multiplier/shift in
-flash, the rounding it names).
+flash, or immediates when shared) through depthwise._Requant's cheapest exact form.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ import numpy as np
 from ..ir import qparams
 from ..ir.graph import Graph, Node
 from ..ir.tir import (Allocate, Buffer, FloatImm, IntImm, LetStmt, Select, Var, add, loops, mul, seq, sub)
-from .common import arena, clamp, constant, i8, i32, in_bounds, loop_vars, make_func, requantize
+from .common import arena, clamp, constant, i32, in_bounds, loop_vars, make_func
 from .conv2d_hybrid import lower_hybrid_conv2d
+from .depthwise import _Requant
+from .saturate import to_int8
 
 
 def _int8_bias(g: Graph, node: Node, w_per_out: np.ndarray, zp_in: int, channels: int) -> np.ndarray:
@@ -39,14 +41,14 @@ def _float_bias(g: Graph, node: Node, channels: int) -> np.ndarray:
 def lower_conv2d(g: Graph, node: Node, target=None):
     if g.tensors[node.inputs[0]].dtype == "float32" and g.tensors[node.inputs[1]].dtype == "int8":
         return lower_hybrid_conv2d(g, node, target)
-    return _lower(g, node, depthwise=False)
+    return _lower(g, node, depthwise=False, target=target)
 
 
 def lower_depthwise_conv2d(g: Graph, node: Node, target=None):
-    return _lower(g, node, depthwise=True)
+    return _lower(g, node, depthwise=True, target=target)
 
 
-def _lower(g: Graph, node: Node, depthwise: bool):
+def _lower(g: Graph, node: Node, depthwise: bool, target=None):
     xt, wt, yt = g.tensors[node.inputs[0]], g.tensors[node.inputs[1]], g.tensors[node.outputs[0]]
     x, y = arena(g, xt.name, "x"), arena(g, yt.name, "y")
     batch, in_h, in_w, in_c = xt.shape
@@ -98,18 +100,21 @@ def _lower(g: Graph, node: Node, depthwise: bool):
         consts = [w, bias]
     else:
         p = qparams.conv_params(g, node)
-        bias = constant("bias", _int8_bias(g, node, w_per_out, -p.input_offset, out_c),
-                        f"{node.name} bias - zp_in*sum(w) [{out_c}] int32")
-        mult = constant("mult", np.array(p.output_multiplier, np.int32), f"{node.name} requant multipliers")
-        shift = constant("shift", np.array(p.output_shift, np.int32), f"{node.name} requant shifts")
+        folded = _int8_bias(g, node, w_per_out, -p.input_offset, out_c)
+        bias = constant("bias", folded, f"{node.name} bias - zp_in*sum(w) [{out_c}] int32")
+        # |acc| <= |bias'| + 128 * sum|w| (every tap is an int8 or zp_in): lets the requant
+        # use mc_requant.h's cheap exact form; the clamp is one SSAT where the core has it.
+        bound = int((np.abs(folded.astype(np.int64)) + 128 * np.abs(w_per_out.astype(np.int64)).sum(axis=1)).max())
+        req = _Requant(node, p, bound)
         acc = Buffer("acc", "int32", (), "local")
         xv = x.load(*x_index)
         if valid is not None:
             xv = Select(valid, xv, IntImm(-p.input_offset, "int8"))
-        update = acc.store(add(acc.load(), mul(i32(xv), i32(w_load))))
-        scaled = requantize(acc.load(), mult.load(oc), shift.load(oc), p.rounding)
-        result = i8(clamp(add(scaled, p.output_offset), p.act_min, p.act_max))
-        consts = [w, bias, mult, shift]
+        # The input tap is named (`xv`) so a schedule can cache it (cache_read: im2col).
+        tap = Var("xv", "int8")
+        update = LetStmt(tap, xv, acc.store(add(acc.load(), mul(i32(tap), i32(w_load)))))
+        result = to_int8(add(req(acc.load(), oc), p.output_offset), p.act_min, p.act_max, target)
+        consts = [w, bias, *req.buffers]
     update = LetStmt(ih, ih_value, LetStmt(iw, iw_value, update))
     body = Allocate(acc, seq(acc.store(bias.load(oc)), loops(inner, update),
                              y.store(result, n, oh, ow, oc)))

@@ -13,8 +13,9 @@ import numpy as np
 
 from ..ir import qparams
 from ..ir.graph import Graph, Node
-from ..ir.tir import Allocate, Buffer, add, loops, mul, seq
-from .common import arena, clamp, constant, i8, i32, loop_vars, make_func, requantize
+from ..ir.tir import Allocate, Buffer, LetStmt, Var, add, loops, mul, seq
+from .common import arena, clamp, constant, i32, loop_vars, make_func, requantize
+from .saturate import to_int8
 
 
 def lower_fully_connected(g: Graph, node: Node, target=None):
@@ -46,7 +47,9 @@ def lower_fully_connected(g: Graph, node: Node, target=None):
         if p.weights_offset:
             wv = add(wv, p.weights_offset)
         acc = Buffer("acc", "int32", (), "local")
-        update = acc.store(add(acc.load(), mul(i32(x.load(r, d)), wv)))
+        # The input element is named (`xv`) so a schedule can cache it (widened to int16).
+        xv = Var("xv", "int8")
+        update = LetStmt(xv, x.load(r, d), acc.store(add(acc.load(), mul(i32(xv), wv))))
         consts = [w, bias]
         if p.per_channel:
             mult = constant("mult", np.array(p.output_multiplier, np.int32), f"{node.name} requant multipliers")
@@ -55,6 +58,6 @@ def lower_fully_connected(g: Graph, node: Node, target=None):
             consts += [mult, shift]
         else:
             scaled = requantize(acc.load(), p.output_multiplier[0], p.output_shift[0], p.rounding)
-        result = i8(clamp(add(scaled, p.output_offset), p.act_min, p.act_max))
+        result = to_int8(add(scaled, p.output_offset), p.act_min, p.act_max, target)
     body = Allocate(acc, seq(acc.store(bias.load(u)), loops([(d, depth)], update), y.store(result, r, u)))
     return make_func(g, node, [x, y, *consts], loops([(r, rows), (u, units)], body))

@@ -3,15 +3,22 @@ gets stride 0 (it drops out of the index).
 
 int8 (reference_integer_ops::Add): both inputs are rescaled to a common scale with
 20 bits of headroom, summed, and rescaled to the output, all with the
-smaller-than-one-exp multiplier of qparams.add_params.
+smaller-than-one-exp multiplier of qparams.add_params. The rescale of an input depends on
+its int8 value alone, so it is done on the host: a 256-entry int32 table per input (1 KiB
+of flash each) replaces two multiplies, two roundings and two offsets per element. The
+output rescale uses mc_requant.h's exact form with immediate multiplier and shift. Equal
+shapes run as one flat loop.
 """
 
 from __future__ import annotations
 
-from ..ir import qparams
+import numpy as np
+
+from ..ir import fixedpoint, qparams
 from ..ir.graph import Graph, Node
 from ..ir.tir import Buffer, Call, Expr, IntImm, Load, Var, add, binop, loops, mul
-from .common import arena, clamp, i8, i32, make_func
+from .common import arena, clamp, constant, i32, make_func
+from .saturate import to_int8
 
 
 def _broadcast_index(buf: Buffer, out_shape: tuple[int, ...], idx: list[Var]) -> Expr:
@@ -31,22 +38,41 @@ def _smaller_than_one(x: Expr, mult: int, shift: int) -> Expr:
     return Call("mc_mul_by_qm_smaller_than_one_exp", (x, IntImm(mult), IntImm(shift)), "int32")
 
 
+def _rescale_table(name: str, node: Node, offset: int, left_shift: int, mult: int, shift: int):
+    """x -> MBQMSmallerThanOneExp((x + offset) << left_shift, mult, shift) for every int8 x."""
+    x = (np.arange(-128, 128, dtype=np.int64) + offset) << left_shift
+    table = fixedpoint.multiply_by_quantized_multiplier_smaller_than_one_exp(x, mult, shift)
+    return constant(name, np.asarray(table, np.int32), f"{node.name} rescaled input for x = -128..127")
+
+
 def lower_add(g: Graph, node: Node, target=None):
     at, bt, yt = (g.tensors[t] for t in (*node.inputs, node.outputs[0]))
-    a, b, y = arena(g, at.name, "a"), arena(g, bt.name, "b"), arena(g, yt.name, "y")
-    idx = [Var(f"i{k}") for k in range(len(yt.shape))]
-    av = Load(a, _broadcast_index(a, yt.shape, idx))
-    bv = Load(b, _broadcast_index(b, yt.shape, idx))
+    if at.shape == bt.shape == yt.shape:    # no broadcasting: one flat loop
+        shape = (yt.size,)
+        a, b, y = (arena(g, t.name, n, shape) for t, n in ((at, "a"), (bt, "b"), (yt, "y")))
+    else:
+        shape = yt.shape
+        a, b, y = arena(g, at.name, "a"), arena(g, bt.name, "b"), arena(g, yt.name, "y")
+    idx = [Var(f"i{k}") for k in range(len(shape))]
+    av = Load(a, _broadcast_index(a, shape, idx))
+    bv = Load(b, _broadcast_index(b, shape, idx))
     p = qparams.add_params(g, node)
+    consts = []
     if yt.dtype == "float32":
         result = clamp(binop("add", av, bv), p.act_min, p.act_max)
     else:
-        x1 = _smaller_than_one(mul(add(i32(av), p.input1_offset), 1 << p.left_shift),
-                               p.input1_multiplier, p.input1_shift)
-        x2 = _smaller_than_one(mul(add(i32(bv), p.input2_offset), 1 << p.left_shift),
-                               p.input2_multiplier, p.input2_shift)
-        raw = add(_smaller_than_one(binop("add", x1, x2), p.output_multiplier, p.output_shift),
-                  p.output_offset)
-        result = i8(clamp(raw, p.act_min, p.act_max))
-    body = loops(list(zip(idx, yt.shape)), y.store(result, *idx))
-    return make_func(g, node, [a, b, y], body)
+        t1 = _rescale_table("rescale_a", node, p.input1_offset, p.left_shift, p.input1_multiplier, p.input1_shift)
+        t2 = _rescale_table("rescale_b", node, p.input2_offset, p.left_shift, p.input2_multiplier, p.input2_shift)
+        consts = [t1, t2]
+        total = binop("add", Load(t1, add(i32(av), 128)), Load(t2, add(i32(bv), 128)))
+        bound = int(np.abs(t1.data.astype(np.int64)).max() + np.abs(t2.data.astype(np.int64)).max())
+        if p.output_multiplier >= 0:    # always, from QuantizeMultiplierSmallerThanOneExp
+            # mc_requant.h: the rshift form needs a right shift >= 1 and |total| < 2^30.
+            name = ("mc_mul_by_qm_pos_rshift" if p.output_shift <= -1 and bound < 2**30
+                    else "mc_mul_by_qm_pos_right")
+            scaled = Call(name, (total, IntImm(p.output_multiplier), IntImm(-p.output_shift)), "int32")
+        else:
+            scaled = _smaller_than_one(total, p.output_multiplier, p.output_shift)
+        result = to_int8(add(scaled, p.output_offset), p.act_min, p.act_max, target)
+    body = loops(list(zip(idx, shape)), y.store(result, *idx))
+    return make_func(g, node, [a, b, y, *consts], body)

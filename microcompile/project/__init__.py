@@ -11,6 +11,8 @@ from microcompile.project.flash import flash
 from microcompile.project.generate import MARKER, check_fits, generate, read_marker
 from microcompile.project.manifest import load_manifest
 from microcompile.project.run import RunResult, parse_output, qemu_command, run_emulated, run_host
+from microcompile.project.trace import parse_trace, trace_entries
 
 __all__ = ["MARKER", "RunResult", "SizeReport", "build", "check_fits", "flash", "generate", "load_manifest",
-           "parse_output", "qemu_command", "read_marker", "run_emulated", "run_host", "size_report"]
+           "parse_output", "parse_trace", "qemu_command", "read_marker", "run_emulated", "run_host", "size_report",
+           "trace_entries"]

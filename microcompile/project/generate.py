@@ -18,6 +18,7 @@ import numpy as np
 
 from microcompile.errors import BoardError, UserError
 from microcompile.project.manifest import DTYPES, MANIFEST_NAME, load_manifest
+from microcompile.project.trace import template_rows as trace_rows
 from microcompile.resources import resource_dir
 from microcompile.target import Board, Mcu, load_board
 
@@ -132,12 +133,14 @@ def _prepare_out_dir(out_dir: Path) -> list[str]:
 
 
 def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
-             test_inputs: list[np.ndarray], emulated: bool = False) -> Path:
+             test_inputs: list[np.ndarray], emulated: bool = False, trace: bool = False) -> Path:
     """Write a standalone Makefile project for `board` into `out_dir`; returns out_dir.
 
     `test_inputs` holds one array per model input (shape as in the manifest) that the
     self-test firmware embeds. `emulated` selects the QEMU twin's platform as the
     Makefile's default PLATFORM (the linker script always uses the real board's memory).
+    `trace` makes a trace build: the firmware also prints every kernel's outputs
+    (project/trace.py parses them; `microcompile verify` compares them layer by layer).
     """
     board = load_board(board) if isinstance(board, str) else board
     artifact_dir, out_dir = Path(artifact_dir), Path(out_dir)
@@ -169,6 +172,10 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
         for src in sorted((runtime / sub).glob("*")):
             if src.is_file() and src.suffix in (".c", ".h"):
                 w.copy(f"runtime/{sub}/{src.name}", src)
+    # Kernels written with the Armv7E-M DSP instructions build only for cores that have them.
+    if board.target.dsp:
+        for src in sorted((runtime / "kernels" / "dsp").glob("*.c")):
+            w.copy(f"runtime/kernels/dsp/{src.name}", src)
 
     board_src = resource_dir("boards") / "src"
     twin_mcu = board.emulator.mcu if board.emulator else board.mcu
@@ -210,6 +217,7 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
     w.text("main.c", env.get_template("main.c.j2").render(model=manifest["model"], board=board.name))
     w.text("test_input.h", env.get_template("test_input.h.j2").render(inputs=inputs))
     w.text("test_input.c", env.get_template("test_input.c.j2").render(inputs=inputs))
+    w.text("trace.h", env.get_template("trace.h.j2").render(enabled=int(trace), tensors=trace_rows(manifest)))
 
     # Files a previous generate wrote that this one did not: ours, and stale.
     for rel in sorted(set(previous) - set(w.files) - {MARKER}):

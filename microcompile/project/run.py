@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,15 @@ class RunResult:
     ticks: int                  # platform counter delta of one inference
     instructions: int | None    # ticks * instructions_per_tick under QEMU; None natively
     console: str                # the raw console text
+    kernel_ticks: list[int] = field(default_factory=list)   # per kernel, from the MC-KERNEL lines
+
+    @property
+    def kernel_instructions(self) -> list[int] | None:
+        """Per-kernel instructions under QEMU (ticks * instructions_per_tick); None natively."""
+        if self.instructions is None or not self.ticks:
+            return None
+        per_tick = self.instructions // self.ticks
+        return [t * per_tick for t in self.kernel_ticks]
 
 
 def parse_output(text: str, manifest: dict) -> tuple[list[np.ndarray], int]:
@@ -39,6 +48,8 @@ def parse_output(text: str, manifest: dict) -> tuple[list[np.ndarray], int]:
         try:
             if parts[0] == "MC-OUTPUT":
                 hexes[int(parts[1])] += parts[2] if len(parts) > 2 else ""
+            elif parts[0] == "MC-KERNEL":
+                int(parts[1]), int(parts[2])      # per-kernel ticks: parse_kernel_ticks
             elif parts[0] == "MC-TICKS":
                 ticks = int(parts[1])
             else:
@@ -57,6 +68,16 @@ def parse_output(text: str, manifest: dict) -> tuple[list[np.ndarray], int]:
             raise DeviceError(f"output {spec['name']!r}: got {len(data)} bytes, expected {spec['bytes']}")
         outputs.append(tensor_array(spec, data))
     return outputs, ticks
+
+
+def parse_kernel_ticks(text: str) -> list[int]:
+    """Ticks of each kernel from the `MC-KERNEL <k> <ticks>` lines, in kernel order."""
+    found = {}
+    for ln in text.replace("\r", "").split("\n"):
+        parts = ln.split()
+        if len(parts) == 3 and parts[0] == "MC-KERNEL":
+            found[int(parts[1])] = int(parts[2])
+    return [found[k] for k in sorted(found)]
 
 
 def _tail(text: str, n: int = 15) -> str:
@@ -105,7 +126,7 @@ def run_emulated(project: str | Path, board: Board | str | None = None, timeout:
         detail = parse_errors[0] if parse_errors else _tail(out + proc.stderr.decode(errors="replace"))
         raise DeviceError(f"QEMU ({board.emulator.machine}) exited with status {proc.returncode}: {detail}")
     outputs, ticks = parse_output(out, manifest)
-    return RunResult(outputs, ticks, ticks * board.emulator.instructions_per_tick, out)
+    return RunResult(outputs, ticks, ticks * board.emulator.instructions_per_tick, out, parse_kernel_ticks(out))
 
 
 def run_host(project_dir: str | Path, timeout: float = 60.0) -> RunResult:
@@ -124,4 +145,4 @@ def run_host(project_dir: str | Path, timeout: float = 60.0) -> RunResult:
         errs = [ln for ln in out.splitlines() if ln.startswith("MC-ERROR")]
         raise DeviceError(f"{exe} exited with status {proc.returncode}: {errs[0] if errs else _tail(out)}")
     outputs, ticks = parse_output(out, manifest)
-    return RunResult(outputs, ticks, None, out)
+    return RunResult(outputs, ticks, None, out, parse_kernel_ticks(out))

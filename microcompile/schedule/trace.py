@@ -83,3 +83,24 @@ class Schedule:
 
     def unroll(self, loop: str) -> Schedule:
         return self._apply("unroll", loop)
+
+    def apply(self, primitive: str, *args) -> Schedule:
+        """Any registered primitive by name (fuse, cache_read, tensorize, ...)."""
+        if primitive not in PRIMITIVES:
+            raise ScheduleError(f"unknown schedule primitive {primitive!r}")
+        return self._apply(primitive, *args)
+
+    def fuse(self, outer: str, inner: str) -> Schedule:
+        return self._apply("fuse", outer, inner)
+
+    def cache_write(self, local: str, at: str) -> Schedule:
+        return self._apply("cache_write", local, at)
+
+    def cache_read(self, let_var: str, at: str, dtype: str | None = None) -> Schedule:
+        return self._apply("cache_read", let_var, at, dtype)
+
+    def pack_constant(self, buffer: str, dtype: str) -> Schedule:
+        return self._apply("pack_constant", buffer, dtype)
+
+    def tensorize(self, loop: str, intrin: str) -> Schedule:
+        return self._apply("tensorize", loop, intrin)

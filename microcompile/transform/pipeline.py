@@ -6,11 +6,15 @@ from typing import Callable
 
 from ..ir import Graph, verify
 from .fold_constants import FoldConstants
+from .fold_dilated_conv import FoldDilatedConv
+from .fold_shape import FoldShape
 from .fuse_activation import FuseActivation
 from .remove_dead import RemoveDeadCode
 
 PIPELINE = [
+    FoldShape(),         # SHAPE of a static tensor -> constant (the Flatten-with-dynamic-batch chain)
     FoldConstants(),     # evaluate any node whose inputs are all constants, at compile time
+    FoldDilatedConv(),   # SPACE_TO_BATCH_ND -> conv -> BATCH_TO_SPACE_ND -> one dilated conv
     FuseActivation(),    # standalone RELU/RELU6 -> the producer's fused clamp (when exact)
     RemoveDeadCode(),    # drop nodes and tensors that no output depends on
 ]

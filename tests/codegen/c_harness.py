@@ -12,7 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +77,7 @@ class HostCase:
     inputs: dict[str, np.ndarray]
     manifest: dict
     dir: Path
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)   # every graph output, after the run
 
 
 _MAIN = r"""
@@ -114,10 +115,12 @@ int main(int argc, char **argv)
             load(path, mc_input(&ctx, i), models[k]->inputs[i].bytes);
         }
         mc_run(&ctx);
-        snprintf(path, sizeof path, "%%s/case%%u/out.bin", argv[1], (unsigned)k);
-        FILE *f = fopen(path, "wb");
-        fwrite(mc_output(&ctx, 0), 1, models[k]->outputs[0].bytes, f);
-        fclose(f);
+        for (i = 0; i < models[k]->num_outputs; i++) {
+            snprintf(path, sizeof path, "%%s/case%%u/out%%u.bin", argv[1], (unsigned)k, (unsigned)i);
+            FILE *f = fopen(path, "wb");
+            fwrite(mc_output(&ctx, i), 1, models[k]->outputs[i].bytes, f);
+            fclose(f);
+        }
     }
     return 0;
 }
@@ -165,9 +168,10 @@ def run_on_host(graphs: list[Graph], work: Path, seed: int = 0) -> list[tuple[np
     subprocess.run([str(work / "prog"), str(work)], check=True, cwd=work)
     results = []
     for c in cases:
-        t = c.graph.tensors[c.graph.outputs[0]]
-        out = np.frombuffer((c.dir / "out.bin").read_bytes(), NP_DTYPES[t.dtype]).reshape(t.shape)
-        results.append((out, c))
+        for i, name in enumerate(c.graph.outputs):
+            t = c.graph.tensors[name]
+            c.outputs[name] = np.frombuffer((c.dir / f"out{i}.bin").read_bytes(), NP_DTYPES[t.dtype]).reshape(t.shape)
+        results.append((c.outputs[c.graph.outputs[0]], c))
     return results
 
 

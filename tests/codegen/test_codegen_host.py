@@ -106,8 +106,8 @@ def test_manifest(tmp_path):
     assert m["inputs"][0] == {"name": "x", "shape": [1, 6, 6, 2], "dtype": "int8", "scale": float(np.float32(0.05)),
                               "zero_point": 3, "offset": 0, "bytes": 72}
     assert m["outputs"][0]["dtype"] == "int8" and m["outputs"][0]["bytes"] == 10
-    # weights: conv filter + bias + mult + shift, fc weights + bias
-    assert m["weights_bytes"] == 72 + 16 + 16 + 16 + 360 + 40
+    # weights: conv filter (int16: the GEMM schedule widens it for SMLAD) + bias + mult + shift, fc weights + bias
+    assert m["weights_bytes"] == 2 * 72 + 16 + 16 + 16 + 360 + 40
     assert "#define MC_MODEL_ARENA_BYTES" in (tmp_path / "model.h").read_text()
 
 

@@ -42,11 +42,11 @@ def test_every_op_compiled_for_host_matches_litert(tmp_path):
     failures, counted = [], {}
     for (out, case), model, c in zip(run_on_host(graphs, tmp_path, seed=5), models, plan):
         ref = run_reference(model, case.inputs)
-        (ref_out,) = ref.values()
-        result = compare(out, ref_out.reshape(out.shape))
         counted[c["op"], c["dtype"]] = counted.get((c["op"], c["dtype"]), 0) + 1
-        if not result.equal:
-            failures.append(f"{c['op']}-{c['dtype']}-{c['index']} {c}: {result}")
+        for name, got in case.outputs.items():   # several for split / unpack
+            result = compare(got, ref[name].reshape(got.shape))
+            if not result.equal:
+                failures.append(f"{c['op']}-{c['dtype']}-{c['index']} {name} {c}: {result}")
     assert not failures, f"{len(failures)} of {len(plan)} cases differ from LiteRT:\n" + "\n".join(failures)
     # The plan really covered every op in every dtype.
     assert all(counted.get((op, dt)) == n for op in KERNEL_OPS for dt, n in PER_OP.items())

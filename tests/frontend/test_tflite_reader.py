@@ -282,15 +282,15 @@ def _patch_fused_activation(data: bytearray, layer: int, act: int) -> None:
 
 def test_unsupported_ops_are_all_listed(tmp_path):
     data = bytearray(_good_bytes())
-    _patch_opcode(data, 1, 17)     # AVERAGE_POOL_2D -> MAX_POOL_2D (layer 9)
-    _patch_opcode(data, 25, 28)    # SOFTMAX -> TANH (layer 12)
+    _patch_opcode(data, 1, 11)     # AVERAGE_POOL_2D -> L2_NORMALIZATION (layer 9)
+    _patch_opcode(data, 25, 66)    # SOFTMAX -> SIN (layer 12)
     _patch_fused_activation(data, 0, 4)   # conv 0 with fused TANH
     with pytest.raises(UnsupportedOpError) as e:
         load_tflite(bytes(data))
     msg = str(e.value)
     assert "unsupported op CONV_2D with fused activation TANH at layer 0 (" in msg
-    assert "unsupported op MAX_POOL_2D at layer 9 (functional_1/average_pooling2d/AvgPool)" in msg
-    assert "unsupported op TANH at layer 12 (" in msg
+    assert "unsupported op L2_NORMALIZATION at layer 9 (functional_1/average_pooling2d/AvgPool)" in msg
+    assert "unsupported op SIN at layer 12 (" in msg
     assert "CONV_2D" in e.value.hint and "SOFTMAX" in e.value.hint
 
     p = tmp_path / "patched.tflite"
@@ -298,7 +298,7 @@ def test_unsupported_ops_are_all_listed(tmp_path):
     listing = list_tflite_ops(p)
     assert len(listing) == 13
     assert [i for i, _, _, ok in listing if not ok] == [0, 9, 12]
-    assert listing[9][:3] == (9, "MAX_POOL_2D", "functional_1/average_pooling2d/AvgPool")
+    assert listing[9][:3] == (9, "L2_NORMALIZATION", "functional_1/average_pooling2d/AvgPool")
 
 
 def test_list_ops_of_supported_model():

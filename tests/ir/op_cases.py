@@ -18,11 +18,12 @@ ACTS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 PLANS: dict[str, dict[str, tuple]] = {
     "conv2d": {"batch": (1, 1, 2), "hw": (3, 5, 8, 11), "cin": (1, 3, 8), "cout": (1, 4, 7),
                "kernel": (1, 2, 3, 5), "stride": (1, 2, 3), "dilation": (1, 1, 2),
-               "padding": ("SAME", "VALID"), "activation": ACTS, "per_channel": (True, False), "pot_scales": (False, False, True)},
+               "padding": ("SAME", "VALID"), "activation": ACTS, "per_channel": (True, False), "pot_scales": (False, False, True),
+               "rect": (False, False, True)},   # no "bias": LiteRT 2.x CONV_2D requires one (conv.cc has_bias)
     "depthwise_conv2d": {"batch": (1, 2), "hw": (3, 6, 9), "cin": (1, 3, 5), "multiplier": (1, 1, 2, 3),
                          "kernel": (1, 3, 5), "stride": (1, 2), "dilation": (1, 1, 2),
                          "padding": ("SAME", "VALID"), "activation": ACTS, "per_channel": (True, False),
-                         "pot_scales": (False, False, True)},
+                         "pot_scales": (False, False, True), "rect": (False, False, True), "bias": (True, True, False)},
     "fully_connected": {"in_shape": ((1, 16), (3, 10), (2, 3, 8), (1, 2, 2, 5)), "units": (1, 6, 17),
                         "keep_num_dims": (False, True), "activation": ACTS, "per_channel": (False, False, True),
                         "bias": (True, True, False), "pot_scales": (False, False, True)},
@@ -37,6 +38,11 @@ PLANS: dict[str, dict[str, tuple]] = {
     "relu6": {"shape": ((1, 5, 5, 3), (7,)), "requant": (False, True), "pot_scales": (False, True)},
     "relu_n1_to_1": {"shape": ((1, 5, 5, 3), (7,)), "requant": (False, True), "pot_scales": (False, True)},
 }
+
+
+# op -> fn(case, builder) -> (node inputs, attrs, output quant): the graph builders of op-family
+# plan modules (op_cases_<family>.py), which add their plans to PLANS and builders here.
+BUILDERS: dict = {}
 
 
 def cases(op: str, dtype: str, count: int, seed: int = 0) -> list[dict]:
@@ -128,21 +134,27 @@ class _Builder:
 def _op_inputs(case, b: _Builder):
     """(node inputs, attrs, output quant or None meaning random) for the case's op."""
     op = case["op"]
+    if op in BUILDERS:
+        return BUILDERS[op](case, b)
     if op in ("conv2d", "depthwise_conv2d"):
-        k = case["kernel"]
+        k, s, d = case["kernel"], case["stride"], case["dilation"]
         hw = (case["hw"], case["hw"] + 1)
         x = b.act("x", (case["batch"],) + hw + (case["cin"],))
-        stride, dilation = (case["stride"],) * 2, (case["dilation"],) * 2
+        # "rect": height and width differ in kernel, stride and dilation (audio models' 10x4 kernels).
+        kernel = (k, k % 3 + 1) if case.get("rect") else (k, k)
+        stride = (s, s % 3 + 1) if case.get("rect") else (s, s)
+        dilation = (d, 3 - d) if case.get("rect") else (d, d)
         attrs = {"stride": stride, "dilation": dilation, "activation": case["activation"],
-                 "padding": _explicit_padding(case["padding"], hw, (k, k), stride, dilation)}
+                 "padding": _explicit_padding(case["padding"], hw, kernel, stride, dilation)}
         if op == "conv2d":
             cout = case["cout"]
-            w = b.weights("w", (cout, k, k, case["cin"]), cout, case["per_channel"], 0)
+            w = b.weights("w", (cout, *kernel, case["cin"]), cout, case["per_channel"], 0)
         else:
             cout = case["cin"] * case["multiplier"]
-            w = b.weights("w", (1, k, k, cout), cout, case["per_channel"], 3)
+            w = b.weights("w", (1, *kernel, cout), cout, case["per_channel"], 3)
             attrs["depth_multiplier"] = case["multiplier"]
-        return (x, w, b.bias("b", cout, x, w)), attrs, b.output_quant(None, x, w)
+        bias = b.bias("b", cout, x, w) if case.get("bias", True) else ""
+        return (x, w, bias), attrs, b.output_quant(None, x, w)
     if op == "fully_connected":
         depth, units = case["in_shape"][-1], case["units"]
         x = b.act("x", case["in_shape"])
@@ -174,14 +186,16 @@ def _op_inputs(case, b: _Builder):
 def build_graph(case: dict) -> Graph:
     """A verified single-op Graph for `case` (weights, biases and quantization from its seed)."""
     b = _Builder(case)
-    inputs, attrs, out_q = _op_inputs(case, b)
-    node = Node(case["op"], case["op"], tuple(inputs), ("out",), attrs)
+    # A builder may return a 4th item: the number of outputs (split, unpack); "out", "out1", ...
+    inputs, attrs, out_q, *n_out = _op_inputs(case, b)
+    outputs = ("out",) + tuple(f"out{k}" for k in range(1, n_out[0] if n_out else 1))
+    node = Node(case["op"], case["op"], tuple(inputs), outputs, attrs)
     probe = Graph("probe", dict(b.tensors), (node,), (), ())
-    ((shape, _),) = ops.get(case["op"]).infer(probe, node)
-    b.act("out", shape, out_q)
+    for name, (shape, _) in zip(outputs, ops.get(case["op"]).infer(probe, node)):
+        b.act(name, shape, out_q)
     tensors = _pot_scales(b.tensors, node) if case.get("pot_scales") and b.int8 else b.tensors
-    graph_inputs = tuple(i for i in inputs if i and not tensors[i].is_const)
-    return verify(Graph(case_id(case), tensors, (node,), graph_inputs, ("out",)))
+    graph_inputs = tuple(dict.fromkeys(i for i in inputs if i and not tensors[i].is_const))
+    return verify(Graph(case_id(case), tensors, (node,), graph_inputs, outputs))
 
 
 def _pot_scales(tensors: dict[str, Tensor], node: Node) -> dict[str, Tensor]:
@@ -211,3 +225,8 @@ def random_inputs(graph: Graph, seed: int) -> dict[str, np.ndarray]:
         else:
             out[name] = rng.normal(0, 1.5, t.shape).astype(np.float32)
     return out
+
+
+import op_cases_vision  # noqa: E402,F401  (transpose conv, max pool, mean, pad, resize)
+import op_cases_shape  # noqa: E402,F401  (shape and data-movement ops)
+import op_cases_elementwise  # noqa: E402,F401  (elementwise binary ops, activations, quantize)

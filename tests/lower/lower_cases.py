@@ -18,6 +18,12 @@ from microcompile.ir.tir_interp import run_primfunc  # noqa: E402
 
 KERNEL_OPS = ("conv2d", "depthwise_conv2d", "fully_connected", "average_pool2d", "add", "softmax",
               "relu", "relu6", "relu_n1_to_1")
+KERNEL_OPS += ("transpose_conv2d", "max_pool2d", "mean", "pad", "pad_v2", "resize_nearest_neighbor",
+               "resize_bilinear")
+KERNEL_OPS += ("sub", "mul", "maximum", "minimum", "squared_difference", "prelu", "leaky_relu", "logistic",
+               "tanh", "hard_swish", "log_softmax", "quantize", "dequantize")
+KERNEL_OPS += ("concatenation", "split", "split_v", "pack", "unpack", "transpose", "strided_slice", "slice",
+               "gather", "depth_to_space", "space_to_depth", "space_to_batch_nd", "batch_to_space_nd")
 
 
 def hybrid_conv_graph(seed: int = 0, padding: str = "SAME", batch: int = 2) -> Graph:

@@ -1,0 +1,79 @@
+"""Elementwise ops: binary arithmetic with broadcasting, activations, (de)quantization.
+
+  sub, mul                      NumPy broadcasting, fused `activation` clamp (as ADD)
+  maximum, minimum              NumPy broadcasting; int8 compares raw values (no rescale)
+  squared_difference            NumPy broadcasting, at most 4-D (TFLite's 4DSlow kernel)
+  leaky_relu                    attr alpha
+  prelu                         input, alpha (a tensor broadcast against the input)
+  logistic, tanh, hard_swish    unary
+  log_softmax                   over the last axis
+  quantize                      float32 -> int8, or int8 -> int8 (requantize)
+  dequantize                    int8 -> float32
+
+int8 semantics (what LiteRT BUILTIN_REF computes) live in `qparams_elementwise`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .graph import Graph, Node
+from .ops import OpDef, _in, _same_as_input, register
+from .verify import VerifyError
+
+BINARY_OPS = ("sub", "mul", "maximum", "minimum", "squared_difference")
+# Unary int8 ops whose output is a pure function of the input byte: they run as a
+# 256-entry table built on the host (qparams_elementwise.int8_table).
+TABLE_OPS = ("leaky_relu", "logistic", "tanh", "hard_swish", "quantize", "dequantize")
+
+
+def _broadcast_shape(n: Node, a, b) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(tuple(a), tuple(b)))
+    except ValueError:
+        raise VerifyError(f"{n.name}: {n.op} shapes {tuple(a)} and {tuple(b)} do not broadcast") from None
+
+
+def _infer_binary(g: Graph, n: Node):
+    a, b = _in(g, n, 0), _in(g, n, 1)
+    if a.dtype != b.dtype:
+        raise VerifyError(f"{n.name}: {n.op} of {a.dtype} and {b.dtype}")
+    shape = _broadcast_shape(n, a.shape, b.shape)
+    if n.op == "squared_difference" and len(shape) > 4:
+        raise VerifyError(f"{n.name}: squared_difference supports at most 4-D, got {shape}")
+    return [(shape, a.dtype)]
+
+
+def _infer_prelu(g: Graph, n: Node):
+    x, alpha = _in(g, n, 0), _in(g, n, 1)
+    if _broadcast_shape(n, x.shape, alpha.shape) != tuple(x.shape):
+        raise VerifyError(f"{n.name}: prelu alpha {alpha.shape} does not broadcast to {x.shape}")
+    return [(x.shape, x.dtype)]
+
+
+def _infer_quantize(g: Graph, n: Node):
+    return [(_in(g, n, 0).shape, "int8")]
+
+
+def _infer_dequantize(g: Graph, n: Node):
+    return [(_in(g, n, 0).shape, "float32")]
+
+
+def _elements(g: Graph, n: Node) -> int:
+    """One multiply per output element (the MAC column of `inspect`)."""
+    return int(np.prod(g.tensors[n.outputs[0]].shape, dtype=np.int64))
+
+
+for _op in ("sub", "mul"):
+    register(OpDef(_op, ("lhs", "rhs"), attrs={"activation": "NONE"}, infer=_infer_binary,
+                   macs=_elements if _op == "mul" else (lambda g, n: 0)))
+for _op in ("maximum", "minimum", "squared_difference"):
+    register(OpDef(_op, ("lhs", "rhs"), infer=_infer_binary,
+                   macs=_elements if _op == "squared_difference" else (lambda g, n: 0)))
+register(OpDef("leaky_relu", ("input",), attrs={"alpha": 0.2}, infer=_same_as_input))
+register(OpDef("prelu", ("input", "alpha"), infer=_infer_prelu))
+for _op in ("logistic", "tanh", "hard_swish"):
+    register(OpDef(_op, ("input",), infer=_same_as_input))
+register(OpDef("log_softmax", ("input",), infer=_same_as_input))
+register(OpDef("quantize", ("input",), infer=_infer_quantize))
+register(OpDef("dequantize", ("input",), infer=_infer_dequantize))

@@ -1,0 +1,88 @@
+"""Op definitions of the 2D vision family: transpose_conv2d, max_pool2d, mean, pad, pad_v2,
+resize_nearest_neighbor, resize_bilinear (NHWC; int8 and float32).
+
+Constant operands TFLite passes as tensors (paddings, axes, sizes, output shape) are
+attributes here, as RESHAPE's shape is: the frontend reads them, the writer re-emits them.
+
+  transpose_conv2d  stride=(sh, sw); output_hw=(oh, ow) from TFLite's output_shape input;
+                    padding=(top, left, bottom, right) with TFLite's rule on the *output*
+                    size, so out = (in - 1) * stride + k - top - bottom.
+  mean              axes (sorted, non-negative), keep_dims.
+  pad / pad_v2      pads=((before, after), ...) per dimension; pad_v2 carries `value`, the
+                    fill in the tensor's own number space (raw int8 or float).
+  resize_*          size=(oh, ow), align_corners, half_pixel_centers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .ops import OpDef, _infer_pool, _in, register
+
+
+def _infer_transpose_conv(g, n):
+    x, w = _in(g, n, 0), _in(g, n, 1)
+    oh, ow = n.attrs["output_hw"]
+    return [((x.shape[0], oh, ow, w.shape[0]), x.dtype)]
+
+
+def _macs_transpose_conv(g, n):
+    # Every input element meets every filter tap of every output channel (TFLite's scatter).
+    co, kh, kw, _ = _in(g, n, 1).shape
+    return _in(g, n, 0).size * kh * kw * co
+
+
+def _infer_mean(g, n):
+    x = _in(g, n, 0)
+    axes = set(n.attrs["axes"])
+    keep = n.attrs.get("keep_dims", False)
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
+    return [(shape, x.dtype)]
+
+
+def _infer_pad(g, n):
+    x = _in(g, n, 0)
+    pads = n.attrs["pads"]
+    assert len(pads) == len(x.shape), f"{n.name}: {len(pads)} pad pairs for rank {len(x.shape)}"
+    return [(tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, pads)), x.dtype)]
+
+
+def _infer_resize(g, n):
+    b, _, _, c = _in(g, n, 0).shape
+    oh, ow = n.attrs["size"]
+    return [((b, oh, ow, c), _in(g, n, 0).dtype)]
+
+
+def _macs_window(g, n):
+    """Comparisons (max pool) or additions (mean) as the MAC count: one per input read."""
+    kh, kw = n.attrs.get("filter", (1, 1))
+    return g.tensors[n.outputs[0]].size * kh * kw
+
+
+def _macs_mean(g, n):
+    return _in(g, n, 0).size
+
+
+def _macs_bilinear(g, n):
+    return g.tensors[n.outputs[0]].size * 4   # four weighted taps per output
+
+
+_RESIZE_ATTRS = {"size": (1, 1), "align_corners": False, "half_pixel_centers": False}
+
+register(OpDef("transpose_conv2d", ("input", "filter", "bias"), optional=("bias",),
+               attrs={"stride": (1, 1), "padding": (0, 0, 0, 0), "output_hw": (1, 1), "activation": "NONE"},
+               infer=_infer_transpose_conv, macs=_macs_transpose_conv))
+register(OpDef("max_pool2d", ("input",),
+               attrs={"filter": (1, 1), "stride": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"},
+               infer=_infer_pool, macs=_macs_window))
+register(OpDef("mean", ("input",), attrs={"axes": (), "keep_dims": False}, infer=_infer_mean, macs=_macs_mean))
+register(OpDef("pad", ("input",), attrs={"pads": ()}, infer=_infer_pad))
+register(OpDef("pad_v2", ("input",), attrs={"pads": (), "value": 0}, infer=_infer_pad))
+register(OpDef("resize_nearest_neighbor", ("input",), attrs=dict(_RESIZE_ATTRS), infer=_infer_resize))
+register(OpDef("resize_bilinear", ("input",), attrs=dict(_RESIZE_ATTRS), infer=_infer_resize,
+               macs=_macs_bilinear))
+
+
+def normalize_axes(axes, rank: int) -> tuple[int, ...]:
+    """TFLite MEAN axes (may be negative, repeated) as sorted unique non-negative ints."""
+    return tuple(sorted({int(a) % rank for a in np.atleast_1d(axes)}))

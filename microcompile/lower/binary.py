@@ -1,0 +1,105 @@
+"""sub, mul, maximum, minimum, squared_difference and prelu, with NumPy broadcasting.
+
+One loop per output dimension; an input dimension of size 1 drops out of that input's
+index (stride 0). int8 arithmetic is qparams_elementwise's (the interpreter's):
+
+  sub                 ADD's rescaling (left shift 20) with a difference instead of a sum
+  mul                 MBQM((a - zp_a) * (b - zp_b)) + zp_out
+  maximum, minimum    raw int8 comparison
+  squared_difference  rescale (left shift 7), square the int32 difference, rescale
+  prelu               x >= zp: MBQM(x - zp, M1); else MBQM((x - zp) * (alpha - zp_a), M2)
+"""
+
+from __future__ import annotations
+
+from ..ir import qparams_elementwise as qe
+from ..ir.graph import Graph, Node
+from ..ir.tir import BinOp, Buffer, Call, Expr, IntImm, Load, Select, Var, add, binop, loops, mul
+from .common import arena, clamp, constant, i8, i32, make_func, requantize
+
+
+def broadcast_index(buf: Buffer, out_shape: tuple[int, ...], idx: list[Var]) -> Expr:
+    """Flat index into `buf` (its shape right-aligned to out_shape), size-1 dims held at 0."""
+    lead = len(out_shape) - len(buf.shape)
+    flat: Expr = IntImm(0)
+    stride = 1
+    for k in reversed(range(len(buf.shape))):
+        if buf.shape[k] != 1:
+            flat = add(mul(idx[lead + k], stride), flat)
+        stride *= buf.shape[k]
+    return flat
+
+
+def operand(g: Graph, name: str, buf_name: str) -> Buffer:
+    """A kernel input: its arena buffer, or a flash constant (a const operand such as a
+    MUL's scale vector or PRELU's alpha)."""
+    t = g.tensors[name]
+    if t.is_const:
+        return constant(buf_name, t.data, f"{t.name} {list(t.shape)}")
+    return arena(g, name, buf_name)
+
+
+def _smaller_than_one(x: Expr, mult: int, shift: int) -> Expr:
+    return Call("mc_mul_by_qm_smaller_than_one_exp", (x, IntImm(mult), IntImm(shift)), "int32")
+
+
+def _rescaled(v: Expr, offset: int, left_shift: int, mult: int, shift: int) -> Expr:
+    return _smaller_than_one(mul(add(i32(v), offset), 1 << left_shift), mult, shift)
+
+
+def _int8_result(op: str, g: Graph, node: Node, a: Expr, b: Expr) -> Expr:
+    if op in ("maximum", "minimum"):
+        return i8(BinOp(op[:3], i32(a), i32(b)))
+    if op == "mul":
+        p = qe.mul_params(g, node)
+        prod = mul(add(i32(a), p.input1_offset), add(i32(b), p.input2_offset))
+        raw = add(requantize(prod, p.output_multiplier, p.output_shift, p.rounding), p.output_offset)
+        return i8(clamp(raw, p.act_min, p.act_max))
+    p = qe.sub_params(g, node) if op == "sub" else qe.squared_difference_params(g, node)
+    x1 = _rescaled(a, p.input1_offset, p.left_shift, p.input1_multiplier, p.input1_shift)
+    x2 = _rescaled(b, p.input2_offset, p.left_shift, p.input2_multiplier, p.input2_shift)
+    diff = binop("sub", x1, x2)
+    if op == "squared_difference":
+        diff = binop("mul", diff, diff)   # |diff| < 2^15: the square fits in int32
+    raw = add(_smaller_than_one(diff, p.output_multiplier, p.output_shift), p.output_offset)
+    return i8(clamp(raw, p.act_min, p.act_max))
+
+
+def _float_result(op: str, g: Graph, node: Node, a: Expr, b: Expr) -> Expr:
+    if op in ("maximum", "minimum"):
+        return BinOp(op[:3], a, b)
+    if op == "squared_difference":
+        d = binop("sub", a, b)
+        return binop("mul", d, d)
+    p = qe.mul_params(g, node) if op == "mul" else qe.sub_params(g, node)
+    return clamp(binop(op, a, b), p.act_min, p.act_max)
+
+
+def lower_binary(g: Graph, node: Node, target=None):
+    at, bt, yt = (g.tensors[t] for t in (*node.inputs, node.outputs[0]))
+    a, b, y = operand(g, at.name, "a"), operand(g, bt.name, "b"), arena(g, yt.name, "y")
+    idx = [Var(f"i{k}") for k in range(len(yt.shape))]
+    av, bv = Load(a, broadcast_index(a, yt.shape, idx)), Load(b, broadcast_index(b, yt.shape, idx))
+    result = (_float_result if yt.dtype == "float32" else _int8_result)(node.op, g, node, av, bv)
+    return make_func(g, node, [a, b, y], loops(list(zip(idx, yt.shape)), y.store(result, *idx)))
+
+
+def lower_prelu(g: Graph, node: Node, target=None):
+    xt, at, yt = (g.tensors[t] for t in (*node.inputs, node.outputs[0]))
+    x, y = operand(g, xt.name, "x"), arena(g, yt.name, "y")
+    alpha = operand(g, at.name, "alpha")   # a constant in every converted model
+    idx = [Var(f"i{k}") for k in range(len(yt.shape))]
+    xv, av = x.load(*idx), Load(alpha, broadcast_index(alpha, yt.shape, idx))
+    if yt.dtype == "float32":
+        result = Select(binop("ge", xv, 0.0), xv, binop("mul", xv, av))
+    else:
+        p = qe.prelu_params(g, node)
+        v = add(i32(xv), p.input_offset)
+        pos = requantize(v, p.identity_multiplier, p.identity_shift, p.rounding)
+        neg = requantize(mul(v, add(i32(av), p.alpha_offset)), p.alpha_multiplier, p.alpha_shift, p.rounding)
+        result = i8(clamp(add(Select(binop("ge", v, 0), pos, neg), p.output_offset), -128, 127))
+    return make_func(g, node, [x, alpha, y], loops(list(zip(idx, yt.shape)), y.store(result, *idx)))
+
+
+LOWERINGS = {op: lower_binary for op in ("sub", "mul", "maximum", "minimum", "squared_difference")}
+LOWERINGS["prelu"] = lower_prelu

@@ -1,0 +1,142 @@
+"""depthwise_conv2d: a border/interior split with every tap unrolled and no bounds checks.
+
+The output plane is cut into regions in which the set of in-bounds filter taps is the same
+for every pixel: runs of output rows with one valid-`kh` set, crossed with runs of output
+columns with one valid-`kw` set (with padding 1 and a 3x3 filter: top row, interior rows,
+bottom row times left column, interior columns, right column). Inside a region the taps are
+known at compile time, so each one is a plain load with constant offsets:
+
+  int8   (reference_integer_ops::DepthwiseConvPerChannel)
+         acc = bias'[c] + sum x*w, bias'[c] = bias[c] - zp_in * sum(w[c]) folded on the host.
+         A padded tap adds zp_in * w (cancelling its share of the fold, so padding is
+         "value zp_in" as in TFLite) and reads no input at all.
+  float  acc = bias[c] + sum x*w over the in-bounds taps only.
+
+Channels are the innermost loop (NHWC: consecutive input, weight and output bytes), so the
+per-channel bias, multiplier and shift are plain array reads. Requantization is the
+double-rounding multiply of qparams.conv_params through mc_requant.h's cheaper exact form;
+a per-tensor multiplier becomes an immediate.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import qparams
+from ..ir.graph import Graph, Node
+from ..ir.tir import Allocate, Buffer, Call, Expr, IntImm, LetStmt, Var, add, loops, mul, seq, sub, walk
+from .common import arena, clamp, constant, i32, make_func, requantize
+from .saturate import to_int8
+
+
+def tap_runs(out_n: int, in_n: int, k: int, stride: int, dil: int, pad: int) -> list[tuple[int, int, tuple]]:
+    """Maximal runs [start, start+length) of output positions whose in-bounds taps are the
+    same: [(start, length, valid taps)]. Interior positions form one run."""
+    runs: list[tuple[int, int, tuple]] = []
+    for o in range(out_n):
+        valid = tuple(t for t in range(k) if 0 <= o * stride - pad + t * dil < in_n)
+        if runs and runs[-1][2] == valid:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1, valid)
+        else:
+            runs.append((o, 1, valid))
+    return runs
+
+
+def _bias(g: Graph, node: Node, channels: int, dtype) -> np.ndarray:
+    if len(node.inputs) > 2 and node.inputs[2]:
+        return g.const(node.inputs[2]).astype(dtype)
+    return np.zeros(channels, dtype)
+
+
+class _Requant:
+    """How the int8 accumulator of output channel `oc` is requantized: per-channel arrays in
+    flash, or immediates when every channel shares one multiplier."""
+
+    def __init__(self, node: Node, p: qparams.ConvParams, acc_bound: int):
+        m, s = np.array(p.output_multiplier, np.int64), np.array(p.output_shift, np.int64)
+        self.rounding, self.buffers = p.rounding, []
+        # The cheap exact forms need multipliers >= 0 (QuantizeMultiplier never makes others);
+        # the cheapest also a right shift >= 1 and an accumulator below 2^30 (mc_requant.h).
+        self.fast = p.rounding == qparams.DOUBLE and bool(np.all(m >= 0))
+        self.right = self.fast and bool(np.all(s <= 0))
+        self.rshift = self.right and bool(np.all(s <= -1)) and acc_bound < 2**30
+        shifts = -s if self.right else s
+        if len(set(m.tolist())) == 1 and len(set(s.tolist())) == 1:
+            self.mult, self.shift = IntImm(int(m[0])), IntImm(int(shifts[0]))
+            return
+        mult = constant("mult", m.astype(np.int32), f"{node.name} requant multipliers")
+        shift = constant("shift", shifts.astype(np.int32),
+                         f"{node.name} requant {'right shifts' if self.right else 'shifts'}")
+        self.buffers = [mult, shift]
+        self.mult, self.shift = mult, shift
+
+    def __call__(self, acc: Expr, oc: Expr) -> Expr:
+        mult = self.mult if isinstance(self.mult, IntImm) else self.mult.load(oc)
+        shift = self.shift if isinstance(self.shift, IntImm) else self.shift.load(oc)
+        if not self.fast:
+            return requantize(acc, mult, shift, self.rounding)
+        name = ("mc_mul_by_qm_pos_rshift" if self.rshift else
+                "mc_mul_by_qm_pos_right" if self.right else "mc_mul_by_qm_pos")
+        return Call(name, (acc, mult, shift), "int32")
+
+
+def lower_depthwise_conv2d(g: Graph, node: Node, target=None):
+    xt, wt, yt = g.tensors[node.inputs[0]], g.tensors[node.inputs[1]], g.tensors[node.outputs[0]]
+    x, y = arena(g, xt.name, "x"), arena(g, yt.name, "y")
+    batch, in_h, in_w, in_c = xt.shape
+    _, out_h, out_w, out_c = yt.shape
+    sh, sw = node.attrs.get("stride", (1, 1))
+    dh, dw = node.attrs.get("dilation", (1, 1))
+    pt, pl, _, _ = node.attrs.get("padding", (0, 0, 0, 0))
+    wdata = g.const(wt.name)
+    _, kh_n, kw_n, _ = wdata.shape
+    mult_n = out_c // in_c
+    w = constant("w", wdata, f"{node.name} filter {list(wdata.shape)} {wt.dtype}")
+    is_float = yt.dtype == "float32"
+    p = qparams.conv_params(g, node)
+    if is_float:
+        bias = constant("bias", _bias(g, node, out_c, np.float32), f"{node.name} bias [{out_c}] float32")
+        consts, zp_in = [w, bias], 0
+    else:
+        zp_in = -p.input_offset
+        folded = _bias(g, node, out_c, np.int64) - zp_in * wdata.reshape(-1, out_c).astype(np.int64).sum(axis=0)
+        assert np.all(np.abs(folded) < 2**31), f"{node.name}: folded bias overflows int32"
+        bias = constant("bias", folded.astype(np.int32), f"{node.name} bias - zp_in*sum(w) [{out_c}] int32")
+        # |acc| <= |bias'| + 128 * sum|w| per channel: every tap reads an int8 or zp_in.
+        bound = int((np.abs(folded) + 128 * np.abs(wdata.reshape(-1, out_c).astype(np.int64)).sum(axis=0)).max())
+        req = _Requant(node, p, bound)
+        consts = [w, bias, *req.buffers]
+
+    n = Var("n")
+    regions = []
+    for r, (h0, hn, kh_valid) in enumerate(tap_runs(out_h, in_h, kh_n, sh, dh, pt)):
+        for c, (w0, wn, kw_valid) in enumerate(tap_runs(out_w, in_w, kw_n, sw, dw, pl)):
+            tag = f"{r}_{c}"
+            oh_r, ow_r, ic, m = Var(f"oh_{tag}"), Var(f"ow_{tag}"), Var(f"ic_{tag}"), Var(f"m_{tag}")
+            oh, ow = add(oh_r, h0), add(ow_r, w0)
+            oc = add(mul(ic, mult_n), m)
+            ih0, iw0 = Var(f"ih_{tag}"), Var(f"iw_{tag}")
+            acc = Buffer(f"acc_{tag}", "float32" if is_float else "int32", (), "local")
+            taps = []
+            for kh in range(kh_n):
+                for kw in range(kw_n):
+                    wv = w.load(0, kh, kw, oc)
+                    if kh in kh_valid and kw in kw_valid:
+                        xv = x.load(n, add(ih0, kh * dh), add(iw0, kw * dw), ic)
+                        term = mul(xv, wv) if is_float else mul(i32(xv), i32(wv))
+                    elif is_float or zp_in == 0:
+                        continue                       # a padded tap adds 0
+                    else:
+                        term = mul(IntImm(zp_in), i32(wv))
+                    taps.append(acc.store(add(acc.load(), term)))
+            if is_float:
+                result = clamp(acc.load(), p.act_min, p.act_max)
+            else:
+                result = to_int8(add(req(acc.load(), oc), p.output_offset), p.act_min, p.act_max, target)
+            body = Allocate(acc, seq(acc.store(bias.load(oc)), *taps, y.store(result, n, oh, ow, oc)))
+            body = loops([(ic, in_c), (m, mult_n)], body)
+            for v, value in ((iw0, sub(mul(ow, sw), pl)), (ih0, sub(mul(oh, sh), pt))):
+                if any(e == v for e in walk(body)):      # a region of padded taps reads no input
+                    body = LetStmt(v, value, body)
+            regions.append(loops([(oh_r, hn), (ow_r, wn)], body))
+    return make_func(g, node, [x, y, *consts], loops([(n, batch)], seq(*regions)))

@@ -1,0 +1,41 @@
+"""mean over any set of axes: one loop per kept dimension outside, one per reduced
+dimension inside, one accumulator per output element.
+
+int8 (reference_ops::QuantizedMeanOrSum, see qparams_vision.MeanParams): the int32 sum
+of the raw inputs, minus zp_in * count, requantized by a multiplier that already holds
+1/count. float32: sum, then divide by count, as TFLite.
+"""
+
+from __future__ import annotations
+
+from ..ir import qparams_vision as qv
+from ..ir.graph import Graph, Node
+from ..ir.tir import Allocate, Buffer, FloatImm, IntImm, Var, add, binop, loops, seq
+from .common import arena, clamp, i8, i32, make_func, requantize
+
+
+def lower_mean(g: Graph, node: Node, target=None):
+    xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
+    axes = set(node.attrs["axes"])
+    idx = [Var(f"{'r' if k in axes else 'i'}{k}") for k in range(len(xt.shape))]
+    kept = [(v, d) for k, (v, d) in enumerate(zip(idx, xt.shape)) if k not in axes]
+    reduced = [(v, d) for k, (v, d) in enumerate(zip(idx, xt.shape)) if k in axes]
+    x = arena(g, xt.name, "x")
+    y = arena(g, yt.name, "y", shape=tuple(d for _, d in kept) or (1,))
+    out_idx = [v for v, _ in kept] or [IntImm(0)]
+    p = qv.mean_params(g, node)
+    if p is None:
+        acc = Buffer("sum", "float32", (), "local")
+        count = 1
+        for _, d in reduced:
+            count *= d
+        init, term = FloatImm(0.0), x.load(*idx)
+        result = binop("div", acc.load(), FloatImm(float(count)))
+    else:
+        acc = Buffer("sum", "int32", (), "local")
+        init, term = IntImm(0), i32(x.load(*idx))
+        scaled = requantize(add(acc.load(), -p.input_zero_point * p.count), p.multiplier, p.shift, p.rounding)
+        result = i8(clamp(add(scaled, p.output_zero_point), -128, 127))
+    body = Allocate(acc, seq(acc.store(init), loops(reduced, acc.store(add(acc.load(), term))),
+                             y.store(result, *out_idx)))
+    return make_func(g, node, [x, y], loops(kept, body))

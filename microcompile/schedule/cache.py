@@ -1,0 +1,234 @@
+"""Primitives that move data: cache_write (an accumulator tile in scratch), cache_read (a
+column buffer in scratch, e.g. im2col), pack_constant (re-type a constant at compile time),
+and fuse (two nested loops into one).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.tir import (Allocate, BinOp, Buffer, Cast, IntImm, For, LetStmt, Load, PrimFunc, SeqStmt, Stmt, Store, Var,
+                      rewrite, simplify, substitute, walk)
+from ..ir.tir_verify import verify_primfunc
+from .primitives import PRIMITIVES, ScheduleError, _replace_loop, find_loop
+
+_WIDER = {"int8": ("int8", "int16", "int32"), "int16": ("int16", "int32"), "int32": ("int32",)}
+
+
+def _names(f: PrimFunc) -> set[str]:
+    return ({n.var.name for n in walk(f.body) if isinstance(n, (For, LetStmt))}
+            | {b.name for b in f.buffers} | {n.buffer.name for n in walk(f.body) if isinstance(n, Allocate)})
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, i = base, 1
+    while name in taken:
+        name, i = f"{base}{i}", i + 1
+    taken.add(name)
+    return name
+
+
+def _chain_to(loop: For, pred) -> tuple[list[For], Stmt] | None:
+    """Loops directly nested from `loop` down to the first body satisfying `pred`."""
+    chain, node = [], loop
+    while isinstance(node, For):
+        chain.append(node)
+        node = node.body
+        if pred(node):
+            return chain, node
+    return None
+
+
+def fuse(f: PrimFunc, outer: str, inner: str) -> PrimFunc:
+    """Fuse two directly nested loops into one over their product.
+
+        for oh in 0..4 { for ow in 0..5 { B(oh, ow) } }   --fuse(oh, ow)-->
+        for oh_ow in 0..20 { B(oh_ow / 5, oh_ow % 5) }
+    """
+    loop = find_loop(f, outer)
+    if not (isinstance(loop.body, For) and loop.body.var.name == inner):
+        raise ScheduleError(f"{f.name}: {inner} is not directly nested in {outer}")
+    name = _fresh(f"{outer}_{inner}", _names(f))
+
+    def do(n: For) -> Stmt:
+        v, m = Var(name), n.body.extent
+        body = substitute(n.body.body, {n.var: _div(v, m), n.body.var: _mod(v, m)})
+        return For(v, n.extent * m, body, n.kind)
+    return _replace_loop(f, outer, do)
+
+
+def _div(v: Var, m: int):
+    return BinOp("div", v, IntImm(m)) if m > 1 else v
+
+
+def _mod(v: Var, m: int):
+    return BinOp("mod", v, IntImm(m)) if m > 1 else IntImm(0)
+
+
+def cache_write(f: PrimFunc, local: str, at: str) -> PrimFunc:
+    """Expand the local scalar `local`, allocated inside the perfect loop chain starting at
+    `at`, into a scratch tile indexed by those loops, and distribute the loops over the
+    statements of the Allocate body (init, reduction, epilogue become separate nests).
+
+        for t { for oc { acc = b[oc]; for k { acc += x*w }; y[t,oc] = E(acc) } }
+        --cache_write(acc, t)-->
+        for t { for oc { acc_tile[t,oc] = b[oc] } }
+        for t_1 { for oc_1 { for k_1 { acc_tile[t_1,oc_1] += x*w } } }
+        for t_2 { for oc_2 { y[t_2,oc_2] = E(acc_tile[t_2,oc_2]) } }
+
+    Requires: the statements communicate only through `local` (no statement reads a buffer
+    another one writes)."""
+    loop = find_loop(f, at)
+    found = _chain_to(loop, lambda s: isinstance(s, Allocate) and s.buffer.name == local)
+    if found is None:
+        raise ScheduleError(f"{f.name}: no Allocate of {local} directly inside the loops from {at}")
+    chain, alloc = found
+    acc = alloc.buffer
+    if acc.shape != ():
+        raise ScheduleError(f"cache_write needs a scalar local, {local} has shape {acc.shape}")
+    stmts = list(alloc.body.stmts) if isinstance(alloc.body, SeqStmt) else [alloc.body]
+    reads = [{id(n.buffer) for n in walk(s) if isinstance(n, Load)} for s in stmts]
+    writes = [{id(n.buffer) for n in walk(s) if isinstance(n, Store)} - {id(acc)} for s in stmts]
+    for i, w in enumerate(writes):
+        if any(w & r for j, r in enumerate(reads) if j != i):
+            raise ScheduleError(f"{f.name}: statements under {local} communicate through memory")
+    tile = Buffer(_fresh(f"{local}_tile", _names(f)), acc.dtype, tuple(c.extent for c in chain), "scratch",
+                  comment=f"{local} per ({', '.join(c.var.name for c in chain)})")
+    taken = _names(f) | {tile.name}
+    nests = []
+    for i, s in enumerate(stmts):
+        new_vars = [c.var if i == 0 else Var(_fresh(f"{c.var.name}_{i}", taken)) for c in chain]
+        idx = tile.at(*new_vars)
+        s = substitute(s, dict(zip([c.var for c in chain], new_vars))) if i else s
+        s = rewrite(s, lambda n: (Load(tile, idx) if isinstance(n, Load) and n.buffer is acc else
+                                  Store(tile, idx, n.value) if isinstance(n, Store) and n.buffer is acc else None))
+        for c, v in reversed(list(zip(chain, new_vars))):
+            s = For(v, c.extent, s, c.kind)
+        nests.append(s)
+    body = _loop_rewritten(f, at, SeqStmt(tuple(nests)))
+    return verify_primfunc(PrimFunc(f.name, (*f.buffers, tile), body, dict(f.attrs)))
+
+
+def cache_read(f: PrimFunc, let_var: str, at: str, dtype: str | None = None) -> PrimFunc:
+    """Compute the let-bound value `let_var` for every iteration of the loops between `at`
+    and the let that it depends on, into a scratch buffer filled at the start of `at`'s body
+    (at=None: at the start of the function),
+    and read it from there (an im2col column buffer when the value is a padded input tap).
+    `dtype` may widen the buffer (int8 -> int16) so a micro-kernel can load it as pairs.
+
+        for p { for oc { for k { let v = X(p, k); acc += i32(v) * w[oc, k] } } }
+        --cache_read(v, p... at the loop above p)-->
+        for p_c { for k_c { v_cache[p_c, k_c] = X(p_c, k_c) } }
+        for p { for oc { for k { acc += i32(v_cache[p, k]) * w[oc, k] } } }
+
+    Requires: the value reads no buffer written under `at`, and no local."""
+    top = find_loop(f, at) if at is not None else f.body
+    path: list[Stmt] = []
+
+    def search(n: Stmt) -> bool:
+        path.append(n)
+        if isinstance(n, LetStmt) and n.var.name == let_var:
+            return True
+        kids = n.stmts if isinstance(n, SeqStmt) else [getattr(n, a) for a in ("body", "then_body", "else_body")
+                                                        if isinstance(getattr(n, a, None), Stmt)]
+        if any(search(k) for k in kids):
+            return True
+        path.pop()
+        return False
+
+    if not search(top.body if at is not None else top):
+        raise ScheduleError(f"{f.name}: no let {let_var} under loop {at}")
+    let = path[-1]
+    written = {id(n.buffer) for n in walk(top) if isinstance(n, Store)}
+    if any(isinstance(n, Load) and (id(n.buffer) in written or n.buffer.scope == "local") for n in walk(let.value)):
+        raise ScheduleError(f"{f.name}: {let_var} reads memory written under {at}")
+    dtype = dtype or let.value.dtype
+    if dtype not in _WIDER.get(let.value.dtype, ()):
+        raise ScheduleError(f"cache_read of {let.value.dtype} into {dtype} would change values")
+    # The loops and lets on the path that the value depends on, outermost first.
+    needed = {n.name for n in walk(let.value) if isinstance(n, Var)}
+    deps: list[Stmt] = []
+    for n in reversed(path[:-1]):
+        if isinstance(n, (For, LetStmt)) and n.var.name in needed:
+            deps.insert(0, n)
+            if isinstance(n, LetStmt):
+                needed |= {v.name for v in walk(n.value) if isinstance(v, Var)}
+    loops_ = [n for n in deps if isinstance(n, For)]
+    taken = _names(f)
+    cache = Buffer(_fresh(f"{let_var}_cache", taken), dtype, tuple(lp.extent for lp in loops_) or (1,), "scratch",
+                   comment=f"{let_var} for each ({', '.join(lp.var.name for lp in loops_)})")
+    rename = {n.var: Var(_fresh(f"{n.var.name}_c", taken), n.var.dtype) for n in deps}
+    stage: Stmt = Store(cache, cache.at(*[rename[lp.var] for lp in loops_]) if loops_ else cache.at(0),
+                        Cast(dtype, let.value) if dtype != let.value.dtype else let.value)
+    for n in reversed(deps):
+        stage = (For(rename[n.var], n.extent, stage, n.kind) if isinstance(n, For)
+                 else LetStmt(rename[n.var], n.value, stage))
+    stage = substitute(stage, rename)
+    load = Load(cache, cache.at(*[lp.var for lp in loops_]) if loops_ else cache.at(0))
+    narrow = Cast(let.value.dtype, load) if dtype != let.value.dtype else load
+
+    def replace_let(n):
+        if isinstance(n, LetStmt) and n.var.name == let_var:
+            return _drop_dead_lets(_unwrap_cast(substitute(n.body, {n.var: narrow}), cache))
+        return None
+    if at is None:
+        body = _drop_dead_lets(SeqStmt((stage, rewrite(top, replace_let))))
+    else:
+        new_top = For(top.var, top.extent, SeqStmt((stage, rewrite(top.body, replace_let))), top.kind)
+        body = _drop_dead_lets(_loop_rewritten(f, at, new_top))
+    return verify_primfunc(PrimFunc(f.name, (*f.buffers, cache), body, dict(f.attrs)))
+
+
+def _loop_rewritten(f: PrimFunc, name: str, new: Stmt) -> Stmt:
+    """f's body with loop `name` replaced by `new` (verified later, with the new buffers)."""
+    return rewrite(f.body, lambda n: new if isinstance(n, For) and n.var.name == name else None)
+
+
+def _unwrap_cast(s: Stmt, cache: Buffer) -> Stmt:
+    """i32(i8(cache[...])) -> i32(cache[...]): the cache holds values of the narrow type."""
+    def fn(n):
+        if (isinstance(n, Cast) and isinstance(n.value, Cast) and isinstance(n.value.value, Load)
+                and n.value.value.buffer is cache and n.dtype in _WIDER[cache.dtype]):
+            return Cast(n.dtype, n.value.value)
+        return None
+    return rewrite(s, fn)
+
+
+def _drop_dead_lets(s: Stmt) -> Stmt:
+    def fn(n):
+        if isinstance(n, LetStmt) and not any(isinstance(v, Var) and v.name == n.var.name for v in walk(n.body)):
+            return n.body
+        return None
+    return rewrite(s, fn)
+
+
+def pack_constant(f: PrimFunc, buffer: str, dtype: str) -> PrimFunc:
+    """Store constant `buffer` as `dtype` (computed now, on the host): a wider type lets a
+    micro-kernel load operand pairs directly. Every read is rewritten so values are unchanged.
+
+        w: int8[8,27] = {...};  acc += i32(w[i])   --pack_constant(w, int16)-->
+        w: int16[8,27] = {...}; acc += i32(w[i])"""
+    old = next((b for b in f.buffers if b.name == buffer and b.scope == "const"), None)
+    if old is None:
+        raise ScheduleError(f"{f.name}: no constant named {buffer}")
+    if dtype not in _WIDER.get(old.dtype, ()):
+        raise ScheduleError(f"pack_constant {old.dtype} -> {dtype} would change values")
+    from ..ir.graph import NP_DTYPES
+    new = Buffer(old.name, dtype, old.shape, "const", data=np.asarray(old.data).astype(NP_DTYPES[dtype]),
+                 comment=f"{old.comment} (as {dtype})")
+
+    def fn(n):
+        if isinstance(n, Load) and n.buffer is old:
+            ld = Load(new, n.index)
+            return Cast(old.dtype, ld) if dtype != old.dtype else ld
+        if isinstance(n, Cast) and isinstance(n.value, Cast) and isinstance(n.value.value, Load) \
+                and n.value.value.buffer is new and n.dtype in _WIDER[dtype]:
+            return Cast(n.dtype, n.value.value)
+        return None
+    body = rewrite(f.body, fn)
+    return verify_primfunc(PrimFunc(f.name, tuple(new if b is old else b for b in f.buffers), simplify(body),
+                                    dict(f.attrs)))
+
+
+PRIMITIVES.update({"fuse": fuse, "cache_write": cache_write, "cache_read": cache_read,
+                   "pack_constant": pack_constant})

@@ -1,0 +1,126 @@
+"""The GEMM micro-kernels of runtime_c/kernels/mc_gemm.h as intrinsics and tensor intrinsics.
+
+    mc_gemm_nt_<variant>_<dtype>(c, a, b, m, n, k, lda, ldb, ldc):
+        for j < n, i < m:  c[j*ldc + i] += sum_{p < k} a[i*lda + p] * b[j*ldb + p]
+
+variant "c" (portable) or "dsp" (SMLAD/SXTB16), dtype s8 (both operands int8) or s16 (both
+int16). The tensor intrinsic of the same name matches the reduction nest
+
+    for <n loop>? { for <m loop>? { for k1 { ... for kr {
+        C[...] = C[...] + i32(A[...]) * i32(B[...]) } } } }
+
+where the k loops are innermost and walk a contiguous run of both operands (so several
+loops such as kh, kw, ic collapse into one k), the m loop has C stride 1 and the n loop
+is in C and B only. Operand roles are found from which loop vars index what.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import intrinsics
+from ..ir.intrinsics import Intrinsic
+from ..ir.tir import Address, BinOp, Call, Cast, Evaluate, For, IntImm, Load, Store, walk, Var
+from .tensorize import TensorIntrin, affine, perfect_nest, register_tensor_intrin
+
+GEMM_DTYPES = {"s8": "int8", "s16": "int16"}
+GEMM_VARIANTS = ("c", "dsp")
+
+
+def gemm_kernel_name(variant: str, dtype: str) -> str:
+    return f"mc_gemm_nt_{variant}_{dtype}"
+
+
+def _gemm_impl(c_ptr, a_ptr, b_ptr, m, n, k, lda, ldb, ldc):
+    """Python semantics of every variant (they differ only in speed)."""
+    (ca, co), (aa, ao), (ba, bo) = c_ptr, a_ptr, b_ptr
+    ai = ao + np.arange(m)[:, None] * lda + np.arange(k)[None, :]
+    bi = bo + np.arange(n)[:, None] * ldb + np.arange(k)[None, :]
+    prod = ba[bi].astype(np.int64) @ aa[ai].astype(np.int64).T          # [n, m]
+    ci = co + np.arange(n)[:, None] * ldc + np.arange(m)[None, :]
+    ca[ci] = ((ca[ci].astype(np.int64) + prod + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+for _v in GEMM_VARIANTS:
+    for _d in GEMM_DTYPES:
+        intrinsics.register(Intrinsic(gemm_kernel_name(_v, _d), ("handle",) * 3 + ("int32",) * 6, "void",
+                                      "mc_gemm.h", _gemm_impl, extern=True, writes=(0,)))
+
+
+def _int32_load(e):
+    """The Load under i32(Load) (or a bare int32 Load)."""
+    if isinstance(e, Cast) and e.dtype == "int32" and isinstance(e.value, Load):
+        return e.value
+    return None
+
+
+def _match_gemm(dtype: str):
+    def match(loop: For) -> dict | None:
+        chain, body = perfect_nest(loop)
+        if not (isinstance(body, Store) and isinstance(body.value, BinOp) and body.value.op == "add"):
+            return None
+        c, ci = body.buffer, body.index
+        old, prod = body.value.a, body.value.b
+        if not (isinstance(old, Load) and old.buffer is c and old.index == ci and c.dtype == "int32"):
+            return None
+        if not (isinstance(prod, BinOp) and prod.op == "mul"):
+            return None
+        x, y = _int32_load(prod.a), _int32_load(prod.b)
+        if x is None or y is None or x.buffer.dtype != dtype or y.buffer.dtype != dtype:
+            return None
+        names = {f.var.name for f in chain}
+        parts = [affine(e, names) for e in (ci, x.index, y.index)]
+        if any(p is None for p in parts):
+            return None
+        (cc, cbase), (xc, xbase), (yc, ybase) = parts
+        roles: dict[str, str] = {}
+        for f in chain:
+            v = f.var.name
+            where = (v in cc, v in xc, v in yc)
+            roles[v] = {(True, True, False): "cx", (True, False, True): "cy",
+                        (False, True, True): "k"}.get(where, "bad")
+        if "bad" in roles.values() or list(roles.values()).count("cx") > 1 or list(roles.values()).count("cy") > 1:
+            return None
+        kloops = [f for f in chain if roles[f.var.name] == "k"]
+        if not kloops or chain[-len(kloops):] != kloops:
+            return None                      # reduction loops must be the innermost ones
+        stride = 1                            # the k loops must cover one contiguous run
+        for f in reversed(kloops):
+            v = f.var.name
+            if xc[v] != stride or yc[v] != stride:
+                return None
+            stride *= f.extent
+        k = stride
+        # m: the C-stride-1 side (rows of a); n: the other (columns of b), possibly absent.
+        side = {r: next((f for f in chain if roles[f.var.name] == r), None) for r in ("cx", "cy")}
+        m_role = next((r for r in ("cx", "cy") if side[r] is not None and cc[side[r].var.name] == 1), None)
+        if m_role is None:
+            return None
+        n_role = "cy" if m_role == "cx" else "cx"
+        a, abase, ac = (x, xbase, xc) if m_role == "cx" else (y, ybase, yc)
+        b, bbase, bc = (y, ybase, yc) if m_role == "cx" else (x, xbase, xc)
+        mloop, nloop = side[m_role], side[n_role]
+        return {"c": c, "cbase": cbase, "a": a.buffer, "abase": abase, "b": b.buffer, "bbase": bbase,
+                "m": mloop.extent, "n": nloop.extent if nloop else 1, "k": k,
+                "lda": ac[mloop.var.name], "ldb": bc[nloop.var.name] if nloop else k,
+                "ldc": cc[nloop.var.name] if nloop else mloop.extent}
+    return match
+
+
+def _emit_gemm(kernel: str):
+    def emit(b: dict):
+        args = (Address(b["c"], b["cbase"]), Address(b["a"], b["abase"]), Address(b["b"], b["bbase"]),
+                *(IntImm(int(b[key])) for key in ("m", "n", "k", "lda", "ldb", "ldc")))
+        return Evaluate(Call(kernel, args, "void"))
+    return emit
+
+
+for _v in GEMM_VARIANTS:
+    for _d, _dt in GEMM_DTYPES.items():
+        _name = gemm_kernel_name(_v, _d)
+        register_tensor_intrin(TensorIntrin(_name, _match_gemm(_dt), _emit_gemm(_name),
+                                            doc=f"int32 C += {_dt} A * {_dt} B^T ({_v})"))
+
+
+def uses_var(e, name: str) -> bool:
+    return any(isinstance(n, Var) and n.name == name for n in walk(e))

@@ -1,0 +1,114 @@
+"""Default schedules that turn int8 conv2d and fully_connected into GEMM micro-kernel calls.
+
+conv2d (any kernel size, stride, dilation, padding; 1x1 included):
+
+    fuse(oh, ow)                 one pixel loop p over the output plane
+    split(p, cols)               blocks of `cols` pixels (the GEMM's columns)
+    cache_write(acc, p_i)        int32 accumulator tile [cols, out_c] in scratch; the nest
+                                 splits into init (folded bias), reduction and epilogue
+                                 (requantize + clamp, fused into the int8 store)
+    cache_read(xv, p_o, int16)   the padded input taps of the block as int16 columns in
+                                 scratch (im2col; for 1x1 a plain widening copy)
+    pack_constant(w, int16)      weights widened in flash so SMLAD reads pairs directly
+    tensorize(p_i_1, mc_gemm_nt_<variant>_s16)
+
+fully_connected: cache_write(acc), then on DSP cores cache_read(xv, None, int16) and
+pack_constant(w, int16) and tensorize with mc_gemm_nt_dsp_s16 (SMLAD on pairs: 11
+instructions per 8 MACs, weights twice the flash); elsewhere, or when that does not apply
+(asymmetric weights), tensorize with mc_gemm_nt_<variant>_s8 (SXTB16 on both operands).
+
+<variant> is "dsp" when the target core has the DSP extension, else "c" (portable C).
+Knobs: `max_cols` (COLS_DOMAIN), `col_bytes_max` (the im2col buffer's size cap).
+"""
+
+from __future__ import annotations
+
+from ..ir.tir import For, PrimFunc, walk
+from .gemm_intrin import gemm_kernel_name
+from .primitives import ScheduleError
+from .trace import Schedule
+
+COLS_DOMAIN = (1, 2, 4, 8, 16, 32)
+COL_BYTES_MAX = 8192
+
+
+def _loops(f: PrimFunc) -> dict[str, For]:
+    return {n.var.name: n for n in walk(f.body) if isinstance(n, For)}
+
+
+def _variant(target) -> str:
+    return "dsp" if target is not None and getattr(target, "dsp", False) else "c"
+
+
+def _pick_cols(pixels: int, depth: int, max_cols: int, col_bytes_max: int) -> int:
+    """The largest divisor of `pixels` within max_cols whose int16 columns fit the cap."""
+    for t in range(min(max_cols, pixels), 0, -1):
+        if pixels % t == 0 and (t * depth * 2 <= col_bytes_max or t == 1):
+            return t
+    return 1
+
+
+def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32,
+                         col_bytes_max: int = COL_BYTES_MAX) -> Schedule | None:
+    """The GEMM schedule of an int8 conv2d, or None when it does not apply (float, hybrid)."""
+    if func.attrs.get("op") != "conv2d" or func.attrs.get("hybrid"):
+        return None
+    assert max_cols in COLS_DOMAIN, max_cols
+    w = next((b for b in func.buffers if b.name == "w"), None)
+    if w is None or w.dtype != "int8":
+        return None
+    depth = w.size // w.shape[0]
+    sch = Schedule(func)
+    try:
+        loops = _loops(func)
+        pix = [n for n in ("oh", "ow") if n in loops]
+        if len(pix) == 2:
+            sch.fuse("oh", "ow")
+            pix = ["oh_ow"]
+        at_cache, inner = None, None
+        if pix:
+            pixels = _loops(sch.func)[pix[0]].extent
+            cols = _pick_cols(pixels, depth, max_cols, col_bytes_max)
+            if cols < pixels:
+                sch.split(pix[0], cols)
+                at_cache, inner = f"{pix[0]}_o", f"{pix[0]}_i"
+            else:
+                inner = pix[0]
+        at_acc = inner or ("oc" if "oc" in loops else None)
+        if at_acc is None:
+            return None
+        sch.cache_write("acc", at_acc)
+        sch.cache_read("xv", at_cache, "int16")
+        sch.pack_constant("w", "int16")
+        sch.tensorize(f"{at_acc}_1", gemm_kernel_name(_variant(target), "s16"))
+    except ScheduleError:
+        return None
+    return sch
+
+
+def schedule_dense_gemm(func: PrimFunc, target=None) -> Schedule | None:
+    """The GEMV/GEMM schedule of an int8 fully_connected, or None when it does not apply."""
+    if func.attrs.get("op") != "fully_connected":
+        return None
+    loops = _loops(func)
+    at = next((n for n in ("r", "u") if n in loops), None)
+    if at is None:
+        return None
+    variant = _variant(target)
+    # On a DSP core int16 operands feed SMLAD with no extraction (1.4 instead of 2 instructions
+    # per MAC) at the price of int16 weights in flash; plain-C cores gain nothing from that.
+    for dtype in (("s16", "s8") if variant == "dsp" else ("s8",)):
+        sch = Schedule(func)
+        try:
+            sch.cache_write("acc", at)
+            if dtype == "s16":
+                sch.cache_read("xv", None, "int16")
+                sch.pack_constant("w", "int16")
+            sch.tensorize(f"{at}_1", gemm_kernel_name(variant, dtype))
+        except ScheduleError:
+            continue
+        return sch
+    return None
+
+
+GEMM_SCHEDULES = (schedule_conv2d_gemm, schedule_dense_gemm)

@@ -1,0 +1,107 @@
+"""tensorize: replace a matched loop nest with a call of a micro-kernel from runtime_c/kernels.
+
+A `TensorIntrin` says which loop nests a micro-kernel computes and how to call it:
+
+    match(loop: For) -> dict | None     bindings (buffers, base indices, extents, strides) when
+                                        `loop` and everything below it is exactly what the
+                                        kernel computes; None otherwise
+    emit(bindings) -> Stmt              the replacement, normally Evaluate(Call(kernel, ...))
+                                        with Address arguments (never text)
+
+Register it with `register_tensor_intrin`; `tensorize(f, loop, intrin_name)` then rewrites
+the nest, verifies the result, and is recorded in traces like any primitive. The kernel's
+Python implementation (ir/intrinsics.py, `extern=True`) is what the loop-IR interpreter
+runs, so "tensorized == untensorized" is tested like every other primitive.
+
+Example (the GEMM intrinsic of gemm_intrin.py):
+
+    for t in 0..5:                      # columns (pixels)
+      for oc in 0..8:                   # rows (output channels)
+        for k in 0..27:                 # reduction, contiguous in both operands
+          acc[t*8 + oc] = acc[t*8 + oc] + i32(col[t*27 + k]) * i32(w[oc*27 + k])
+    --tensorize(t, "gemm_nt_s16_dsp")-->
+    mc_gemm_nt_dsp_s16(acc, w, col, 8, 5, 27, 27, 27, 8);
+
+Matchers are written with the helpers below: `perfect_nest` (the chain of directly nested
+loops and the innermost body) and `affine` (an index as constant-stride terms of loop vars
+plus a base that holds no nest var).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..ir.tir import BinOp, Expr, For, IntImm, PrimFunc, Stmt, Var, add, mul, simplify, sub, walk
+from .primitives import PRIMITIVES, ScheduleError, _replace_loop, find_loop
+
+
+@dataclass(frozen=True)
+class TensorIntrin:
+    name: str
+    match: Callable[[For], dict | None]
+    emit: Callable[[dict], Stmt]
+    doc: str = ""
+
+
+TENSOR_INTRINS: dict[str, TensorIntrin] = {}
+
+
+def register_tensor_intrin(ti: TensorIntrin) -> TensorIntrin:
+    assert ti.name not in TENSOR_INTRINS, f"tensor intrinsic {ti.name} registered twice"
+    TENSOR_INTRINS[ti.name] = ti
+    return ti
+
+
+def tensorize(f: PrimFunc, loop: str, intrin: str) -> PrimFunc:
+    """Replace loop `loop` (and its whole body) with the micro-kernel call of `intrin`.
+    Raises ScheduleError when the nest is not what the kernel computes."""
+    ti = TENSOR_INTRINS.get(intrin)
+    if ti is None:
+        raise ScheduleError(f"unknown tensor intrinsic {intrin!r} (known: {', '.join(sorted(TENSOR_INTRINS))})")
+    bindings = ti.match(find_loop(f, loop))
+    if bindings is None:
+        raise ScheduleError(f"{f.name}: loop {loop} does not match tensor intrinsic {intrin}")
+    return _replace_loop(f, loop, lambda _: ti.emit(bindings))
+
+
+# ---------------------------------------------------------------- matcher helpers
+
+def perfect_nest(loop: For) -> tuple[list[For], Stmt]:
+    """The chain of directly nested loops starting at `loop`, and the body inside the last."""
+    chain: list[For] = []
+    node: Stmt = loop
+    while isinstance(node, For):
+        chain.append(node)
+        node = node.body
+    return chain, node
+
+
+def affine(e: Expr, nest_vars: set[str]) -> tuple[dict[str, int], Expr] | None:
+    """Decompose integer expression `e` as base + sum(coeff[v] * v) over the vars named in
+    `nest_vars`, where `base` mentions none of them. None when `e` is not affine in them
+    (e.g. a nest var under div/mod, or multiplied by a non-constant)."""
+    if not any(isinstance(n, Var) and n.name in nest_vars for n in walk(e)):
+        return {}, e
+    if isinstance(e, Var):
+        return {e.name: 1}, IntImm(0)
+    if isinstance(e, BinOp) and e.op in ("add", "sub"):
+        a, b = affine(e.a, nest_vars), affine(e.b, nest_vars)
+        if a is None or b is None:
+            return None
+        sign = 1 if e.op == "add" else -1
+        coeffs = dict(a[0])
+        for v, c in b[0].items():
+            coeffs[v] = coeffs.get(v, 0) + sign * c
+        return {v: c for v, c in coeffs.items() if c}, simplify((add if sign > 0 else sub)(a[1], b[1]))
+    if isinstance(e, BinOp) and e.op == "mul":
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(y, IntImm):
+                inner = affine(x, nest_vars)
+                if inner is None:
+                    return None
+                return {v: c * y.value for v, c in inner[0].items()}, simplify(mul(inner[1], y))
+    return None
+
+
+PRIMITIVES["tensorize"] = tensorize

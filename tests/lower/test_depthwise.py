@@ -1,0 +1,80 @@
+"""The depthwise border/interior split: each plan row is one op_cases depthwise case with
+the knobs that pick a region layout pinned; the lowering must have no bounds checks at all
+and compute exactly what the numpy interpreter computes (loop-IR interpreter)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lower_cases import build_graph, cases, matches, random_inputs, reference, run_lowered
+from microcompile.ir import tir
+from microcompile.lower import lower_node
+from microcompile.lower.depthwise import tap_runs
+
+# name: overrides of a base depthwise case. per_channel False gives the immediate multiplier.
+SPLITS = {
+    "3x3-s1-same": dict(hw=6, kernel=3, stride=1, dilation=1, padding="SAME"),
+    "3x3-s2-same-odd": dict(hw=9, kernel=3, stride=2, dilation=1, padding="SAME"),
+    "3x3-s2-valid": dict(hw=9, kernel=3, stride=2, dilation=1, padding="VALID"),
+    "5x5-s1-same": dict(hw=6, kernel=5, stride=1, dilation=1, padding="SAME"),
+    "5x5-s2-same": dict(hw=6, kernel=5, stride=2, dilation=1, padding="SAME"),
+    "3x3-dil2-same": dict(hw=6, kernel=3, stride=1, dilation=2, padding="SAME"),
+    "kernel-wider-than-input": dict(hw=3, kernel=5, stride=1, dilation=1, padding="SAME"),
+    "1x1": dict(hw=3, kernel=1, stride=2, dilation=1, padding="VALID"),
+    "odd-channels-mult3": dict(hw=6, cin=5, multiplier=3, kernel=3, stride=1, dilation=1, padding="SAME"),
+    "per-tensor": dict(hw=6, kernel=3, stride=1, dilation=1, padding="SAME", per_channel=False),
+    "pot-scales": dict(hw=6, kernel=3, stride=2, dilation=1, padding="SAME", pot_scales=True),
+    "rectangular-no-bias": dict(hw=6, kernel=3, stride=2, dilation=2, padding="SAME", rect=True, bias=False),
+}
+DTYPES = ("int8", "float32")
+
+
+def _case(name: str, dtype: str, seed: int = 0) -> dict:
+    base = cases("depthwise_conv2d", dtype, 1, seed=seed)[0]
+    return dict(base, **{"batch": 2, "activation": "RELU6", "rect": False, "bias": True, **SPLITS[name]},
+                index=name)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", SPLITS)
+def test_split_has_no_bounds_checks_and_matches_interpreter(name, dtype):
+    g = build_graph(_case(name, dtype))
+    f = lower_node(g, g.nodes[0])
+    assert not any(isinstance(n, (tir.Select, tir.IfThenElse)) for n in tir.walk(f.body))
+    ins = random_inputs(g, 3)
+    assert matches(run_lowered(g, f, ins), reference(g, ins))
+
+
+@pytest.mark.parametrize("args, want", [
+    # out, in, kernel, stride, dilation, pad -> (start, length, valid taps)
+    ((6, 6, 3, 1, 1, 1), [(0, 1, (1, 2)), (1, 4, (0, 1, 2)), (5, 1, (0, 1))]),
+    ((3, 6, 3, 2, 1, 0), [(0, 2, (0, 1, 2)), (2, 1, (0, 1))]),
+    ((5, 9, 3, 2, 1, 1), [(0, 1, (1, 2)), (1, 3, (0, 1, 2)), (4, 1, (0, 1))]),
+    ((3, 3, 5, 1, 1, 2), [(0, 1, (2, 3, 4)), (1, 1, (1, 2, 3)), (2, 1, (0, 1, 2))]),
+])
+def test_tap_runs(args, want):
+    assert tap_runs(*args) == want
+
+
+def test_interior_is_one_region_per_run_pair():
+    """25x5 with a 3x3 SAME filter (the kws layers): 3 row runs x 3 column runs."""
+    g = build_graph(dict(_case("3x3-s1-same", "int8"), hw=5, batch=1))
+    f = lower_node(g, g.nodes[0])
+    accs = {n.buffer.name for n in tir.walk(f.body) if isinstance(n, tir.Allocate)}
+    assert len(accs) == 9
+
+
+def test_per_tensor_multiplier_is_an_immediate():
+    g = build_graph(_case("per-tensor", "int8"))
+    f = lower_node(g, g.nodes[0])
+    assert {b.name for b in f.buffers if b.scope == "const"} == {"w", "bias"}
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["mps2-an386", "mps2-an385"])
+@pytest.mark.parametrize("name", ["3x3-s1-same", "3x3-s2-same-odd", "5x5-s2-same", "odd-channels-mult3",
+                                  "kernel-wider-than-input", "per-tensor"])
+def test_split_on_cortex_m_matches_interpreter(name, board, tmp_path):
+    from qemu_cases import deploy_graph
+    g = build_graph(dict(_case(name, "int8", seed=4), activation="RELU"))
+    assert deploy_graph(g, random_inputs(g, 8), board, tmp_path)["verified"]

@@ -1,0 +1,64 @@
+"""runtime_c/include/mc_requant.h against mc_fixedpoint.h's reference forms, in C on the
+host: every fast form must equal mc_mul_by_qm (gemmlowp double rounding) on its domain,
+for edge values (ties, INT32 extremes, zero) and a million random (x, mult, shift)."""
+
+from __future__ import annotations
+
+import subprocess
+
+from microcompile.resources import resource_dir
+
+PROGRAM = r"""
+#include <stdio.h>
+#include "mc_fixedpoint.h"
+#include "mc_requant.h"
+
+static uint32_t state = 12345u;
+static uint32_t rnd(void) { state = state * 1664525u + 1013904223u; return state ^ (state >> 15); }
+
+static int check(int32_t x, int32_t m, int32_t s)
+{
+    const int32_t want = mc_mul_by_qm(x, m, s);
+    int bad = mc_mul_by_qm_pos(x, m, s) != want;
+    if (s <= 0)
+        bad |= mc_mul_by_qm_pos_right(x, m, -s) != want;
+    if (s <= -1 && x < (1 << 30) && x > -(1 << 30))
+        bad |= mc_mul_by_qm_pos_rshift(x, m, -s) != want;
+    if (bad)
+        printf("mismatch x=%ld m=%ld s=%ld\n", (long)x, (long)m, (long)s);
+    return bad;
+}
+
+int main(void)
+{
+    static const int32_t xs[] = {0, 1, -1, 2, -2, 3, -3, 127, -128, (1 << 29) - 1, -(1 << 29), (1 << 30) - 1,
+                                 -(1 << 30) + 1, INT32_MAX, INT32_MIN, INT32_MIN + 1};
+    static const int32_t ms[] = {0, 1 << 30, (1 << 30) + 1, INT32_MAX, 1518500250};
+    int bad = 0;
+    for (unsigned i = 0; i < sizeof xs / sizeof xs[0]; i++)
+        for (unsigned j = 0; j < sizeof ms / sizeof ms[0]; j++)
+            for (int32_t s = -31; s <= 0; s++)
+                bad += check(xs[i], ms[j], s);
+    for (long k = 0; k < 1000000; k++) {
+        const int32_t m = (int32_t)((1u << 30) | (rnd() & 0x3fffffffu));
+        const int32_t s = -(int32_t)(rnd() % 32u) + (k % 10 == 0 ? 8 : 0);
+        const int32_t x = (k & 1) ? (int32_t)rnd() : (int32_t)rnd() >> (rnd() % 31u);
+        /* a left shift must not overflow, as in every real kernel */
+        if (s > 0 && (x > (INT32_MAX >> s) || x < (INT32_MIN >> s)))
+            continue;
+        /* exact ties of the final rounding: x * m a multiple of 2^(31 - s - 1) */
+        bad += check(x, m, s);
+        bad += check((int32_t)(rnd() % 4096u) - 2048, 1 << 30, -(int32_t)(rnd() % 12u));
+    }
+    return bad != 0;
+}
+"""
+
+
+def test_fast_requant_equals_double_rounding(tmp_path):
+    (tmp_path / "t.c").write_text(PROGRAM)
+    inc = resource_dir("runtime_c") / "include"
+    subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I", str(inc), "t.c", "-o", "t"],
+                   cwd=tmp_path, check=True)
+    r = subprocess.run([str(tmp_path / "t")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[:2000]
