@@ -14,37 +14,12 @@ from __future__ import annotations
 
 from ..ir import qparams_elementwise as qe
 from ..ir.graph import Graph, Node
-from ..ir.tir import BinOp, Buffer, Call, Expr, IntImm, Load, Select, Var, add, binop, loops, mul
-from .common import arena, clamp, constant, i8, i32, make_func, requantize
-
-
-def broadcast_index(buf: Buffer, out_shape: tuple[int, ...], idx: list[Var]) -> Expr:
-    """Flat index into `buf` (its shape right-aligned to out_shape), size-1 dims held at 0."""
-    lead = len(out_shape) - len(buf.shape)
-    flat: Expr = IntImm(0)
-    stride = 1
-    for k in reversed(range(len(buf.shape))):
-        if buf.shape[k] != 1:
-            flat = add(mul(idx[lead + k], stride), flat)
-        stride *= buf.shape[k]
-    return flat
-
-
-def operand(g: Graph, name: str, buf_name: str) -> Buffer:
-    """A kernel input: its arena buffer, or a flash constant (a const operand such as a
-    MUL's scale vector or PRELU's alpha)."""
-    t = g.tensors[name]
-    if t.is_const:
-        return constant(buf_name, t.data, f"{t.name} {list(t.shape)}")
-    return arena(g, name, buf_name)
-
-
-def _smaller_than_one(x: Expr, mult: int, shift: int) -> Expr:
-    return Call("mc_mul_by_qm_smaller_than_one_exp", (x, IntImm(mult), IntImm(shift)), "int32")
+from ..ir.tir import BinOp, Expr, Load, Select, Var, add, binop, loops, mul
+from .common import arena, broadcast_index, clamp, i8, i32, make_func, operand, requantize, smaller_than_one
 
 
 def _rescaled(v: Expr, offset: int, left_shift: int, mult: int, shift: int) -> Expr:
-    return _smaller_than_one(mul(add(i32(v), offset), 1 << left_shift), mult, shift)
+    return smaller_than_one(mul(add(i32(v), offset), 1 << left_shift), mult, shift)
 
 
 def _int8_result(op: str, g: Graph, node: Node, a: Expr, b: Expr) -> Expr:
@@ -61,7 +36,7 @@ def _int8_result(op: str, g: Graph, node: Node, a: Expr, b: Expr) -> Expr:
     diff = binop("sub", x1, x2)
     if op == "squared_difference":
         diff = binop("mul", diff, diff)   # |diff| < 2^15: the square fits in int32
-    raw = add(_smaller_than_one(diff, p.output_multiplier, p.output_shift), p.output_offset)
+    raw = add(smaller_than_one(diff, p.output_multiplier, p.output_shift), p.output_offset)
     return i8(clamp(raw, p.act_min, p.act_max))
 
 

@@ -7,8 +7,8 @@ import numpy as np
 
 from ..ir import ops, qparams
 from ..ir.graph import NP_DTYPES, Graph, Node, Tensor
-from ..ir.tir import (BinOp, Buffer, Call, Expr, IntImm, PrimFunc, Stmt, Var, FloatImm, all_of, binop,
-                      cast, const)
+from ..ir.tir import (BinOp, Buffer, Call, Expr, IntImm, PrimFunc, Stmt, Var, FloatImm, add, all_of, binop,
+                      cast, const, mul)
 from ..ir.tir_verify import verify_primfunc
 
 
@@ -28,6 +28,33 @@ def arena(g: Graph, name: str, buf_name: str, shape: tuple[int, ...] | None = No
     shape = tuple(t.shape) if shape is None else tuple(shape)
     assert int(np.prod(shape)) == t.size, f"view {shape} of {name} {t.shape}"
     return Buffer(buf_name, t.dtype, shape, "arena", tensor=name, comment=describe(t))
+
+
+def operand(g: Graph, name: str, buf_name: str, shape: tuple[int, ...] | None = None) -> Buffer:
+    """A kernel input: its arena buffer, or a flash constant (e.g. a constant ADD/MUL operand
+    or PRELU's alpha); `shape` views the same elements with another shape."""
+    t = g.tensors[name]
+    if t.is_const:
+        data = t.data if shape is None else t.data.reshape(shape)
+        return constant(buf_name, data, f"{t.name} {list(t.shape)}")
+    return arena(g, name, buf_name, shape)
+
+
+def broadcast_index(buf: Buffer, out_shape: tuple[int, ...], idx: list[Var]) -> Expr:
+    """Flat index into `buf` (its shape right-aligned to out_shape), size-1 dims held at 0."""
+    lead = len(out_shape) - len(buf.shape)
+    flat: Expr = IntImm(0)
+    stride = 1
+    for k in reversed(range(len(buf.shape))):
+        if buf.shape[k] != 1:
+            flat = add(mul(idx[lead + k], stride), flat)
+        stride *= buf.shape[k]
+    return flat
+
+
+def smaller_than_one(x: Expr, mult: int, shift: int) -> Expr:
+    """TFLite MultiplyByQuantizedMultiplierSmallerThanOneExp (ADD/SUB's rescaling)."""
+    return Call("mc_mul_by_qm_smaller_than_one_exp", (x, IntImm(mult), IntImm(shift)), "int32")
 
 
 def constant(buf_name: str, data: np.ndarray, comment: str) -> Buffer:

@@ -8,11 +8,12 @@ known at compile time, so each one is a plain load with constant offsets:
 
   int8   (reference_integer_ops::DepthwiseConvPerChannel)
          acc = bias'[c] + sum x*w, bias'[c] = bias[c] - zp_in * sum(w[c]) folded on the host.
-         A padded tap adds zp_in * w (cancelling its share of the fold, so padding is
-         "value zp_in" as in TFLite) and reads no input at all.
+         A padded tap reads "value zp_in" as in TFLite: zp_in * w cancels that tap's share
+         of the fold, so a border region gets its own bias over its in-bounds taps only.
   float  acc = bias[c] + sum x*w over the in-bounds taps only.
 
-Channels are the innermost loop (NHWC: consecutive input, weight and output bytes), so the
+The in-bounds taps of a region are a sub-window, a (kh, kw) loop nest with constant bounds.
+Channels are the loop around the taps (NHWC: consecutive input, weight and output bytes), so the
 per-channel bias, multiplier and shift are plain array reads. Requantization is the
 double-rounding multiply of qparams.conv_params through mc_requant.h's cheaper exact form;
 a per-tensor multiplier becomes an immediate.
@@ -109,31 +110,38 @@ def lower_depthwise_conv2d(g: Graph, node: Node, target=None):
 
     n = Var("n")
     regions = []
+    w_taps = wdata.reshape(kh_n, kw_n, out_c).astype(np.int64)
     for r, (h0, hn, kh_valid) in enumerate(tap_runs(out_h, in_h, kh_n, sh, dh, pt)):
         for c, (w0, wn, kw_valid) in enumerate(tap_runs(out_w, in_w, kw_n, sw, dw, pl)):
             tag = f"{r}_{c}"
             oh_r, ow_r, ic, m = Var(f"oh_{tag}"), Var(f"ow_{tag}"), Var(f"ic_{tag}"), Var(f"m_{tag}")
+            kh, kw = Var(f"kh_{tag}"), Var(f"kw_{tag}")
             oh, ow = add(oh_r, h0), add(ow_r, w0)
             oc = add(mul(ic, mult_n), m)
             ih0, iw0 = Var(f"ih_{tag}"), Var(f"iw_{tag}")
             acc = Buffer(f"acc_{tag}", "float32" if is_float else "int32", (), "local")
-            taps = []
-            for kh in range(kh_n):
-                for kw in range(kw_n):
-                    wv = w.load(0, kh, kw, oc)
-                    if kh in kh_valid and kw in kw_valid:
-                        xv = x.load(n, add(ih0, kh * dh), add(iw0, kw * dw), ic)
-                        term = mul(xv, wv) if is_float else mul(i32(xv), i32(wv))
-                    elif is_float or zp_in == 0:
-                        continue                       # a padded tap adds 0
-                    else:
-                        term = mul(IntImm(zp_in), i32(wv))
-                    taps.append(acc.store(add(acc.load(), term)))
+            region_bias = bias
+            if not is_float and zp_in != 0 and (len(kh_valid) < kh_n or len(kw_valid) < kw_n):
+                # The padded taps read "value zp_in": their zp_in * w cancels that tap's share of
+                # the folded -zp_in * sum(w), so this region's bias keeps only in-bounds taps.
+                inside = w_taps[list(kh_valid)][:, list(kw_valid)].sum(axis=(0, 1)) if kh_valid and kw_valid else 0
+                rb = _bias(g, node, out_c, np.int64) - zp_in * inside
+                region_bias = constant(f"bias_{tag}", rb.astype(np.int32),
+                                       f"{node.name} bias - zp_in*sum(in-bounds w) of region {tag} [{out_c}] int32")
+                consts.append(region_bias)
+            # The in-bounds taps of a region form one sub-window [kh0, kh0+nkh) x [kw0, kw0+nkw).
+            taps = None
+            if kh_valid and kw_valid:
+                khe, kwe = add(kh, kh_valid[0]), add(kw, kw_valid[0])
+                xv = x.load(n, add(ih0, mul(khe, dh)), add(iw0, mul(kwe, dw)), ic)
+                wv = w.load(0, khe, kwe, oc)
+                term = mul(xv, wv) if is_float else mul(i32(xv), i32(wv))
+                taps = loops([(kh, len(kh_valid)), (kw, len(kw_valid))], acc.store(add(acc.load(), term)))
             if is_float:
                 result = clamp(acc.load(), p.act_min, p.act_max)
             else:
                 result = to_int8(add(req(acc.load(), oc), p.output_offset), p.act_min, p.act_max, target)
-            body = Allocate(acc, seq(acc.store(bias.load(oc)), *taps, y.store(result, n, oh, ow, oc)))
+            body = Allocate(acc, seq(acc.store(region_bias.load(oc)), taps, y.store(result, n, oh, ow, oc)))
             body = loops([(ic, in_c), (m, mult_n)], body)
             for v, value in ((iw0, sub(mul(ow, sw), pl)), (ih0, sub(mul(oh, sh), pt))):
                 if any(e == v for e in walk(body)):      # a region of padded taps reads no input

@@ -16,26 +16,9 @@ import numpy as np
 
 from ..ir import fixedpoint, qparams
 from ..ir.graph import Graph, Node
-from ..ir.tir import Buffer, Call, Expr, IntImm, Load, Var, add, binop, loops, mul
-from .common import arena, clamp, constant, i32, make_func
+from ..ir.tir import Call, IntImm, Load, Var, add, binop, loops
+from .common import arena, broadcast_index, clamp, constant, i32, make_func, operand, smaller_than_one
 from .saturate import to_int8
-
-
-def _broadcast_index(buf: Buffer, out_shape: tuple[int, ...], idx: list[Var]) -> Expr:
-    """Flat index into `buf` (right-aligned to out_shape) with size-1 dims held at 0."""
-    shape = buf.shape
-    lead = len(out_shape) - len(shape)
-    flat: Expr = IntImm(0)
-    stride = 1
-    for k in reversed(range(len(shape))):
-        if shape[k] != 1:
-            flat = add(mul(idx[lead + k], stride), flat)
-        stride *= shape[k]
-    return flat
-
-
-def _smaller_than_one(x: Expr, mult: int, shift: int) -> Expr:
-    return Call("mc_mul_by_qm_smaller_than_one_exp", (x, IntImm(mult), IntImm(shift)), "int32")
 
 
 def _rescale_table(name: str, node: Node, offset: int, left_shift: int, mult: int, shift: int):
@@ -49,13 +32,13 @@ def lower_add(g: Graph, node: Node, target=None):
     at, bt, yt = (g.tensors[t] for t in (*node.inputs, node.outputs[0]))
     if at.shape == bt.shape == yt.shape:    # no broadcasting: one flat loop
         shape = (yt.size,)
-        a, b, y = (arena(g, t.name, n, shape) for t, n in ((at, "a"), (bt, "b"), (yt, "y")))
+        a, b, y = operand(g, at.name, "a", shape), operand(g, bt.name, "b", shape), arena(g, yt.name, "y", shape)
     else:
         shape = yt.shape
-        a, b, y = arena(g, at.name, "a"), arena(g, bt.name, "b"), arena(g, yt.name, "y")
+        a, b, y = operand(g, at.name, "a"), operand(g, bt.name, "b"), arena(g, yt.name, "y")
     idx = [Var(f"i{k}") for k in range(len(shape))]
-    av = Load(a, _broadcast_index(a, shape, idx))
-    bv = Load(b, _broadcast_index(b, shape, idx))
+    av = Load(a, broadcast_index(a, shape, idx))
+    bv = Load(b, broadcast_index(b, shape, idx))
     p = qparams.add_params(g, node)
     consts = []
     if yt.dtype == "float32":
@@ -72,7 +55,7 @@ def lower_add(g: Graph, node: Node, target=None):
                     else "mc_mul_by_qm_pos_right")
             scaled = Call(name, (total, IntImm(p.output_multiplier), IntImm(-p.output_shift)), "int32")
         else:
-            scaled = _smaller_than_one(total, p.output_multiplier, p.output_shift)
+            scaled = smaller_than_one(total, p.output_multiplier, p.output_shift)
         result = to_int8(add(scaled, p.output_offset), p.act_min, p.act_max, target)
     body = loops(list(zip(idx, shape)), y.store(result, *idx))
     return make_func(g, node, [a, b, y, *consts], body)

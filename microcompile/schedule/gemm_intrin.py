@@ -20,7 +20,7 @@ import numpy as np
 
 from ..ir import intrinsics
 from ..ir.intrinsics import Intrinsic
-from ..ir.tir import Address, BinOp, Call, Cast, Evaluate, For, IntImm, Load, Store, walk, Var
+from ..ir.tir import Address, BinOp, Call, Cast, Evaluate, For, IntImm, LetStmt, Load, Store, Var, substitute, walk
 from .tensorize import TensorIntrin, affine, perfect_nest, register_tensor_intrin
 
 GEMM_DTYPES = {"s8": "int8", "s16": "int16"}
@@ -57,6 +57,8 @@ def _int32_load(e):
 def _match_gemm(dtype: str):
     def match(loop: For) -> dict | None:
         chain, body = perfect_nest(loop)
+        while isinstance(body, LetStmt):          # a named operand (let xv = x[...]) is read in place
+            body = substitute(body.body, {body.var: body.value})
         if not (isinstance(body, Store) and isinstance(body.value, BinOp) and body.value.op == "add"):
             return None
         c, ci = body.buffer, body.index

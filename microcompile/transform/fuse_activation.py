@@ -11,10 +11,6 @@ from dataclasses import dataclass
 
 from ..ir import Graph, ops
 
-# Producers that can apply a fused clamp in their epilogue.
-_FUSABLE_PRODUCERS = ("conv2d", "depthwise_conv2d", "fully_connected", "average_pool2d", "add")
-
-
 @dataclass(frozen=True)
 class FuseActivation:
     name: str = "fuse_activation"
@@ -31,7 +27,8 @@ class FuseActivation:
             src = n.inputs[0]
             p = producers.get(src)
             p = replaced.get(p.name, p) if p is not None else None
-            if (p is None or p.op not in _FUSABLE_PRODUCERS or p.attrs.get("activation", "NONE") != "NONE"
+            # A producer whose op declares an `activation` attribute clamps in its epilogue.
+            if (p is None or "activation" not in ops.get(p.op).attrs or p.attrs.get("activation", "NONE") != "NONE"
                     or len(consumers.get(src, [])) != 1 or src in g.outputs):
                 continue
             tin, tout = tensors[src], tensors[n.outputs[0]]

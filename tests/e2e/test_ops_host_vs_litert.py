@@ -50,3 +50,22 @@ def test_every_op_compiled_for_host_matches_litert(tmp_path):
     assert not failures, f"{len(failures)} of {len(plan)} cases differ from LiteRT:\n" + "\n".join(failures)
     # The plan really covered every op in every dtype.
     assert all(counted.get((op, dt)) == n for op in KERNEL_OPS for dt, n in PER_OP.items())
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float32"])
+@pytest.mark.parametrize("const_shape", [(1, 2, 3), (3,)])
+def test_add_with_a_constant_operand(tmp_path, dtype, const_shape):
+    """Regression: a constant ADD operand must live in flash (it has no arena slot)."""
+    from microcompile.ir import Graph, Node, QuantParams, Tensor, verify
+
+    rng = np.random.default_rng(3)
+    q = (lambda s, z: QuantParams((s,), (z,))) if dtype == "int8" else (lambda s, z: None)
+    data = (rng.integers(-128, 128, const_shape).astype(np.int8) if dtype == "int8"
+            else rng.standard_normal(const_shape).astype(np.float32))
+    t = {"x": Tensor("x", (1, 2, 3), dtype, q(0.1, 2)), "c": Tensor("c", const_shape, dtype, q(0.05, -3), data=data),
+         "y": Tensor("y", (1, 2, 3), dtype, q(0.2, 1))}
+    graph = verify(Graph("add_const", t, (Node("add", "add", ("x", "c"), ("y",), {"activation": "NONE"}),),
+                         ("x",), ("y",)))
+    model = write_tflite(graph)
+    (out, case), = run_on_host([pipeline.run(load_tflite(model))], tmp_path)
+    assert compare(out, run_reference(model, case.inputs)["y"]).equal

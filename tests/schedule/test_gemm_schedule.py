@@ -60,6 +60,7 @@ PLANS = {
     "default conv (dsp)": ("conv", "default"),
     "default conv 1x1 stride 2": ("conv1x1s2", "default"),
     "default fc (c)": ("fc", "default_c"),
+    "default fc (dsp, int16 operands)": ("fc", "default"),
 }
 
 

@@ -67,7 +67,8 @@ def test_vectorize_shape_and_refusals():
     with pytest.raises(ScheduleError, match="innermost"):
         vectorize(f, "kh", 2)
     with pytest.raises(ScheduleError, match="multiple"):
-        vectorize(f, "kw", 2)                         # extent 3
+        vectorize(vectorize(s.func, "ic_c", 2), "ic_c_i", 4)   # extent 2 is not a multiple of 4
+
 
 
 def test_compute_at_fuses_and_refuses():
