@@ -1,5 +1,6 @@
 """The default schedule for every op family: first the op family's own schedule when one
-applies (int8 conv2d and fully_connected become GEMM micro-kernel calls, gemm_schedule.py),
+applies (int8 conv2d and fully_connected become GEMM micro-kernel calls, gemm_schedule.py;
+int8 depthwise_conv2d calls of mc_depthwise_*, depthwise_intrin.py),
 then every innermost loop that is short and holds no further loop is unrolled (small kernel
 windows such as a 3-wide filter row). Knob: `unroll_max_extent`, domain
 UNROLL_MAX_EXTENT_DOMAIN."""
@@ -7,6 +8,7 @@ UNROLL_MAX_EXTENT_DOMAIN."""
 from __future__ import annotations
 
 from ..ir.tir import For, PrimFunc, walk
+from .depthwise_intrin import DEPTHWISE_SCHEDULES
 from .gemm_schedule import GEMM_SCHEDULES
 from .trace import Schedule, Trace
 
@@ -16,7 +18,7 @@ UNROLL_MAX_EXTENT_DOMAIN = (0, 2, 3, 4, 8)   # 0 = never unroll
 def default_schedule(func: PrimFunc, target=None, unroll_max_extent: int = 4) -> tuple[PrimFunc, Trace]:
     """Schedule `func` for `target` (a microcompile.target.Target or None: no DSP)."""
     assert unroll_max_extent in UNROLL_MAX_EXTENT_DOMAIN, unroll_max_extent
-    sch = next((s for s in (fn(func, target) for fn in GEMM_SCHEDULES) if s is not None), None) or Schedule(func)
+    sch = next((s for s in (fn(func, target) for fn in GEMM_SCHEDULES + DEPTHWISE_SCHEDULES) if s is not None), None) or Schedule(func)
     func = sch.func
     for loop in [n for n in walk(func.body) if isinstance(n, For)]:
         innermost = not any(isinstance(c, For) for c in walk(loop.body))

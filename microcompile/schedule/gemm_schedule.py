@@ -18,7 +18,8 @@ instructions per 8 MACs, weights twice the flash); elsewhere, or when that does 
 (asymmetric weights), tensorize with mc_gemm_nt_<variant>_s8 (SXTB16 on both operands).
 
 <variant> is "dsp" when the target core has the DSP extension, else "c" (portable C).
-Knobs: `max_cols` (COLS_DOMAIN), `col_bytes_max` (the im2col buffer's size cap).
+Knobs: `max_cols` (COLS_DOMAIN), `col_bytes_max` (the im2col buffer's size cap),
+`fc_wide_bytes_max` (the largest int16 weight copy a fully connected layer may make).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from .trace import Schedule
 
 COLS_DOMAIN = (1, 2, 4, 8, 16, 32)
 COL_BYTES_MAX = 8192
+# Largest int16 copy of a fully-connected weight matrix the schedule makes: widening doubles
+# flash, and a large layer must still fit a 512 KiB part (ad01_int8 on nucleo-f446re).
+FC_WIDE_BYTES_MAX = 32768
 
 
 def _loops(f: PrimFunc) -> dict[str, For]:
@@ -86,7 +90,7 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32,
     return sch
 
 
-def schedule_dense_gemm(func: PrimFunc, target=None) -> Schedule | None:
+def schedule_dense_gemm(func: PrimFunc, target=None, fc_wide_bytes_max: int = FC_WIDE_BYTES_MAX) -> Schedule | None:
     """The GEMV/GEMM schedule of an int8 fully_connected, or None when it does not apply."""
     if func.attrs.get("op") != "fully_connected":
         return None
@@ -95,9 +99,11 @@ def schedule_dense_gemm(func: PrimFunc, target=None) -> Schedule | None:
     if at is None:
         return None
     variant = _variant(target)
+    w = next((b for b in func.buffers if b.name == "w"), None)
+    widen = w is not None and w.size * 2 <= fc_wide_bytes_max
     # On a DSP core int16 operands feed SMLAD with no extraction (1.4 instead of 2 instructions
     # per MAC) at the price of int16 weights in flash; plain-C cores gain nothing from that.
-    for dtype in (("s16", "s8") if variant == "dsp" else ("s8",)):
+    for dtype in (("s16", "s8") if variant == "dsp" and widen else ("s8",)):
         sch = Schedule(func)
         try:
             sch.cache_write("acc", at)

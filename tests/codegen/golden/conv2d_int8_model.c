@@ -6,6 +6,7 @@
 #include "model_weights.h"
 #include "mc_fixedpoint.h"
 #include "mc_gemm.h"
+#include "mc_requant.h"
 
 /*
  * k0_conv2d: layer "conv2d", op conv2d
@@ -43,7 +44,7 @@ static void mc_k0_conv2d(uint8_t *arena)
     for (int32_t oh_ow_2 = 0; oh_ow_2 < 12; ++oh_ow_2) {
         #pragma GCC unroll 2
         for (int32_t oc_2 = 0; oc_2 < 2; ++oc_2) {
-            y[((oh_ow_2 / 4) * 8) + (((oh_ow_2 % 4) * 2) + oc_2)] = (int8_t)mc_min_i32(mc_max_i32(mc_mul_by_qm(acc_tile[(oh_ow_2 * 2) + oc_2], mc_w2[oc_2], mc_w3[oc_2]) - 42, -42), 127);
+            y[((oh_ow_2 / 4) * 8) + (((oh_ow_2 % 4) * 2) + oc_2)] = (int8_t)mc_min_i32(mc_max_i32(mc_mul_by_qm_pos_rshift(acc_tile[(oh_ow_2 * 2) + oc_2], mc_w2[oc_2], mc_w3[oc_2]) - 42, -42), 127);
         }
     }
 }

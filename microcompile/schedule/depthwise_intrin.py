@@ -1,0 +1,275 @@
+"""The depthwise micro-kernels of runtime_c/include/mc_depthwise.h: their intrinsics, the
+weight packing they consume, the tensor intrinsic that reaches them, and the default
+depthwise schedule.
+
+The lowering (lower/depthwise.py) gives every output region (pixels with one sub-window of
+in-bounds taps) a channel loop
+
+    for ic in 0..C {                                         # tensorized: one call per pixel
+      acc = bias_r[ic]
+      for kh in 0..KH' { for kw in 0..KW' { acc += i32(x[X + kh*x_row + kw*x_col + ic]) * i32(w[...]) } }
+      y[Y + ic] = int8(clamp(mc_mul_by_qm_pos_right(acc, mult[ic], rshift[ic]) + zp_out, lo, hi))
+    }
+    --pack_depthwise_s16(w); tensorize(ic, mc_depthwise_<variant>_s8)-->
+    mc_depthwise_3x3_dsp_s8(&y[Y], &x[X], &w[W], bias_r, mult, rshift, C, 3, 3, x_row, x_col, ...);
+
+Knobs (named decisions, recorded in the trace): `DEPTHWISE_KERNEL_DOMAIN` ("auto": the
+micro-kernel for the core, "loops": keep the unrolled C loops).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..ir import intrinsics
+from ..ir.intrinsics import Intrinsic
+from ..ir.tir import (Address, add, Allocate, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, Load, PrimFunc, SeqStmt,
+                      Store, rewrite, simplify, walk)
+from ..ir.tir_interp import _compile_expr
+from ..ir.tir_verify import verify_primfunc
+from .primitives import PRIMITIVES, ScheduleError
+from .tensorize import TensorIntrin, affine, perfect_nest, register_tensor_intrin
+from .trace import Schedule
+
+DEPTHWISE_VARIANTS = ("c", "dsp")
+DEPTHWISE_KERNEL_DOMAIN = ("auto", "loops")
+# Windows with a variant of their own (the sub-windows of a 3x3 filter at padding 1).
+FIXED_WINDOWS = {"dsp": ((3, 3), (2, 3), (3, 2), (2, 2)), "c": ()}
+_ORDER = (0, 2, 1, 3)          # packed position of channel c % 4 (mc_depthwise.h); its own inverse
+
+
+def kernel_name(variant: str, kh: int, kw: int) -> str:
+    fixed = f"{kh}x{kw}_" if (kh, kw) in FIXED_WINDOWS[variant] else ""
+    return f"mc_depthwise_{fixed}{variant}_s8"
+
+
+def _impl(y, x, w, bias, mult, rshift, channels, kh, kw, x_row, x_col, w_row, w_group, out_offset, lo, hi):
+    """Python semantics of every variant (they differ only in speed)."""
+    from ..ir.fixedpoint import multiply_by_quantized_multiplier
+    (ya, yo), (xa, xo), (wa, wo), (ba, bo), (ma, mo), (sa, so) = y, x, w, bias, mult, rshift
+    c = np.arange(channels)
+    acc = ba[bo + c].astype(np.int64)
+    wc = wo + (c // 4) * w_group + np.array(_ORDER)[c % 4]
+    for i in range(kh):
+        for j in range(kw):
+            acc += xa[xo + i * x_row + j * x_col + c].astype(np.int64) * wa[wc + i * w_row + j * 4]
+    acc = ((acc + 2**31) % 2**32 - 2**31).astype(np.int64)
+    v = multiply_by_quantized_multiplier(acc, ma[mo + c].astype(np.int64), -sa[so + c].astype(np.int64))
+    ya[yo + c] = np.clip(np.asarray(v, np.int64) + out_offset, lo, hi).astype(np.int8)
+
+
+for _v in DEPTHWISE_VARIANTS:
+    for _name in sorted({kernel_name(_v, 0, 0), *(kernel_name(_v, *k) for k in FIXED_WINDOWS[_v])}):
+        intrinsics.register(Intrinsic(_name, ("handle",) * 6 + ("int32",) * 10, "void", "mc_depthwise.h", _impl,
+                                      extern=True, writes=(0,)))
+
+
+# ---------------------------------------------------------------- pack_depthwise_s16
+
+def pack_depthwise_s16(f: PrimFunc, buffer: str) -> PrimFunc:
+    """Re-lay the depthwise filter `buffer` (int8 [1, KH, KW, C]) as the int16 groups of four
+    channels that mc_depthwise.h's kernels read (zero-padded to a multiple of four). Every
+    read is rewritten to the packed position, so values are unchanged.
+
+        w: int8[1,3,3,8];  i32(w[t*8 + c])   --pack_depthwise_s16(w)-->
+        w: int16[72];      i32(w[(c/4)*36 + t*4 + (c%2)*2 + (c%4)/2])"""
+    old = next((b for b in f.buffers if b.name == buffer and b.scope == "const"), None)
+    if old is None or old.dtype != "int8" or len(old.shape) != 4 or old.shape[0] != 1:
+        raise ScheduleError(f"{f.name}: {buffer} is not an int8 [1, KH, KW, C] constant")
+    _, kh, kw, ch = old.shape
+    taps, groups = kh * kw, -(-ch // 4)
+    data = np.zeros((taps, groups * 4), np.int16)
+    data[:, :ch] = np.asarray(old.data).reshape(taps, ch)
+    packed = data.reshape(taps, groups, 4)[:, :, _ORDER].transpose(1, 0, 2).reshape(-1)
+    new = Buffer(old.name, "int16", (packed.size,), "const", data=packed,
+                 comment=f"{old.comment} (int16, groups of 4 channels c,c+2,c+1,c+3 per tap)")
+
+    def index(i):
+        tap, c = BinOp("div", i, IntImm(ch)), BinOp("mod", i, IntImm(ch))
+        lane = BinOp("add", BinOp("mul", BinOp("mod", c, IntImm(2)), IntImm(2)),
+                     BinOp("div", BinOp("mod", c, IntImm(4)), IntImm(2)))
+        return BinOp("add", BinOp("add", BinOp("mul", BinOp("div", c, IntImm(4)), IntImm(taps * 4)),
+                                  BinOp("mul", tap, IntImm(4))), lane)
+
+    def fn(n):
+        if isinstance(n, Cast) and n.dtype == "int32" and isinstance(n.value, Cast) \
+                and isinstance(n.value.value, Load) and n.value.value.buffer is new:
+            return Cast("int32", n.value.value)      # int32(int8(int16 w)) reads the same value
+        if isinstance(n, Load) and n.buffer is old:
+            return Cast("int8", Load(new, index(n.index)))
+        return None
+    body = rewrite(f.body, fn)
+    return verify_primfunc(PrimFunc(f.name, tuple(new if b is old else b for b in f.buffers), body, dict(f.attrs)))
+
+
+REQUANT_CALLS = ("mc_mul_by_qm_pos_right", "mc_mul_by_qm_pos_rshift")
+
+
+def requant_arrays(f: PrimFunc, loop_prefix: str = "ic_") -> PrimFunc:
+    """Turn a per-tensor requantization's immediates into per-channel constant arrays, so one
+    micro-kernel signature serves both: inside every loop named `loop_prefix`*, the
+    multiplier and shift arguments become loads indexed by that loop's variable.
+
+        mc_mul_by_qm_pos_right(acc, 1153545039, 8)   --requant_arrays-->
+        mc_mul_by_qm_pos_right(acc, mult[ic], rshift[ic])      (mult, rshift: int32[C] const)"""
+    calls = [(lp, n) for lp in walk(f.body) if isinstance(lp, For) and lp.var.name.startswith(loop_prefix)
+             for n in walk(lp.body) if isinstance(n, Call) and n.name in REQUANT_CALLS]
+    imms = {(c.args[1].value, c.args[2].value) for _, c in calls
+            if isinstance(c.args[1], IntImm) and isinstance(c.args[2], IntImm)}
+    if not calls or len(imms) != 1 or any(b.name in ("mult", "rshift") for b in f.buffers):
+        raise ScheduleError(f"{f.name}: no single immediate requantization to turn into arrays")
+    (m, r), = imms
+    n = max(lp.extent for lp, _ in calls)
+    mult = Buffer("mult", "int32", (n,), "const", data=np.full(n, m, np.int32), comment="requant multiplier per channel")
+    rshift = Buffer("rshift", "int32", (n,), "const", data=np.full(n, r, np.int32),
+                    comment="requant right shift per channel")
+
+    def in_loop(lp: For):
+        def fn(c):
+            if isinstance(c, Call) and c.name in REQUANT_CALLS and isinstance(c.args[1], IntImm):
+                return Call(c.name, (c.args[0], mult.load(lp.var), rshift.load(lp.var)), c.dtype)
+            return None
+        return fn
+    body = rewrite(f.body, lambda lp: For(lp.var, lp.extent, rewrite(lp.body, in_loop(lp)), lp.kind)
+                   if isinstance(lp, For) and lp.var.name.startswith(loop_prefix) else None)
+    return verify_primfunc(PrimFunc(f.name, (*f.buffers, mult, rshift), body, dict(f.attrs)))
+
+
+PRIMITIVES["pack_depthwise_s16"] = pack_depthwise_s16
+PRIMITIVES["requant_arrays"] = requant_arrays
+
+
+# ---------------------------------------------------------------- the tensor intrinsic
+
+def _eval(e, env: dict) -> int:
+    return int(_compile_expr(e)(env, {}))
+
+
+def _unit_load(e, var: str) -> tuple[Buffer, object] | None:
+    """(buffer, base) of a Load whose index is base + var."""
+    if not isinstance(e, Load):
+        return None
+    a = affine(e.index, {var})
+    return (e.buffer, a[1]) if a is not None and a[0] == {var: 1} else None
+
+
+def _epilogue(e, acc: Buffer, ic: str) -> dict | None:
+    """The parameters of int8(clamp(mc_mul_by_qm_pos_right(acc, mult[ic], r[ic]) + off, lo, hi)),
+    found loosely and then checked by rebuilding the expression as the lowering makes it."""
+    from ..lower.saturate import to_int8
+    call = next((n for n in walk(e) if isinstance(n, Call)
+                 and n.name in ("mc_mul_by_qm_pos_right", "mc_mul_by_qm_pos_rshift")), None)
+    if call is None or not (isinstance(call.args[0], Load) and call.args[0].buffer is acc):
+        return None
+    mult, shift = _unit_load(call.args[1], ic), _unit_load(call.args[2], ic)
+    if mult is None or shift is None or _eval(mult[1], {}) != 0 or _eval(shift[1], {}) != 0:
+        return None
+    adds = [(n.b.value if n.op == "add" else -n.b.value) for n in walk(e)
+            if isinstance(n, BinOp) and n.op in ("add", "sub") and isinstance(n.b, IntImm)]
+    lo = next((n.b.value for n in walk(e) if isinstance(n, BinOp) and n.op == "max" and isinstance(n.b, IntImm)), -128)
+    hi = next((n.b.value for n in walk(e) if isinstance(n, BinOp) and n.op == "min" and isinstance(n.b, IntImm)), 127)
+    for off in (adds[:1] or [0]):
+        inner = add(call, IntImm(off))
+        for arch in (None, "armv7-m"):
+            target = type("T", (), {"arch": arch})() if arch else None
+            if simplify(to_int8(inner, lo, hi, target)) == simplify(e):
+                return {"mult": mult[0], "rshift": shift[0], "off": off, "lo": lo, "hi": hi}
+    return None
+
+
+def _match(loop: For) -> dict | None:
+    chain, body = perfect_nest(loop)
+    if len(chain) != 1 or not isinstance(body, Allocate) or not isinstance(body.body, SeqStmt):
+        return None
+    ic, channels, acc = loop.var.name, loop.extent, body.buffer
+    stmts = body.body.stmts
+    if len(stmts) != 3 or not isinstance(stmts[0], Store) or not isinstance(stmts[2], Store):
+        return None
+    init, taps, out = stmts
+    bias = _unit_load(init.value, ic)
+    if init.buffer is not acc or bias is None or bias[0].dtype != "int32" or _eval(bias[1], {}) != 0:
+        return None
+    tloops, tap = perfect_nest(taps)
+    if len(tloops) > 2 or not isinstance(tap, Store) or tap.buffer is not acc:
+        return None
+    v = tap.value
+    if not (isinstance(v, BinOp) and v.op == "add" and isinstance(v.a, Load) and v.a.buffer is acc
+            and isinstance(v.b, BinOp) and v.b.op == "mul"):
+        return None
+    xs, ws = v.b.a, v.b.b
+    if not all(isinstance(t, Cast) and t.dtype == "int32" and isinstance(t.value, Load) for t in (xs, ws)):
+        return None
+    xl, wl = xs.value, ws.value
+    if xl.buffer.dtype != "int8" or wl.buffer.dtype != "int16" or wl.buffer.scope != "const":
+        return None
+    names = [f.var.name for f in tloops]
+    xa = affine(xl.index, {ic, *names})
+    if xa is None or xa[0].get(ic) != 1:
+        return None
+    # The weight index (packed: div/mod) is checked at every point of the nest.
+    w0 = _eval(wl.index, {ic: 0, **{n: 0 for n in names}})
+    steps = {n: _eval(wl.index, {ic: 0, **{m: int(m == n) for m in names}}) - w0 for n in names}
+    kw_loop = next((f for f in tloops if steps[f.var.name] == 4), None) if tloops else None
+    kh_loop = next((f for f in tloops if f is not kw_loop), None)
+    kh, kw = (kh_loop.extent if kh_loop else 1), (kw_loop.extent if kw_loop else 1)
+    w_row = steps[kh_loop.var.name] if kh_loop else 0
+    w_group = (_eval(wl.index, {ic: 4, **{n: 0 for n in names}}) - w0) if channels > 4 else 0
+    for c, *pt in itertools.product(range(channels), *(range(f.extent) for f in tloops)):
+        env = {ic: c, **dict(zip(names, pt))}
+        i, j = (env[kh_loop.var.name] if kh_loop else 0), (env[kw_loop.var.name] if kw_loop else 0)
+        if _eval(wl.index, env) != w0 + (c // 4) * w_group + i * w_row + j * 4 + _ORDER[c % 4]:
+            return None
+    ya = affine(out.index, {ic})
+    ep = _epilogue(out.value, acc, ic)
+    if out.buffer.dtype != "int8" or ya is None or ya[0] != {ic: 1} or ep is None:
+        return None
+    return {"y": out.buffer, "ybase": ya[1], "x": xl.buffer, "xbase": xa[1], "w": wl.buffer, "wbase": IntImm(w0),
+            "bias": bias[0], "channels": channels, "kh": kh, "kw": kw,
+            "x_row": xa[0].get(kh_loop.var.name, 0) if kh_loop else 0,
+            "x_col": xa[0].get(kw_loop.var.name, 0) if kw_loop else 0,
+            "w_row": w_row, "w_group": w_group, **ep}
+
+
+def _emit(variant: str):
+    def emit(b: dict):
+        args = (Address(b["y"], b["ybase"]), Address(b["x"], b["xbase"]), Address(b["w"], b["wbase"]),
+                Address(b["bias"], IntImm(0)), Address(b["mult"], IntImm(0)), Address(b["rshift"], IntImm(0)),
+                *(IntImm(int(b[k])) for k in ("channels", "kh", "kw", "x_row", "x_col", "w_row", "w_group",
+                                              "off", "lo", "hi")))
+        return Evaluate(Call(kernel_name(variant, b["kh"], b["kw"]), args, "void"))
+    return emit
+
+
+for _v in DEPTHWISE_VARIANTS:
+    register_tensor_intrin(TensorIntrin(f"mc_depthwise_{_v}_s8", _match, _emit(_v),
+                                        doc=f"one int8 depthwise output pixel, requantized ({_v})"))
+
+
+# ---------------------------------------------------------------- the default schedule
+
+def schedule_depthwise(func: PrimFunc, target=None, kernel: str = "auto") -> Schedule | None:
+    """Pack the filter and tensorize every region's channel loop, or None when the
+    micro-kernel does not apply (float, depth multiplier > 1, a per-tensor multiplier
+    as an immediate, a multiplier above one) or `kernel` is "loops"."""
+    assert kernel in DEPTHWISE_KERNEL_DOMAIN, kernel
+    if func.attrs.get("op") != "depthwise_conv2d" or kernel == "loops":
+        return None
+    variant = "dsp" if target is not None and getattr(target, "dsp", False) else "c"
+    regions = [n.var.name for n in walk(func.body) if isinstance(n, For) and n.var.name.startswith("ic_")]
+    if not regions:
+        return None
+    sch = Schedule(func)
+    try:
+        sch.apply("pack_depthwise_s16", "w")
+        if not any(b.name in ("mult", "shift") for b in func.buffers):
+            sch.apply("requant_arrays", "ic_")
+        for loop in regions:
+            sch.tensorize(loop, f"mc_depthwise_{variant}_s8")
+    except ScheduleError:
+        return None
+    return sch
+
+
+DEPTHWISE_SCHEDULES = (schedule_depthwise,)

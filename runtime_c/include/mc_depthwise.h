@@ -1,0 +1,51 @@
+/* mc_depthwise.h: int8 depthwise-convolution micro-kernels, one output pixel (all channels)
+ * per call, with the requantization fused into the int8 store.
+ *
+ * For every channel c < channels (depth multiplier 1):
+ *
+ *   acc   = bias[c] + sum_{i < kh, j < kw} x[i*x_row + j*x_col + c] * W(c, i, j)
+ *   y[c]  = clamp(MultiplyByQuantizedMultiplier(acc, mult[c], -rshift[c]) + out_offset,
+ *                 act_min, act_max)                       (TFLite double rounding)
+ *
+ * W is packed on the host (microcompile/schedule/depthwise_intrin.py) as int16 in groups of
+ * four channels, each group holding its taps one after another and, inside a tap, the
+ * channels in the order c, c+2, c+1, c+3:
+ *
+ *   W(c, i, j) = w[(c / 4) * w_group + i * w_row + j * 4 + ((c % 2) * 2 + (c % 4) / 2)]
+ *
+ * That order is what SXTB16 makes of four input bytes (bytes 0,2 and, rotated, 1,3), so one
+ * 32-bit weight load feeds SMLABB/SMLATT with no shuffle. A trailing group is zero-padded.
+ * bias already holds -zp_in * sum(W) over the in-bounds taps, so padding costs nothing:
+ * the caller passes the sub-window of in-bounds taps (kh x kw) and x at its first tap.
+ * mult >= 0 and rshift >= 0 (a multiplier below one), as the code generator checks.
+ *
+ * `_c` is portable C (Cortex-M0+/M3, the host); `_dsp` uses the Armv7E-M DSP instructions
+ * and is compiled only for cores that have them. `_<kh>x<kw>_` variants are the same
+ * function with the window fixed at compile time (fully unrolled taps); the code
+ * generator picks one from the sub-window, and the generic one otherwise. */
+#ifndef MC_DEPTHWISE_H
+#define MC_DEPTHWISE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MC_DEPTHWISE_ARGS                                                                          \
+    int8_t *y, const int8_t *x, const int16_t *w, const int32_t *bias, const int32_t *mult,         \
+        const int32_t *rshift, int32_t channels, int32_t kh, int32_t kw, int32_t x_row, int32_t x_col, \
+        int32_t w_row, int32_t w_group, int32_t out_offset, int32_t act_min, int32_t act_max
+
+void mc_depthwise_c_s8(MC_DEPTHWISE_ARGS);
+void mc_depthwise_dsp_s8(MC_DEPTHWISE_ARGS);
+void mc_depthwise_3x3_dsp_s8(MC_DEPTHWISE_ARGS);
+void mc_depthwise_2x3_dsp_s8(MC_DEPTHWISE_ARGS);
+void mc_depthwise_3x2_dsp_s8(MC_DEPTHWISE_ARGS);
+void mc_depthwise_2x2_dsp_s8(MC_DEPTHWISE_ARGS);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MC_DEPTHWISE_H */

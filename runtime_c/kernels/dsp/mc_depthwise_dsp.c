@@ -1,0 +1,100 @@
+/* Depthwise micro-kernels (mc_depthwise.h) for Armv7E-M cores with the DSP extension.
+ * Copied into a project only when the board's core has DSP.
+ *
+ * Four channels per step: one 32-bit load of x gives channels c..c+3; SXTB16 makes the
+ * int16 pairs (c, c+2) and, rotated by 8, (c+1, c+3). The packed weights hold the same
+ * pairs, so SMLABB/SMLATT multiply-accumulate each lane into its own channel: per tap and
+ * four channels, 1 load of x, 2 of w, 2 SXTB16 and 4 MACs. */
+#include <arm_acle.h>
+#include <string.h>
+
+#include "mc_depthwise.h"
+#include "mc_requant.h"
+
+static inline int32_t ld32(const void *p)
+{
+    int32_t v;
+
+    memcpy(&v, p, 4);   /* one LDR: Armv7-M allows unaligned word loads */
+    return v;
+}
+
+/* SXTB16 of x rotated right by 8 (bytes 1 and 3); GCC 12 has no __ror to fold into it. */
+static inline int32_t sxtb16_ror8(int32_t x)
+{
+    int32_t r;
+
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+    return r;
+}
+
+static inline int8_t requant(int32_t acc, int32_t mult, int32_t rshift, int32_t out_offset,
+                             int32_t act_min, int32_t act_max)
+{
+    int32_t v = __ssat(mc_mul_by_qm_pos_right(acc, mult, rshift) + out_offset, 8);
+
+    v = v < act_min ? act_min : v;
+    return (int8_t)(v > act_max ? act_max : v);
+}
+
+/* The whole kernel; each exported variant inlines it with kh and kw fixed (or not). */
+static inline __attribute__((always_inline)) void depthwise_dsp(MC_DEPTHWISE_ARGS)
+{
+    const int32_t c4 = channels & ~3;
+    int32_t c = 0;
+
+    for (; c < c4; c += 4) {
+        const int8_t *xc = x + c;
+        const int16_t *wc = w + (c >> 2) * w_group;
+        int32_t a0 = bias[c], a1 = bias[c + 1], a2 = bias[c + 2], a3 = bias[c + 3];
+
+        for (int32_t i = 0; i < kh; ++i) {
+            for (int32_t j = 0; j < kw; ++j) {
+                const int32_t xv = ld32(xc + i * x_row + j * x_col);
+                const int32_t xe = __sxtb16(xv), xo = sxtb16_ror8(xv);
+                const int32_t we = ld32(wc + i * w_row + j * 4), wo = ld32(wc + i * w_row + j * 4 + 2);
+
+                a0 = __smlabb(xe, we, a0);
+                a2 = __smlatt(xe, we, a2);
+                a1 = __smlabb(xo, wo, a1);
+                a3 = __smlatt(xo, wo, a3);
+            }
+        }
+        y[c] = requant(a0, mult[c], rshift[c], out_offset, act_min, act_max);
+        y[c + 1] = requant(a1, mult[c + 1], rshift[c + 1], out_offset, act_min, act_max);
+        y[c + 2] = requant(a2, mult[c + 2], rshift[c + 2], out_offset, act_min, act_max);
+        y[c + 3] = requant(a3, mult[c + 3], rshift[c + 3], out_offset, act_min, act_max);
+    }
+    for (; c < channels; ++c) {   /* the last, partial group: one channel at a time */
+        const int16_t *wc = w + (c >> 2) * w_group + (c % 2) * 2 + (c % 4) / 2;
+        int32_t acc = bias[c];
+
+        for (int32_t i = 0; i < kh; ++i) {
+            for (int32_t j = 0; j < kw; ++j) {
+                acc += (int32_t)x[c + i * x_row + j * x_col] * wc[i * w_row + j * 4];
+            }
+        }
+        y[c] = requant(acc, mult[c], rshift[c], out_offset, act_min, act_max);
+    }
+}
+
+void mc_depthwise_dsp_s8(MC_DEPTHWISE_ARGS)
+{
+    depthwise_dsp(y, x, w, bias, mult, rshift, channels, kh, kw, x_row, x_col, w_row, w_group, out_offset,
+                  act_min, act_max);
+}
+
+/* The windows of a 3x3 filter with padding 1: interior, edges, corners. */
+#define MC_DEPTHWISE_FIXED(KH, KW)                                                                   \
+    void mc_depthwise_##KH##x##KW##_dsp_s8(MC_DEPTHWISE_ARGS)                                        \
+    {                                                                                                \
+        (void)kh;                                                                                    \
+        (void)kw;                                                                                    \
+        depthwise_dsp(y, x, w, bias, mult, rshift, channels, KH, KW, x_row, x_col, w_row, w_group,   \
+                      out_offset, act_min, act_max);                                                 \
+    }
+
+MC_DEPTHWISE_FIXED(3, 3)
+MC_DEPTHWISE_FIXED(2, 3)
+MC_DEPTHWISE_FIXED(3, 2)
+MC_DEPTHWISE_FIXED(2, 2)
