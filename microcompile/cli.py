@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import UserError
+from .frontend import parse_input_shapes
 
 EXIT_MISMATCH = 1
 
@@ -23,7 +24,9 @@ def _cmd_deploy(args) -> int:
         dump = lambda name, g: print(f"--- after {name} ---\n{print_graph(g)}")  # noqa: E731
     project_dir = args.project_dir or Path("build") / Path(args.model).stem
     result = driver.deploy(args.model, args.board, project_dir, emulate=args.emulate,
-                           input_path=args.input, dump_ir=dump)
+                           input_path=args.input, dump_ir=dump, quantize=args.quantize,
+                           calibration=args.calibration,
+                           input_shapes=parse_input_shapes(args.input_shape))
     r = result.report
     if args.output:
         _save_outputs(result.outputs, args.output)
@@ -60,14 +63,16 @@ def _summary(r: dict) -> str:
 
 def _cmd_inspect(args) -> int:
     from .frontend import list_tflite_ops, load_model
+    from .frontend.onnx_reader import list_onnx_ops
     from .errors import UnsupportedOpError
     from .ir.summary import format_pass_effects, format_table, layer_table, pass_effects
     from .transform import pipeline
 
     try:
-        graph = load_model(args.model)
+        graph = load_model(args.model, input_shapes=parse_input_shapes(args.input_shape))
     except UnsupportedOpError as e:
-        rows = list_tflite_ops(args.model)
+        lister = list_onnx_ops if Path(args.model).suffix.lower() == ".onnx" else list_tflite_ops
+        rows = lister(args.model)
         print(f"{args.model}: {len(rows)} ops")
         for index, op, output, supported in rows:
             print(f"  {index:>4}  {op:<24} {output:<40} {'' if supported else 'UNSUPPORTED'}")
@@ -91,6 +96,18 @@ def _cmd_verify(args) -> int:
         driver.write_report(result.report, args.report)
     print(result.table)
     return 0 if result.report["verified"] else EXIT_MISMATCH
+
+
+def _cmd_quantize(args) -> int:
+    from . import driver
+    from .quantize import format_sqnr_table
+
+    keep = tuple(k for k in args.keep_float.split(",") if k)
+    result = driver.quantize_model(args.model, args.calibration, args.output, method=args.method, io=args.io,
+                                   keep_float=keep)
+    print(format_sqnr_table(result.quantized.layers, args.sqnr_threshold))
+    print(f"wrote {result.output_path} (int8, {args.io} inputs/outputs, calibration method {result.method})")
+    return 0
 
 
 def _cmd_boards(args) -> int:
@@ -118,7 +135,29 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--report", help="write a JSON report here")
     d.add_argument("-o", "--project-dir", help="where the standalone project goes (default build/<model>)")
     d.add_argument("--dump-ir", action="store_true", help="print the graph after every pass")
+    d.add_argument("--input-shape", action="append", metavar="NAME:DIMS",
+                   help="pin a dynamic ONNX input shape, e.g. input:1x3x32x32 (repeatable)")
+    d.add_argument("--quantize", choices=["int8"], help="quantize a float32 model first (needs --calibration)")
+    d.add_argument("--calibration", help="calibration samples for --quantize (.npz, .npy or a directory of .npy)")
     d.set_defaults(fn=_cmd_deploy)
+
+    from .quantize import DEFAULT_METHOD, DEFAULT_THRESHOLD_DB, IO_MODES, METHODS
+
+    q = sub.add_parser("quantize", help="post-training int8 quantization of a float32 .tflite/.onnx model",
+                       description="Calibrate a float32 model on input samples, quantize it to TFLite's int8 "
+                                   "scheme (per-channel weights, per-tensor activations) and save it as .tflite. "
+                                   "Prints the SQNR of every layer's output, int8 against float32.")
+    q.add_argument("model", help="a float32 .tflite or .onnx file")
+    q.add_argument("--calibration", required=True, help=".npz / .npy of input samples, or a directory of .npy files")
+    q.add_argument("-o", "--output", required=True, help="where to write the int8 model (.tflite)")
+    q.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD,
+                   help=f"activation range selection (default {DEFAULT_METHOD})")
+    q.add_argument("--io", choices=IO_MODES, default="float32",
+                   help="float32 keeps float inputs/outputs (quantize/dequantize at the edges); int8 makes them int8")
+    q.add_argument("--keep-float", default="", help="comma-separated ops or layer names to leave in float32")
+    q.add_argument("--sqnr-threshold", type=float, default=DEFAULT_THRESHOLD_DB,
+                   help=f"flag layers whose SQNR is below this many dB (default {DEFAULT_THRESHOLD_DB:g})")
+    q.set_defaults(fn=_cmd_quantize)
 
     v = sub.add_parser(
         "verify", help="run on the (emulated) device and compare every layer with the references",
@@ -139,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("inspect", help="ops, shapes, quantization, MACs, params and tensor bytes per layer; "
                                        "what the graph passes fused or folded")
     i.add_argument("model")
+    i.add_argument("--input-shape", action="append", metavar="NAME:DIMS",
+                   help="pin a dynamic ONNX input shape, e.g. input:1x3x32x32 (repeatable)")
     i.set_defaults(fn=_cmd_inspect)
 
     b = sub.add_parser("boards", help="list the boards microcompile knows")

@@ -39,9 +39,10 @@ class Compiled:
 
 
 def compile_model(model_path: str | Path, board: Board, artifact_dir: Path,
-                  dump_ir: Callable[[str, Graph], None] | None = None) -> Compiled:
-    """Import, optimize, lower, schedule, plan and emit C for `model_path` into `artifact_dir`."""
-    graph = pipeline.run(load_model(model_path), dump=dump_ir)
+                  dump_ir: Callable[[str, Graph], None] | None = None, input_shapes: dict | None = None) -> Compiled:
+    """Import, optimize, lower, schedule, plan and emit C for `model_path` into `artifact_dir`.
+    `input_shapes` pins dynamic ONNX input dimensions (--input-shape)."""
+    graph = pipeline.run(load_model(model_path, input_shapes=input_shapes), dump=dump_ir)
     kernels = []
     for node in graph.nodes:
         if ops.get(node.op).is_view:
@@ -104,18 +105,22 @@ class DeployResult:
 
 def deploy(model_path: str | Path, board_name: str, project_dir: str | Path, *, emulate: bool = False,
            input_path=None, progress: Progress = print,
-           dump_ir: Callable[[str, Graph], None] | None = None, trace: bool = False) -> DeployResult:
+           dump_ir: Callable[[str, Graph], None] | None = None, trace: bool = False,
+           quantize: str | None = None, calibration=None, input_shapes: dict | None = None) -> DeployResult:
     """Compile, build, run once and compare the outputs with the reference interpreter.
     `trace` builds the trace firmware, which also prints every kernel's outputs
-    (see verify_layers)."""
+    (see verify_layers). `quantize="int8"` first quantizes the float model on the
+    `calibration` samples (see quantize_model) and deploys project_dir/model_int8.tflite."""
     board = load_board(board_name)
     if emulate and board.emulator is None and not board.is_host:
         raise UserError(f"board {board.name} has no emulated twin",
                         hint="drop --emulate to flash it, or pick a board listed by `microcompile boards` with a twin")
     project_dir = Path(project_dir)
+    if quantize is not None:
+        model_path = _quantize_for_deploy(model_path, quantize, calibration, project_dir, progress)
     with tempfile.TemporaryDirectory(prefix="microcompile-") as tmp:
         progress(f"[compile] {model_path}")
-        compiled = compile_model(model_path, board, Path(tmp), dump_ir)
+        compiled = compile_model(model_path, board, Path(tmp), dump_ir, input_shapes=input_shapes)
         inputs = load_inputs(compiled.graph, input_path)
         progress(f"[compile] {len(compiled.kernels)} kernels, arena {compiled.plan.arena_bytes} bytes")
         project.check_fits(compiled.manifest, board)
@@ -206,3 +211,48 @@ def _layers(compiled: Compiled, run) -> list[dict]:
 
 def write_report(report: dict, path: str | Path) -> None:
     Path(path).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+
+
+@dataclass
+class QuantizeResult:
+    quantized: object      # quantize.Quantized: the int8 graph, the float graph, per-layer SQNR
+    method: str
+    output_path: Path | None
+
+
+def quantize_model(model_path: str | Path, calibration_path: str | Path, output_path: str | Path | None = None, *,
+                   method: str | None = None, io: str = "float32", keep_float=(), report: bool = True,
+                   progress: bool = True) -> QuantizeResult:
+    """Post-training quantization of a float32 .tflite/.onnx model to int8, calibrated on the
+    samples in `calibration_path`; writes a .tflite (our writer) when `output_path` is given."""
+    from . import quantize as qz
+    from .frontend.tflite_writer import write_tflite
+
+    if output_path is not None and Path(output_path).suffix.lower() != ".tflite":
+        raise UserError(f"cannot write {output_path}: quantized models are saved as .tflite",
+                        hint="name the output model_int8.tflite (it reloads in microcompile and opens in Netron)")
+    graph = pipeline.run(load_model(model_path))   # fuse activations, fold batch-norm/constants first
+    samples = qz.load_calibration(calibration_path, graph)
+    method = method or qz.DEFAULT_METHOD
+    result = qz.quantize(graph, samples, method=method, io=io, keep_float=tuple(keep_float), report=report,
+                         progress=progress)
+    if output_path is not None:
+        try:
+            data = write_tflite(result.graph, description=f"microcompile PTQ int8 ({method})")
+        except ValueError as e:
+            raise UserError(f"cannot save the quantized model as .tflite: {e}",
+                            hint="the model needs an op or padding TFLite cannot express") from None
+        Path(output_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(output_path).write_bytes(data)
+    return QuantizeResult(result, method, Path(output_path) if output_path else None)
+
+
+def _quantize_for_deploy(model_path, scheme: str, calibration, project_dir: Path, progress: Progress) -> Path:
+    if scheme != "int8":
+        raise UserError(f"unknown --quantize {scheme!r}", hint="the only scheme is int8")
+    if calibration is None:
+        raise UserError("--quantize int8 needs --calibration", hint="pass a .npz/.npy of input samples or a directory")
+    out = project_dir / f"{Path(model_path).stem}_int8.tflite"
+    progress(f"[quantize] {model_path} -> {out}")
+    quantize_model(model_path, calibration, out, report=False)
+    return out

@@ -9,21 +9,33 @@ from ..errors import ModelFormatError, UserError
 from ..ir import Graph
 from .tflite_reader import FILE_IDENTIFIER, list_ops, load_tflite
 
-__all__ = ["load_model", "load_tflite", "list_tflite_ops"]
+__all__ = ["load_model", "load_tflite", "list_tflite_ops", "parse_input_shapes"]
 
 
-def load_model(path) -> Graph:
-    """Read a model file, choosing the reader by extension (.tflite; .onnx is planned).
+def parse_input_shapes(specs) -> dict[str, tuple[int, ...]] | None:
+    """The CLI's repeated --input-shape NAME:1x3x32x32 as {name: shape} (None when absent)."""
+    if not specs:
+        return None
+    from .onnx_reader.loader import parse_shape_arg
+    return dict(parse_shape_arg(s) for s in specs)
+
+
+def load_model(path, input_shapes: dict | None = None) -> Graph:
+    """Read a model file, choosing the reader by extension (.tflite, .onnx).
 
     A file with another extension is read as TFLite when it carries the TFLite identifier.
+    `input_shapes` ({input name: shape}) pins dynamic input dimensions of ONNX models.
     """
     path = Path(os.fspath(path))
     ext = path.suffix.lower()
+    if ext == ".onnx":
+        from .onnx_reader import load_onnx
+        return load_onnx(path, input_shapes=input_shapes)
+    if input_shapes:
+        raise UserError("--input-shape applies to ONNX models only",
+                        hint="TFLite models have static input shapes; drop --input-shape")
     if ext == ".tflite" or path.is_dir():
         return load_tflite(path)   # which also explains a missing file or a directory
-    if ext == ".onnx":
-        raise UserError("ONNX import is not implemented yet",
-                        hint="convert the model to .tflite (for example with onnx2tf) and pass that file")
     if path.is_file():
         with open(path, "rb") as f:
             head = f.read(8)
@@ -33,7 +45,7 @@ def load_model(path) -> Graph:
         raise ModelFormatError(f"model file {path} does not exist",
                                hint="check the path (relative paths are taken from the current directory)")
     raise UserError(f"cannot tell the format of {path} (extension {ext or 'none'!r})",
-                    hint="microcompile reads .tflite models")
+                    hint="microcompile reads .tflite and .onnx models")
 
 
 def list_tflite_ops(path) -> list[tuple[int, str, str, bool]]:

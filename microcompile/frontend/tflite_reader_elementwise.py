@@ -12,6 +12,7 @@ from . import tflite_reader as r
 r._OPTION_FIELDS.update({
     "SUB": ("SubOptions", ("FusedActivationFunction",)),
     "MUL": ("MulOptions", ("FusedActivationFunction",)),
+    "DIV": ("DivOptions", ("FusedActivationFunction",)),
     "LEAKY_RELU": ("LeakyReluOptions", ("Alpha",)),
 })
 
@@ -32,6 +33,7 @@ def _leaky_relu(ctx, op):
 r.CONVERTERS.update({
     "SUB": _binary("sub", True),
     "MUL": _binary("mul", True),
+    "DIV": _binary("div", True),   # float32; an int8 DIV fails verify (LiteRT has no int8 kernel)
     "MAXIMUM": _binary("maximum", False),
     "MINIMUM": _binary("minimum", False),
     "SQUARED_DIFFERENCE": _binary("squared_difference", False),

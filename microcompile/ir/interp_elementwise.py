@@ -47,6 +47,11 @@ def _mul(graph, node, a, b):
     return _store_int8(out, p.output_offset, p.act_min, p.act_max)
 
 
+def _div(graph, node, a, b):
+    # float32 only (verify rejects int8): IEEE division, then the fused clamp.
+    return _clamp_float(a.astype(_f32) / b.astype(_f32), qe.mul_params(graph, node))
+
+
 def _maximum(graph, node, a, b):
     return np.maximum(a, b)
 
@@ -132,7 +137,7 @@ def _log_softmax(graph, node, x):
 
 
 KERNELS.update({
-    "sub": _sub, "mul": _mul, "maximum": _maximum, "minimum": _minimum,
+    "sub": _sub, "mul": _mul, "div": _div, "maximum": _maximum, "minimum": _minimum,
     "squared_difference": _squared_difference, "prelu": _prelu,
     "leaky_relu": _float_unary(_leaky_relu_f), "logistic": _float_unary(_logistic_f),
     "tanh": _float_unary(_tanh_f), "hard_swish": _float_unary(_hard_swish_f),

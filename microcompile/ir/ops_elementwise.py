@@ -1,6 +1,7 @@
 """Elementwise ops: binary arithmetic with broadcasting, activations, (de)quantization.
 
   sub, mul                      NumPy broadcasting, fused `activation` clamp (as ADD)
+  div                           as sub/mul; float32 only (LiteRT's DIV has no int8 kernel)
   maximum, minimum              NumPy broadcasting; int8 compares raw values (no rescale)
   squared_difference            NumPy broadcasting, at most 4-D (TFLite's 4DSlow kernel)
   leaky_relu                    attr alpha
@@ -38,6 +39,8 @@ def _infer_binary(g: Graph, n: Node):
     a, b = _in(g, n, 0), _in(g, n, 1)
     if a.dtype != b.dtype:
         raise VerifyError(f"{n.name}: {n.op} of {a.dtype} and {b.dtype}")
+    if n.op == "div" and a.dtype != "float32":
+        raise VerifyError(f"{n.name}: div of {a.dtype} (float32 only)")
     shape = _broadcast_shape(n, a.shape, b.shape)
     if n.op == "squared_difference" and len(shape) > 4:
         raise VerifyError(f"{n.name}: squared_difference supports at most 4-D, got {shape}")
@@ -64,9 +67,9 @@ def _elements(g: Graph, n: Node) -> int:
     return int(np.prod(g.tensors[n.outputs[0]].shape, dtype=np.int64))
 
 
-for _op in ("sub", "mul"):
+for _op in ("sub", "mul", "div"):
     register(OpDef(_op, ("lhs", "rhs"), attrs={"activation": "NONE"}, infer=_infer_binary,
-                   macs=_elements if _op == "mul" else (lambda g, n: 0)))
+                   macs=_elements if _op in ("mul", "div") else (lambda g, n: 0)))
 for _op in ("maximum", "minimum", "squared_difference"):
     register(OpDef(_op, ("lhs", "rhs"), infer=_infer_binary,
                    macs=_elements if _op == "squared_difference" else (lambda g, n: 0)))

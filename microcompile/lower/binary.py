@@ -46,7 +46,7 @@ def _float_result(op: str, g: Graph, node: Node, a: Expr, b: Expr) -> Expr:
     if op == "squared_difference":
         d = binop("sub", a, b)
         return binop("mul", d, d)
-    p = qe.mul_params(g, node) if op == "mul" else qe.sub_params(g, node)
+    p = qe.mul_params(g, node) if op in ("mul", "div") else qe.sub_params(g, node)
     return clamp(binop(op, a, b), p.act_min, p.act_max)
 
 
@@ -76,5 +76,5 @@ def lower_prelu(g: Graph, node: Node, target=None):
     return make_func(g, node, [x, alpha, y], loops(list(zip(idx, yt.shape)), y.store(result, *idx)))
 
 
-LOWERINGS = {op: lower_binary for op in ("sub", "mul", "maximum", "minimum", "squared_difference")}
+LOWERINGS = {op: lower_binary for op in ("sub", "mul", "div", "maximum", "minimum", "squared_difference")}
 LOWERINGS["prelu"] = lower_prelu

@@ -21,7 +21,7 @@ from ..ir.graph import Graph, Node
 from ..ir.ops_shape import slice_dims, split_sizes, strided_slice_dims
 from ..ir.tir import (Buffer, Expr, FloatImm, IfThenElse, IntImm, Load, Select, Stmt, Store, Var, add, all_of,
                       binop, const, loops, mul, seq, sub)
-from .common import arena, constant, make_func
+from .common import constant, make_func, operand
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,8 @@ def copy_stmt(c: Copy, prefix: str, src_index=None) -> Stmt:
 
 
 def _flat_buf(g: Graph, name: str, buf_name: str) -> Buffer:
-    return arena(g, name, buf_name, shape=(g.tensors[name].size,))
+    # A constant source (an ONNX Concat of a weight) is read from flash.
+    return operand(g, name, buf_name, shape=(g.tensors[name].size,))
 
 
 def _func(g: Graph, node: Node, copies: list[Copy], extra: list[Buffer] = ()) -> object:

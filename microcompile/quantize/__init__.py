@@ -1,0 +1,51 @@
+"""Post-training quantization: calibration (observers), the PTQ pass and its SQNR report.
+
+    quantize(float_graph, samples) -> Quantized(graph, layers)
+
+`float_graph` is a float32 Graph after the transform pipeline (activations fused,
+batch-norm folded); `samples` are the calibration inputs (see `data.load_calibration`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import UserError
+from ..ir import Graph
+from .calibrate import METHODS, Calibration
+from .data import CalibrationDataError, load_calibration
+from .ptq import IO_MODES, UnquantizableOpError, dequantize_weights, quantize_graph, unquantizable
+from .report import DEFAULT_THRESHOLD_DB, LayerSQNR, format_sqnr_table, layer_sqnr
+
+# Measured by benchmarks/quantization_accuracy.py (output SQNR and accuracy over the digits
+# models and the three MLPerf float models); see the README's quantization section.
+DEFAULT_METHOD = "mse"
+
+__all__ = ["quantize", "Quantized", "METHODS", "DEFAULT_METHOD", "IO_MODES", "load_calibration",
+           "dequantize_weights", "CalibrationDataError", "UnquantizableOpError", "LayerSQNR",
+           "format_sqnr_table", "DEFAULT_THRESHOLD_DB"]
+
+
+@dataclass
+class Quantized:
+    graph: Graph                  # the int8 graph
+    float_graph: Graph            # the float32 graph it was calibrated on
+    layers: list[LayerSQNR] = field(default_factory=list)   # per-layer SQNR (when report=True)
+
+
+def quantize(float_graph: Graph, samples: list[dict], method: str = DEFAULT_METHOD, io: str = "float32",
+             keep_float=(), report: bool = True, progress: bool = True, calibration: Calibration | None = None
+             ) -> Quantized:
+    """Calibrate `float_graph` on `samples` and quantize it (see ptq.quantize_graph)."""
+    if method not in METHODS:
+        raise UserError(f"unknown calibration method {method!r}", hint=f"choose one of {', '.join(METHODS)}")
+    if not samples:
+        raise CalibrationDataError("no calibration samples", hint="give at least one input sample")
+    float_graph = dequantize_weights(float_graph)
+    bad = unquantizable(float_graph, keep_float)
+    if bad:   # fail before the (slow) calibration
+        quantize_graph(float_graph, lambda name: None, io, keep_float)
+    calibration = calibration or Calibration(float_graph, samples, progress=progress)
+    qgraph = quantize_graph(float_graph, lambda name: calibration.range(name, method), io, keep_float)
+    layers = layer_sqnr(float_graph, qgraph, samples) if report else []
+    return Quantized(qgraph, float_graph, layers)

@@ -18,7 +18,8 @@ UNROLL_MAX_EXTENT_DOMAIN = (0, 2, 3, 4, 8)   # 0 = never unroll
 def default_schedule(func: PrimFunc, target=None, unroll_max_extent: int = 4) -> tuple[PrimFunc, Trace]:
     """Schedule `func` for `target` (a microcompile.target.Target or None: no DSP)."""
     assert unroll_max_extent in UNROLL_MAX_EXTENT_DOMAIN, unroll_max_extent
-    sch = next((s for s in (fn(func, target) for fn in GEMM_SCHEDULES + DEPTHWISE_SCHEDULES) if s is not None), None) or Schedule(func)
+    schedules = GEMM_SCHEDULES + DEPTHWISE_SCHEDULES
+    sch = next((s for s in (fn(func, target) for fn in schedules) if s is not None), None) or Schedule(func)
     func = sch.func
     for loop in [n for n in walk(func.body) if isinstance(n, For)]:
         innermost = not any(isinstance(c, For) for c in walk(loop.body))

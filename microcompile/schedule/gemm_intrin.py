@@ -12,6 +12,10 @@ int16). The tensor intrinsic of the same name matches the reduction nest
 where the k loops are innermost and walk a contiguous run of both operands (so several
 loops such as kh, kw, ic collapse into one k), the m loop has C stride 1 and the n loop
 is in C and B only. Operand roles are found from which loop vars index what.
+
+mc_gemm_p4_dsp_<dtype> match the same nest when A is a whole constant matrix, and repack A at
+compile time in panels of four rows (`pack_panels4`, layout in mc_gemm.h) so one LDM feeds
+four rows; the call then names the packed constant instead of A.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import numpy as np
 
 from ..ir import intrinsics
 from ..ir.intrinsics import Intrinsic
-from ..ir.tir import Address, BinOp, Call, Cast, Evaluate, For, IntImm, LetStmt, Load, Store, Var, substitute, walk
+from ..ir.tir import Address, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, LetStmt, Load, Store, Var, substitute, walk
 from .tensorize import TensorIntrin, affine, perfect_nest, register_tensor_intrin
 
 GEMM_DTYPES = {"s8": "int8", "s16": "int16"}
@@ -45,6 +49,46 @@ for _v in GEMM_VARIANTS:
     for _d in GEMM_DTYPES:
         intrinsics.register(Intrinsic(gemm_kernel_name(_v, _d), ("handle",) * 3 + ("int32",) * 6, "void",
                                       "mc_gemm.h", _gemm_impl, extern=True, writes=(0,)))
+
+
+PANEL_ROWS = 4
+# kernel -> (operand dtype, k elements per row group in the packed layout)
+P4_KERNELS = {"mc_gemm_p4_dsp_s16": ("int16", 2), "mc_gemm_p4_dsp_s8": ("int8", 4)}
+
+
+def _rup(v: int, q: int) -> int:
+    return -(-v // q) * q
+
+
+def pack_panels4(a: np.ndarray, group: int = 2) -> np.ndarray:
+    """[m, k] -> the flat panel layout of mc_gemm_p4_dsp_* (mc_gemm.h): panels of four rows,
+    inside a panel groups of `group` k of each row in turn; zeros pad m to a multiple of 4
+    and k to a multiple of `group`."""
+    m, k = a.shape
+    mp, kp = _rup(m, PANEL_ROWS), _rup(k, group)
+    pad = np.zeros((mp, kp), a.dtype)
+    pad[:m, :k] = a
+    # [panel, row, group, g] -> [panel, group, row, g]
+    return pad.reshape(mp // PANEL_ROWS, PANEL_ROWS, kp // group, group).transpose(0, 2, 1, 3).reshape(-1)
+
+
+def unpack_panels4(flat: np.ndarray, m: int, k: int, group: int = 2) -> np.ndarray:
+    mp, kp = _rup(m, PANEL_ROWS), _rup(k, group)
+    return flat[:mp * kp].reshape(mp // PANEL_ROWS, kp // group, PANEL_ROWS, group) \
+        .transpose(0, 2, 1, 3).reshape(mp, kp)[:m, :k]
+
+
+def _gemm_p4_impl(group: int):
+    def impl(c_ptr, a_ptr, b_ptr, m, n, k, lda, ldb, ldc):
+        (aa, ao) = a_ptr
+        a = np.ascontiguousarray(unpack_panels4(aa[ao:], m, k, group)).reshape(-1)
+        _gemm_impl(c_ptr, (a, 0), b_ptr, m, n, k, k, ldb, ldc)
+    return impl
+
+
+for _name, (_dt, _group) in P4_KERNELS.items():
+    intrinsics.register(Intrinsic(_name, ("handle",) * 3 + ("int32",) * 6, "void", "mc_gemm.h",
+                                  _gemm_p4_impl(_group), extern=True, writes=(0,)))
 
 
 def _int32_load(e):
@@ -122,6 +166,27 @@ for _v in GEMM_VARIANTS:
         _name = gemm_kernel_name(_v, _d)
         register_tensor_intrin(TensorIntrin(_name, _match_gemm(_dt), _emit_gemm(_name),
                                             doc=f"int32 C += {_dt} A * {_dt} B^T ({_v})"))
+
+
+def _match_p4(dtype: str, group: int):
+    def match(loop: For) -> dict | None:
+        b = _match_gemm(dtype)(loop)
+        if b is None:
+            return None
+        a = b["a"]
+        if a.scope != "const" or not (isinstance(b["abase"], IntImm) and b["abase"].value == 0) \
+                or b["lda"] != b["k"] or a.size != b["m"] * b["k"]:
+            return None
+        packed = pack_panels4(np.asarray(a.data).reshape(b["m"], b["k"]), group)
+        new = Buffer(a.name, a.dtype, (packed.size,), "const", data=packed,
+                     comment=f"{a.comment} (panels of {PANEL_ROWS} rows)")
+        return {**b, "a": new, "rebind": {a: new}}
+    return match
+
+
+for _name, (_dt, _group) in P4_KERNELS.items():
+    register_tensor_intrin(TensorIntrin(_name, _match_p4(_dt, _group), _emit_gemm(_name),
+                                        doc=f"int32 C += {_dt} A * {_dt} B^T, A packed in panels of 4 rows (dsp)"))
 
 
 def uses_var(e, name: str) -> bool:

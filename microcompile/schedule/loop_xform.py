@@ -1,10 +1,12 @@
 """Primitives that regroup loops without moving data: vectorize (a loop over packed int8/int16
-lanes of a 32-bit word) and compute_at (a producer nest moved into its consumer's loop).
+lanes of a 32-bit word), compute_at (a producer nest moved into its consumer's loop) and
+unswitch (a test that does not change inside a loop taken out of it).
 """
 
 from __future__ import annotations
 
-from ..ir.tir import For, IntImm, Load, PrimFunc, SeqStmt, Stmt, Store, Var, rewrite, simplify, substitute, walk
+from ..ir.tir import (BinOp, Expr, For, IfThenElse, IntImm, LetStmt, Load, PrimFunc, Select, SeqStmt, Stmt, Store, Var,
+                      rewrite, simplify, substitute, walk)
 from ..ir.tir_verify import verify_primfunc
 from .primitives import PRIMITIVES, ScheduleError, find_loop, split, unroll
 from .tensorize import affine
@@ -107,4 +109,79 @@ def compute_at(f: PrimFunc, producer: str, consumer: str) -> PrimFunc:
     return verify_primfunc(f.with_body(rewrite(f.body, fn)))
 
 
-PRIMITIVES.update({"vectorize": vectorize, "compute_at": compute_at})
+def _conjuncts(e: Expr) -> list[Expr]:
+    if isinstance(e, BinOp) and e.op == "land":
+        return _conjuncts(e.a) + _conjuncts(e.b)
+    return [e]
+
+
+def _uses(e, names: set[str]) -> bool:
+    return any(isinstance(n, Var) and n.name in names for n in walk(e))
+
+
+def unswitch(f: PrimFunc, loop: str) -> PrimFunc:
+    """Take the terms of a Select's condition that do not change inside `loop` out of it, so
+    the loop runs without them (e.g. the padding test of an im2col copy, once per run of
+    channels instead of once per element):
+
+        for ic in 0..16 { let ih = oh + kh - 1;
+                          col[ic] = i16(select(0 <= ih && ih < 8 && iw < 8, x[ih*128 + iw*16 + ic], -128)) }
+        --unswitch(ic)-->
+        let ih = oh + kh - 1;
+        if (0 <= ih && ih < 8 && iw < 8) { for ic in 0..16 { col[ic] = i16(x[ih*128 + iw*16 + ic]) } }
+        else { for ic_u in 0..16 { col[ic_u] = i16(-128) } }
+
+    Terms that do change stay in the Select of the first copy. Requires: the loop body is lets
+    then one Store whose value holds exactly one Select, and some term of its condition reads
+    neither the loop var nor a let that does."""
+    node = find_loop(f, loop)
+    lets, body = [], node.body
+    while isinstance(body, LetStmt):
+        lets.append(body)
+        body = body.body
+    selects = [n for n in walk(body.value) if isinstance(n, Select)] if isinstance(body, Store) else []
+    if len(selects) != 1 or any(isinstance(n, Select) for n in walk(body.index)):
+        raise ScheduleError(f"{f.name}: the body of {loop} is not one store of one select")
+    sel = selects[0]
+    variant, hoisted, kept = {node.var.name}, [], []
+    for let in lets:
+        if _uses(let.value, variant):
+            variant.add(let.var.name)
+            kept.append(let)
+        else:
+            hoisted.append(let)
+    terms = _conjuncts(sel.cond)
+    fixed = [t for t in terms if not _uses(t, variant) and not any(isinstance(n, Load) for n in walk(t))]
+    if not fixed:
+        raise ScheduleError(f"{f.name}: every term of the condition changes inside {loop}")
+    rest = [t for t in terms if t not in fixed]
+
+    def conj(ts):
+        out = ts[0]
+        for t in ts[1:]:
+            out = BinOp("land", out, t)
+        return out
+
+    def copy(value: Expr, suffix: str) -> Stmt:
+        """One copy of the loop with the select replaced by `value`; names bound inside it
+        get `suffix` (names are unique in a PrimFunc); lets it no longer reads are dropped."""
+        st = rewrite(body, lambda n: value if isinstance(n, Select) and n == sel else None)
+        for let in reversed(kept):
+            if _uses(st, {let.var.name}):
+                st = LetStmt(let.var, let.value, st)
+        st = For(node.var, node.extent, st, node.kind)
+        if suffix:
+            bound = [n.var for n in walk(st) if isinstance(n, (For, LetStmt))]
+            st = rewrite(st, lambda n: (Var(n.name + suffix, n.dtype) if isinstance(n, Var) and n in bound else
+                                        None))
+        return st
+
+    then = copy(Select(conj(rest), sel.true_value, sel.false_value) if rest else sel.true_value, "")
+    new: Stmt = IfThenElse(conj(fixed), then, copy(sel.false_value, "_u"))
+    for let in reversed(hoisted):
+        new = LetStmt(let.var, let.value, new)
+    return verify_primfunc(f.with_body(rewrite(f.body, lambda n: new if isinstance(n, For) and n.var.name == loop
+                                               else None)))
+
+
+PRIMITIVES.update({"vectorize": vectorize, "compute_at": compute_at, "unswitch": unswitch})

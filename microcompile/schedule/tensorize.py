@@ -22,6 +22,11 @@ Example (the GEMM intrinsic of gemm_intrin.py):
     --tensorize(t, "gemm_nt_s16_dsp")-->
     mc_gemm_nt_dsp_s16(acc, w, col, 8, 5, 27, 27, 27, 8);
 
+A matcher may also return bindings["rebind"] = {old: new}: constant operands the kernel reads
+in a layout packed at compile time (e.g. weights in panels of four rows). The call then
+names `new`, which replaces `old` in the PrimFunc's buffers; `old` must be read nowhere
+else, and the kernel's Python implementation reads the packed layout too.
+
 Matchers are written with the helpers below: `perfect_nest` (the chain of directly nested
 loops and the innermost body) and `affine` (an index as constant-stride terms of loop vars
 plus a base that holds no nest var).
@@ -32,7 +37,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..ir.tir import BinOp, Expr, For, IntImm, PrimFunc, Stmt, Var, add, mul, simplify, sub, walk
+from ..ir.tir import (Address, BinOp, Expr, For, IntImm, Load, PrimFunc, Stmt, Var, add, mul, rewrite, simplify, sub,
+                      walk)
+from ..ir.tir_verify import verify_primfunc
 from .primitives import PRIMITIVES, ScheduleError, _replace_loop, find_loop
 
 
@@ -62,7 +69,14 @@ def tensorize(f: PrimFunc, loop: str, intrin: str) -> PrimFunc:
     bindings = ti.match(find_loop(f, loop))
     if bindings is None:
         raise ScheduleError(f"{f.name}: loop {loop} does not match tensor intrinsic {intrin}")
-    return _replace_loop(f, loop, lambda _: ti.emit(bindings))
+    rebind = bindings.get("rebind")
+    if not rebind:
+        return _replace_loop(f, loop, lambda _: ti.emit(bindings))
+    body = rewrite(f.body, lambda n: ti.emit(bindings) if isinstance(n, For) and n.var.name == loop else None)
+    for n in walk(body):
+        if isinstance(n, (Load, Address)) and n.buffer in rebind:
+            raise ScheduleError(f"{f.name}: {n.buffer.name} is read outside loop {loop}; it cannot be repacked")
+    return verify_primfunc(PrimFunc(f.name, tuple(rebind.get(b, b) for b in f.buffers), body, dict(f.attrs)))
 
 
 # ---------------------------------------------------------------- matcher helpers

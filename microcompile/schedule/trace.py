@@ -90,6 +90,9 @@ class Schedule:
             raise ScheduleError(f"unknown schedule primitive {primitive!r}")
         return self._apply(primitive, *args)
 
+    def unswitch(self, loop: str) -> Schedule:
+        return self._apply("unswitch", loop)
+
     def fuse(self, outer: str, inner: str) -> Schedule:
         return self._apply("fuse", outer, inner)
 

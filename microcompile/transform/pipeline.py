@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..ir import Graph, verify
+from .cancel_transposes import CancelTransposes
 from .fold_constants import FoldConstants
 from .fold_dilated_conv import FoldDilatedConv
 from .fold_shape import FoldShape
@@ -14,6 +15,7 @@ from .remove_dead import RemoveDeadCode
 PIPELINE = [
     FoldShape(),         # SHAPE of a static tensor -> constant (the Flatten-with-dynamic-batch chain)
     FoldConstants(),     # evaluate any node whose inputs are all constants, at compile time
+    CancelTransposes(),  # sink layout transposes (ONNX NCHW import) and cancel inverse pairs
     FoldDilatedConv(),   # SPACE_TO_BATCH_ND -> conv -> BATCH_TO_SPACE_ND -> one dilated conv
     FuseActivation(),    # standalone RELU/RELU6 -> the producer's fused clamp (when exact)
     RemoveDeadCode(),    # drop nodes and tensors that no output depends on

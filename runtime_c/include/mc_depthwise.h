@@ -17,12 +17,14 @@
  * 32-bit weight load feeds SMLABB/SMLATT with no shuffle. A trailing group is zero-padded.
  * bias already holds -zp_in * sum(W) over the in-bounds taps, so padding costs nothing:
  * the caller passes the sub-window of in-bounds taps (kh x kw) and x at its first tap.
- * mult >= 0 and rshift >= 0 (a multiplier below one), as the code generator checks.
+ * mult >= 0, rshift >= 1 (a multiplier below one half) and |acc| < 2^30, which the code
+ * generator proves from the weights (mc_requant.h's mc_mul_by_qm_pos_rshift).
  *
  * `_c` is portable C (Cortex-M0+/M3, the host); `_dsp` uses the Armv7E-M DSP instructions
  * and is compiled only for cores that have them. `_<kh>x<kw>_` variants are the same
- * function with the window fixed at compile time (fully unrolled taps); the code
- * generator picks one from the sub-window, and the generic one otherwise. */
+ * function with the window fixed at compile time (fully unrolled taps) for a filter 3
+ * wide (w_row == 12, ignored); the code generator picks one from the sub-window, and the
+ * generic one otherwise. */
 #ifndef MC_DEPTHWISE_H
 #define MC_DEPTHWISE_H
 

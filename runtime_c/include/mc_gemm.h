@@ -11,7 +11,14 @@
  * core: `_c` is portable C (Cortex-M0+/M3, the host), `_dsp` uses the Armv7E-M SIMD
  * instructions (SMLAD, SXTB16) and is compiled only for cores that have them.
  * No alignment is required; no scratch is used. Sums must fit in int32 (the compiler
- * checks that bound for the folded bias). */
+ * checks that bound for the folded bias).
+ *
+ * mc_gemm_p4_dsp_s16 computes the same, but reads a packed at compile time in panels of four
+ * rows (lda is ignored): with kp = k rounded up to even, row i's pair (a[i][2t], a[i][2t+1])
+ * is at a[(i/4)*4*kp + t*8 + (i%4)*2], rows past m and the element past an odd k are zero.
+ * mc_gemm_p4_dsp_s8 is the int8 twin with groups of four k: with kp = k rounded up to a
+ * multiple of 4, a[i][4t..4t+3] is at a[(i/4)*4*kp + t*16 + (i%4)*4].
+ * The panel base must be 4-byte aligned (LDM). */
 #ifndef MC_GEMM_H
 #define MC_GEMM_H
 
@@ -29,6 +36,10 @@ void mc_gemm_nt_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, int32_t m, 
                        int32_t lda, int32_t ldb, int32_t ldc);
 void mc_gemm_nt_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, int32_t m, int32_t n, int32_t k,
                         int32_t lda, int32_t ldb, int32_t ldc);
+void mc_gemm_p4_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, int32_t m, int32_t n, int32_t k,
+                        int32_t lda, int32_t ldb, int32_t ldc);
+void mc_gemm_p4_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, int32_t m, int32_t n, int32_t k,
+                       int32_t lda, int32_t ldb, int32_t ldc);
 
 #ifdef __cplusplus
 }

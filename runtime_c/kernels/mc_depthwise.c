@@ -16,7 +16,7 @@ void mc_depthwise_c_s8(MC_DEPTHWISE_ARGS)
                 acc += (int32_t)xc[i * x_row + j * x_col] * wc[i * w_row + j * 4];
             }
         }
-        acc = mc_mul_by_qm_pos_right(acc, mult[c], rshift[c]) + out_offset;
+        acc = mc_mul_by_qm_pos_rshift(acc, mult[c], rshift[c]) + out_offset;
         acc = acc < act_min ? act_min : acc;
         y[c] = (int8_t)(acc > act_max ? act_max : acc);
     }

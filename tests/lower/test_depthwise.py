@@ -21,6 +21,7 @@ SPLITS = {
     "3x3-dil2-same": dict(hw=6, kernel=3, stride=1, dilation=2, padding="SAME"),
     "kernel-wider-than-input": dict(hw=3, kernel=5, stride=1, dilation=1, padding="SAME"),
     "1x1": dict(hw=3, kernel=1, stride=2, dilation=1, padding="VALID"),
+    "odd-channels": dict(hw=5, cin=7, multiplier=1, kernel=3, stride=1, dilation=1, padding="SAME"),
     "odd-channels-mult3": dict(hw=6, cin=5, multiplier=3, kernel=3, stride=1, dilation=1, padding="SAME"),
     "per-tensor": dict(hw=6, kernel=3, stride=1, dilation=1, padding="SAME", per_channel=False),
     "pot-scales": dict(hw=6, kernel=3, stride=2, dilation=1, padding="SAME", pot_scales=True),
@@ -74,7 +75,8 @@ def test_per_tensor_multiplier_is_an_immediate():
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["mps2-an386", "mps2-an385"])
 @pytest.mark.parametrize("name", ["3x3-s1-same", "3x3-s2-same-odd", "5x5-s2-same", "odd-channels-mult3",
-                                  "kernel-wider-than-input", "per-tensor"])
+                                  "kernel-wider-than-input", "per-tensor", "odd-channels", "pot-scales",
+                                  "rectangular-no-bias", "3x3-dil2-same"])
 def test_split_on_cortex_m_matches_interpreter(name, board, tmp_path):
     from qemu_cases import deploy_graph
     g = build_graph(dict(_case(name, "int8", seed=4), activation="RELU"))

@@ -22,7 +22,7 @@ from microcompile.ir import tir  # noqa: E402
 from microcompile.ir.tir_printer import tir_str  # noqa: E402
 from microcompile.lower import lower_node  # noqa: E402
 from microcompile.schedule import Schedule, ScheduleError, Trace, default_schedule, tensorize  # noqa: E402
-from microcompile.schedule.gemm_intrin import _gemm_impl  # noqa: E402
+from microcompile.schedule.gemm_intrin import _gemm_impl, pack_panels4, unpack_panels4  # noqa: E402
 from microcompile.target import load_board  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +50,9 @@ PLANS = {
     "cache_read (im2col)": ("conv", [("fuse", "oh", "ow"), ("split", "oh_ow", 6), ("cache_write", "acc", "oh_ow_i"),
                                      ("cache_read", "xv", "oh_ow_o", "int16")]),
     "cache_read at top": ("conv", [("cache_read", "xv", None, "int16")]),
+    "unswitch (im2col padding test out of the channel loop)": (
+        "conv4", [("cache_read", "xv", None, "int16"), ("unswitch", "ic_c")]),
+    "unswitch (row test out of the tap loop)": ("conv3x3", [("cache_read", "xv", None, "int16"), ("unswitch", "kw_c")]),
     "pack_constant": ("conv", [("pack_constant", "w", "int16")]),
     "tensorize s16 c": ("conv", [("fuse", "oh", "ow"), ("cache_write", "acc", "oh_ow"), ("cache_read", "xv", None, "int16"),
                                  ("pack_constant", "w", "int16"), ("tensorize", "oh_ow_1", "mc_gemm_nt_c_s16")]),
@@ -57,6 +60,10 @@ PLANS = {
                                    ("cache_read", "xv", None, "int16"), ("pack_constant", "w", "int16"),
                                    ("tensorize", "oh_ow_1", "mc_gemm_nt_dsp_s16")]),
     "tensorize s8 fc": ("fc", [("cache_write", "acc", "u"), ("tensorize", "u_1", "mc_gemm_nt_dsp_s8")]),
+    "tensorize p4 s16 conv (packed weights)": ("conv", [("fuse", "oh", "ow"), ("cache_write", "acc", "oh_ow"),
+                                                        ("cache_read", "xv", None, "int16"), ("pack_constant", "w", "int16"),
+                                                        ("tensorize", "oh_ow_1", "mc_gemm_p4_dsp_s16")]),
+    "tensorize p4 s8 fc (packed weights)": ("fc", [("cache_write", "acc", "u"), ("tensorize", "u_1", "mc_gemm_p4_dsp_s8")]),
     "default conv (dsp)": ("conv", "default"),
     "default conv 1x1 stride 2": ("conv1x1s2", "default"),
     "default fc (c)": ("fc", "default_c"),
@@ -65,7 +72,7 @@ PLANS = {
 
 
 def _workload(kind):
-    return {"conv": _conv, "conv1x1s2": lambda: _conv(kernel=1, stride=2, padding="VALID"), "fc": _fc}[kind]()
+    return {"conv": _conv, "conv4": lambda: _conv(cin=4), "conv3x3": lambda: _conv(cin=1, rect=False), "conv1x1s2": lambda: _conv(kernel=1, stride=2, padding="VALID"), "fc": _fc}[kind]()
 
 
 @pytest.mark.parametrize("plan", sorted(PLANS))
@@ -93,6 +100,36 @@ def test_tensorize_rejects_a_nest_it_does_not_compute():
         tensorize(f, "oc", "mc_gemm_nt_c_s16")       # acc is a local scalar, input is int8
     with pytest.raises(ScheduleError, match="unknown tensor intrinsic"):
         tensorize(f, "oc", "no_such_kernel")
+
+
+@pytest.mark.parametrize("group", [2, 4])
+@pytest.mark.parametrize("m,k", [(1, 1), (4, 8), (5, 7), (16, 27)])
+def test_panel_packing_follows_the_documented_layout(group, m, k):
+    a = np.arange(1, m * k + 1).reshape(m, k).astype(np.int16)
+    p = pack_panels4(a, group)
+    kp = -(-k // group) * group
+    assert p.size == -(-m // 4) * 4 * kp and np.count_nonzero(p) == m * k      # padding is zero
+    for i in range(m):
+        for q in range(k):        # the index formula of mc_gemm.h
+            assert p[(i // 4) * 4 * kp + (q // group) * 4 * group + (i % 4) * group + q % group] == a[i, q]
+    assert np.array_equal(unpack_panels4(p, m, k, group), a)
+
+
+def test_tensorize_refuses_to_repack_weights_read_elsewhere():
+    _, f = _conv()          # w is read in the reduction, not as a whole-matrix operand
+    with pytest.raises(ScheduleError, match="does not match"):
+        tensorize(f, "oc", "mc_gemm_p4_dsp_s16")
+
+
+def test_unswitch_needs_a_condition_that_does_not_change_in_the_loop():
+    _, f = _conv()
+    f = Schedule(f).cache_read("xv", None, "int16").func
+    with pytest.raises(ScheduleError, match="not one store"):
+        Schedule(f).unswitch("oh_c")                  # not innermost
+    _, g = _conv(cin=1, rect=False, padding="VALID", stride=1, hw=6)
+    g = Schedule(g).cache_read("xv", None, "int16").func
+    with pytest.raises(ScheduleError, match="not one store"):
+        Schedule(g).unswitch("kw_c")                  # no padding: no select
 
 
 def test_cache_read_refuses_narrowing():
@@ -132,6 +169,34 @@ def test_portable_gemm_kernels_equal_their_semantics(gemm_lib, dtype, m, n, k):
     ptr = lambda arr: arr.ctypes.data_as(ctypes.c_void_p)     # noqa: E731
     fn(ptr(c), ptr(a), ptr(b), *(ctypes.c_int32(v) for v in (m, n, k, lda, ldb, ldc)))
     assert np.array_equal(c, want)
+
+
+# The packed-panel DSP kernels on the Cortex-M4 twin: rows not a multiple of 4 (a partial last
+# panel), odd k, k with and without a remainder after the unrolled 8-k loop, several columns.
+QEMU_GEMM_CASES = {
+    "conv m5 k27": ("conv", dict(cout=5), "s16"),
+    "conv m7 k72": ("conv", dict(cin=8, cout=7, hw=5, stride=2), "s16"),
+    "conv 1x1 m6 k12": ("conv", dict(cin=12, cout=6, kernel=1, padding="VALID"), "s16"),
+    "fc m6 k10": ("fc", dict(in_shape=(3, 10), units=6), "s16"),
+    "fc m13 k37": ("fc", dict(in_shape=(2, 37), units=13, bias=True, per_channel=True), "s16"),
+    # int16 weights would pass FC_WIDE_BYTES_MAX: int8 operands
+    "fc m127 k130 int8 weights": ("fc", dict(in_shape=(1, 130), units=127, bias=True), "s8"),
+}
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("name", sorted(QEMU_GEMM_CASES))
+def test_packed_dsp_gemm_kernels_on_cortex_m4(name, tmp_path):
+    from qemu_cases import deploy_graph
+    kind, over, dtype = QEMU_GEMM_CASES[name]
+    base = cases("conv2d", "int8", 1, seed=5)[0] if kind == "conv" else cases("fully_connected", "int8", 1, seed=2)[0]
+    if kind == "conv":
+        base = dict(base, hw=6, cin=3, kernel=3, stride=1, dilation=1, batch=1, padding="SAME")
+    g = build_graph({**base, **over})
+    f2, _ = default_schedule(lower_node(g, g.nodes[0]), DSP)
+    assert f"mc_gemm_p4_dsp_{dtype}(" in tir_str(f2)
+    report = deploy_graph(g, random_inputs(g, 3), "mps2-an386", tmp_path)
+    assert report["verified"], report
 
 
 MODELS = Path(__file__).resolve().parents[3] / "shared" / "models"

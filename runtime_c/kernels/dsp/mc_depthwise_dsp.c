@@ -28,42 +28,61 @@ static inline int32_t sxtb16_ror8(int32_t x)
     return r;
 }
 
-static inline int8_t requant(int32_t acc, int32_t mult, int32_t rshift, int32_t out_offset,
-                             int32_t act_min, int32_t act_max)
+static inline int32_t requant(int32_t acc, int32_t mult, int32_t rshift, int32_t out_offset)
 {
-    int32_t v = __ssat(mc_mul_by_qm_pos_right(acc, mult, rshift) + out_offset, 8);
+    return __ssat(mc_mul_by_qm_pos_rshift(acc, mult, rshift) + out_offset, 8);
+}
 
-    v = v < act_min ? act_min : v;
-    return (int8_t)(v > act_max ? act_max : v);
+/* Four int8 results, packed into one word and clamped to [act_min, act_max] byte-wise:
+ * SSUB8 sets a GE flag per byte where the first operand is >= the second, SEL picks per
+ * byte by those flags. lo4/hi4 hold act_min/act_max in every byte. */
+static inline void store4(int8_t *y, int32_t v0, int32_t v1, int32_t v2, int32_t v3, int32_t lo4, int32_t hi4)
+{
+    uint32_t p = ((uint32_t)v0 & 0xFFu) | (((uint32_t)v1 & 0xFFu) << 8) | (((uint32_t)v2 & 0xFFu) << 16)
+                 | ((uint32_t)v3 << 24);
+
+    (void)__ssub8((int32_t)p, lo4);
+    p = __sel(p, (uint32_t)lo4);
+    (void)__ssub8(hi4, (int32_t)p);
+    p = __sel(p, (uint32_t)hi4);
+    memcpy(y, &p, 4);   /* one STR */
 }
 
 /* The whole kernel; each exported variant inlines it with kh and kw fixed (or not). */
 static inline __attribute__((always_inline)) void depthwise_dsp(MC_DEPTHWISE_ARGS)
 {
     const int32_t c4 = channels & ~3;
+    const int32_t lo4 = (int32_t)(((uint32_t)act_min & 0xFFu) * 0x01010101u);
+    const int32_t hi4 = (int32_t)(((uint32_t)act_max & 0xFFu) * 0x01010101u);
     int32_t c = 0;
 
     for (; c < c4; c += 4) {
-        const int8_t *xc = x + c;
-        const int16_t *wc = w + (c >> 2) * w_group;
+        const int8_t *xr = x + c;
+        const int16_t *wr = w + (c >> 2) * w_group;
         int32_t a0 = bias[c], a1 = bias[c + 1], a2 = bias[c + 2], a3 = bias[c + 3];
 
-        for (int32_t i = 0; i < kh; ++i) {
-            for (int32_t j = 0; j < kw; ++j) {
-                const int32_t xv = ld32(xc + i * x_row + j * x_col);
+        /* One tap after another, pointers walking: the empty asm keeps GCC 12 from
+         * hoisting every load of an unrolled window and spilling the accumulators. */
+#pragma GCC unroll 3
+        for (int32_t i = 0; i < kh; ++i, xr += x_row, wr += w_row) {
+            const int8_t *xp = xr;
+
+#pragma GCC unroll 3
+            for (int32_t j = 0; j < kw; ++j, xp += x_col) {
+                const int32_t xv = ld32(xp);
                 const int32_t xe = __sxtb16(xv), xo = sxtb16_ror8(xv);
-                const int32_t we = ld32(wc + i * w_row + j * 4), wo = ld32(wc + i * w_row + j * 4 + 2);
+                const int32_t we = ld32(wr + j * 4), wo = ld32(wr + j * 4 + 2);
 
                 a0 = __smlabb(xe, we, a0);
                 a2 = __smlatt(xe, we, a2);
                 a1 = __smlabb(xo, wo, a1);
                 a3 = __smlatt(xo, wo, a3);
+                __asm__ volatile("" ::: "memory");
             }
         }
-        y[c] = requant(a0, mult[c], rshift[c], out_offset, act_min, act_max);
-        y[c + 1] = requant(a1, mult[c + 1], rshift[c + 1], out_offset, act_min, act_max);
-        y[c + 2] = requant(a2, mult[c + 2], rshift[c + 2], out_offset, act_min, act_max);
-        y[c + 3] = requant(a3, mult[c + 3], rshift[c + 3], out_offset, act_min, act_max);
+        store4(y + c, requant(a0, mult[c], rshift[c], out_offset), requant(a1, mult[c + 1], rshift[c + 1], out_offset),
+               requant(a2, mult[c + 2], rshift[c + 2], out_offset), requant(a3, mult[c + 3], rshift[c + 3], out_offset),
+               lo4, hi4);
     }
     for (; c < channels; ++c) {   /* the last, partial group: one channel at a time */
         const int16_t *wc = w + (c >> 2) * w_group + (c % 2) * 2 + (c % 4) / 2;
@@ -74,7 +93,9 @@ static inline __attribute__((always_inline)) void depthwise_dsp(MC_DEPTHWISE_ARG
                 acc += (int32_t)x[c + i * x_row + j * x_col] * wc[i * w_row + j * 4];
             }
         }
-        y[c] = requant(acc, mult[c], rshift[c], out_offset, act_min, act_max);
+        acc = requant(acc, mult[c], rshift[c], out_offset);
+        acc = acc < act_min ? act_min : acc;
+        y[c] = (int8_t)(acc > act_max ? act_max : acc);
     }
 }
 
@@ -84,13 +105,15 @@ void mc_depthwise_dsp_s8(MC_DEPTHWISE_ARGS)
                   act_min, act_max);
 }
 
-/* The windows of a 3x3 filter with padding 1: interior, edges, corners. */
+/* The windows of a 3x3 filter with padding 1: interior, edges, corners. The filter is 3
+ * wide, so w_row is 3 taps * 4 lanes and every weight load has a constant offset. */
 #define MC_DEPTHWISE_FIXED(KH, KW)                                                                   \
     void mc_depthwise_##KH##x##KW##_dsp_s8(MC_DEPTHWISE_ARGS)                                        \
     {                                                                                                \
         (void)kh;                                                                                    \
         (void)kw;                                                                                    \
-        depthwise_dsp(y, x, w, bias, mult, rshift, channels, KH, KW, x_row, x_col, w_row, w_group,   \
+        (void)w_row;                                                                                 \
+        depthwise_dsp(y, x, w, bias, mult, rshift, channels, KH, KW, x_row, x_col, 12, w_group,      \
                       out_offset, act_min, act_max);                                                 \
     }
 

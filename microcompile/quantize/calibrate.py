@@ -1,0 +1,129 @@
+"""Calibration: run the float32 graph on sample inputs and choose an int8 range per tensor.
+
+Two passes of the reference interpreter over the samples: the first records each
+activation's min/max, the second a histogram over that range. The range selection
+methods then work on the histograms:
+
+  minmax      the observed [min, max] (TFLite's converter default)
+  percentile  the 0.01% / 99.99% quantiles: ignores rare outliers
+  mse         the clipping range that minimizes the expected squared int8 error over the
+              histogram (rounding inside the range, clipping outside)
+
+Every range is widened to contain 0 so that zero (padding, ReLU) is exact, as TFLite's
+quantizer requires.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import numpy as np
+
+from ..ir import Graph, interp
+from ..ir.graph import QuantParams
+
+METHODS = ("minmax", "percentile", "mse")
+BINS = 2048
+PERCENTILE = 99.99
+
+
+@dataclass(frozen=True)
+class Range:
+    lo: float
+    hi: float
+
+
+def activation_qparams(r: Range) -> QuantParams:
+    """TFLite's asymmetric int8 activation quantization of [lo, hi] (0 included):
+    scale = (hi - lo) / 255, zero point = round(-128 - lo / scale) clamped to int8."""
+    lo, hi = min(float(r.lo), 0.0), max(float(r.hi), 0.0)
+    if hi - lo < 1e-12:
+        return QuantParams((1.0 / 255,), (-128,))
+    scale = float(np.float32((hi - lo) / 255.0))
+    zp = int(np.clip(np.round(-128 - lo / scale), -128, 127))
+    return QuantParams((scale,), (zp,))
+
+
+def progress_bar(label: str, total: int, stream=None) -> Callable[[int], None]:
+    """A plain-text progress bar on stderr (no dependency): call it with the count done."""
+    stream = stream or sys.stderr
+
+    def update(done: int) -> None:
+        width = 30
+        filled = width * done // max(total, 1)
+        end = "\n" if done >= total else ""
+        stream.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}{end}")
+        stream.flush()
+    return update
+
+
+class Calibration:
+    """Per-tensor min/max and histograms of every non-constant float32 tensor of `graph`."""
+
+    def __init__(self, graph: Graph, samples: list[dict[str, np.ndarray]], progress: bool = True):
+        self.graph = graph
+        names = [n for n, t in graph.tensors.items() if not t.is_const and t.dtype == "float32"]
+        self.lo = {n: np.inf for n in names}
+        self.hi = {n: -np.inf for n in names}
+        runs = [] if len(samples) <= 64 else None   # small sets: keep the outputs for pass 2
+        for env in self._run(samples, "calibrating (1/2: ranges)    ", progress):
+            for n in names:
+                v = env[n]
+                self.lo[n] = min(self.lo[n], float(v.min()))
+                self.hi[n] = max(self.hi[n], float(v.max()))
+            if runs is not None:
+                runs.append({n: env[n] for n in names})
+        self.hist = {}
+        for n in names:
+            self.lo[n], self.hi[n] = min(self.lo[n], 0.0), max(self.hi[n], 0.0)
+            self.hist[n] = np.zeros(BINS, np.int64)
+        envs = runs if runs is not None else self._run(samples, "calibrating (2/2: histograms)", progress)
+        for env in envs:
+            for n in names:
+                lo, hi = self.lo[n], self.hi[n]
+                if hi > lo:
+                    self.hist[n] += np.histogram(env[n], bins=BINS, range=(lo, hi))[0]
+
+    def _run(self, samples, label, progress) -> Iterable[dict]:
+        bar = progress_bar(label, len(samples)) if progress else (lambda done: None)
+        for k, sample in enumerate(samples):
+            yield interp.run(self.graph, sample, keep_all=True)
+            bar(k + 1)
+
+    def range(self, name: str, method: str) -> Range:
+        lo, hi, hist = self.lo[name], self.hi[name], self.hist[name]
+        if method == "minmax" or hi <= lo or hist.sum() == 0:
+            return Range(lo, hi)
+        edges = np.linspace(lo, hi, BINS + 1)
+        if method == "percentile":
+            cdf = np.cumsum(hist) / hist.sum()
+            tail = (100.0 - PERCENTILE) / 100.0
+            r_lo = edges[np.searchsorted(cdf, tail)] if lo < 0 else 0.0
+            r_hi = edges[min(np.searchsorted(cdf, 1.0 - tail) + 1, BINS)] if hi > 0 else 0.0
+            return Range(min(r_lo, 0.0), max(r_hi, 0.0))
+        if method == "mse":
+            return _mse_range(hist, edges)
+        raise ValueError(f"unknown calibration method {method!r}; choose from {METHODS}")
+
+
+def _mse_range(hist: np.ndarray, edges: np.ndarray) -> Range:
+    """Grid search of clipped ranges [lo*a, hi*b] minimizing the histogram's expected
+    squared error after int8 quantize-dequantize (bin centres stand for their bin)."""
+    centres = (edges[:-1] + edges[1:]) / 2
+    lo, hi = min(edges[0], 0.0), max(edges[-1], 0.0)
+    keep = hist > 0
+    c, w = centres[keep], hist[keep].astype(np.float64)
+    fractions = np.geomspace(0.05, 1.0, 48)
+    best, best_err = Range(lo, hi), np.inf
+    for a in (fractions if lo < 0 else [1.0]):
+        for b in (fractions if hi > 0 else [1.0]):
+            q = activation_qparams(Range(lo * a, hi * b))
+            s, zp = q.s, q.zp
+            deq = (np.clip(np.round(c / s) + zp, -128, 127) - zp) * s
+            # 2048 bins are ~8 per int8 step, so the centres sample the rounding error too.
+            err = float(np.dot(w, (c - deq) ** 2))
+            if err < best_err:
+                best, best_err = Range(lo * a, hi * b), err
+    return best

@@ -1,0 +1,95 @@
+"""Calibration data: a .npz / .npy of input samples, or a directory of .npy files.
+
+Accepted layouts, for a graph input of shape (1, *dims):
+  - a batch (N, *dims), or (N, 1, *dims);
+  - one sample (1, *dims) or (*dims);
+  - for a 4-D image input, the same in NCHW (ONNX's layout), transposed to our NHWC.
+A .npz names its arrays after the graph inputs (any single array is fine for a
+one-input model); a directory holds .npy files, each a sample or a batch, read in
+sorted order. Values must be floating point (they are cast to float32): integer data is refused
+rather than guessed at (is uint8 0..255 or already scaled?).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import UserError
+from ..ir import Graph
+
+
+class CalibrationDataError(UserError):
+    """Calibration samples of the wrong shape or dtype, or an unreadable file."""
+
+
+def _read(path: Path) -> dict[str, np.ndarray] | np.ndarray:
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise CalibrationDataError(f"cannot read calibration data {path}: {e}",
+                                   hint="save samples with numpy.save / numpy.savez") from None
+    return loaded if isinstance(loaded, np.ndarray) else {k: loaded[k] for k in loaded.files}
+
+
+def _as_batch(a: np.ndarray, shape: tuple[int, ...], name: str, where: str) -> np.ndarray:
+    if not np.issubdtype(a.dtype, np.floating):
+        raise CalibrationDataError(f"calibration data for input {name!r} in {where} has dtype {a.dtype}",
+                                   hint="calibration samples are real (float) input values, e.g. float32")
+    dims = tuple(shape[1:])
+    layouts = [dims]
+    if len(shape) == 4:   # NCHW from an ONNX model
+        layouts.append((dims[2], dims[0], dims[1]))
+    for layout in layouts:
+        for batch in (a.reshape((1,) + a.shape) if a.shape == layout else None,
+                      a if a.shape[1:] == layout else None,
+                      a.reshape((a.shape[0],) + a.shape[2:]) if a.ndim >= 2 and a.shape[1:] == (1,) + layout
+                      else None):
+            if batch is not None:
+                if layout != dims:
+                    batch = batch.transpose(0, 2, 3, 1)
+                return batch.astype(np.float32)
+    raise CalibrationDataError(
+        f"calibration data for input {name!r} in {where} has shape {list(a.shape)}, "
+        f"but the model input is {list(shape)}",
+        hint=f"give a batch of samples shaped [N, {', '.join(map(str, dims))}]")
+
+
+def load_calibration(path, graph: Graph) -> list[dict[str, np.ndarray]]:
+    """The samples, one {input name: float32 array of the input's shape} per sample."""
+    path = Path(path)
+    specs = [graph.tensors[n] for n in graph.inputs]
+    if path.is_dir():
+        files = sorted(path.glob("*.npy"))
+        if not files:
+            raise CalibrationDataError(f"calibration directory {path} holds no .npy files",
+                                       hint="save one sample (or a batch) per .npy file")
+        if len(specs) != 1:
+            raise CalibrationDataError("a directory of .npy files can only calibrate a one-input model",
+                                       hint="use a .npz with one array per input name")
+        arrays = {specs[0].name: np.concatenate([_as_batch(_read(f), specs[0].shape, specs[0].name, str(f))
+                                                 for f in files])}
+    elif not path.exists():
+        raise CalibrationDataError(f"calibration data {path} does not exist", hint="check the path")
+    else:
+        loaded = _read(path)
+        if isinstance(loaded, np.ndarray) or len(loaded) == 1 and len(specs) == 1:
+            if len(specs) != 1:
+                raise CalibrationDataError(f"{path} holds one array but the model has {len(specs)} inputs",
+                                           hint="pass a .npz with one array per input: "
+                                                + ", ".join(t.name for t in specs))
+            arrays = {specs[0].name: loaded if isinstance(loaded, np.ndarray) else next(iter(loaded.values()))}
+        else:
+            missing = [t.name for t in specs if t.name not in loaded]
+            if missing:
+                raise CalibrationDataError(f"{path} has no array for input(s) {', '.join(missing)}",
+                                           hint=f"arrays found: {', '.join(loaded)}")
+            arrays = loaded
+        arrays = {t.name: _as_batch(arrays[t.name], t.shape, t.name, str(path)) for t in specs}
+    counts = {len(a) for a in arrays.values()}
+    if len(counts) != 1 or 0 in counts:
+        raise CalibrationDataError(f"calibration inputs in {path} have different or zero sample counts {sorted(counts)}",
+                                   hint="give every input the same number of samples")
+    n = counts.pop()
+    return [{t.name: arrays[t.name][k].reshape(t.shape) for t in specs} for k in range(n)]

@@ -1,0 +1,263 @@
+"""Post-training quantization: a float32 Graph + calibration ranges -> an int8 Graph.
+
+TFLite's int8 scheme, so that the bit-exact int8 kernels run unchanged:
+  - weights of conv2d / depthwise_conv2d / fully_connected / transpose_conv2d: symmetric
+    int8 (zero point 0, range +-127), one scale per output channel;
+  - bias: int32, scale in_s * w_s[c] (float32 product), zero point 0;
+  - activations: asymmetric int8, one scale/zero point per tensor, from calibration;
+  - ops that only move bytes (reshape, pooling, transpose, pad, ...) keep their input's
+    quantization; concatenation / maximum / minimum requantize their inputs to the
+    output's (the kernels need equal scales); softmax / logistic / tanh / log_softmax
+    get the fixed output quantization LiteRT requires.
+The caller fuses activations and folds batch-norm first (transform.pipeline), so the
+calibrated range of an op's output is the range after its fused clamp.
+
+Interface: with io="float32" (the default) the graph keeps its float32 inputs and
+outputs, with QUANTIZE / DEQUANTIZE at the edges (a drop-in replacement); io="int8"
+makes them int8. The int8 version of a float tensor T is named T, or T + "/int8" when
+T itself stays float32 (graph inputs/outputs, the output of an op kept in float).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..errors import UserError
+from ..ir import Graph, Node, Tensor, verify
+from ..ir.graph import QuantParams
+from .calibrate import Range, activation_qparams
+
+# op -> the axis of its weight tensor that indexes output channels.
+WEIGHTED = {"conv2d": 0, "depthwise_conv2d": 3, "fully_connected": 0, "transpose_conv2d": 0}
+SAME_QUANT = {"reshape", "squeeze", "expand_dims", "max_pool2d", "average_pool2d", "transpose", "slice",
+              "strided_slice", "gather", "pad", "resize_nearest_neighbor", "resize_bilinear", "depth_to_space",
+              "space_to_depth", "split", "split_v", "unpack", "space_to_batch_nd", "batch_to_space_nd"}
+SHARED_QUANT = {"concatenation", "pack", "maximum", "minimum"}
+FIXED_OUTPUT = {"softmax": QuantParams((1 / 256,), (-128,)), "logistic": QuantParams((1 / 256,), (-128,)),
+                "tanh": QuantParams((1 / 128,), (0,)), "log_softmax": QuantParams((16 / 256,), (127,))}
+CALIBRATED = {"add", "sub", "mul", "squared_difference", "relu", "relu6", "relu_n1_to_1", "leaky_relu",
+              "prelu", "hard_swish", "mean"}
+QUANTIZABLE = set(WEIGHTED) | SAME_QUANT | SHARED_QUANT | set(FIXED_OUTPUT) | CALIBRATED
+IO_MODES = ("float32", "int8")
+
+
+class UnquantizableOpError(UserError):
+    """The float model has an op with no int8 kernel in TFLite's scheme."""
+
+
+def round_away(x) -> np.ndarray:
+    """std::round: halves away from zero (TFLite's quantizer), unlike numpy's half-to-even."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+def quantize_array(x: np.ndarray, q: QuantParams) -> np.ndarray:
+    """float -> int8 with per-tensor `q` (TFLite's QUANTIZE: round half away, clamp)."""
+    return np.clip(round_away(np.asarray(x, np.float32) / np.float32(q.s)) + q.zp, -128, 127).astype(np.int8)
+
+
+def dequantize_array(x: np.ndarray, q: QuantParams) -> np.ndarray:
+    return ((x.astype(np.float64) - q.zp) * q.s).astype(np.float32)
+
+
+def symmetric_weights(w: np.ndarray, axis: int) -> tuple[np.ndarray, QuantParams]:
+    """Per-channel symmetric int8: scale[c] = max|w[c]| / 127, q = round(w / scale) in +-127."""
+    moved = np.moveaxis(w.astype(np.float32), axis, 0).reshape(w.shape[axis], -1)
+    amax = np.abs(moved).max(axis=1)
+    scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    q = np.clip(round_away(w / scale.reshape(shape)), -127, 127).astype(np.int8)
+    return q, QuantParams(tuple(float(s) for s in scale), (0,) * len(scale), axis)
+
+
+def dequantize_weights(g: Graph) -> Graph:
+    """Hybrid (dynamic-range) models store int8 weights next to float activations:
+    restore float32 weights, so the whole model is re-quantized from one float graph."""
+    tensors = dict(g.tensors)
+    for name, t in g.tensors.items():
+        if not (t.is_const and t.dtype == "int8" and t.quant is not None):
+            continue
+        scale = np.asarray(t.quant.scale, np.float64)
+        zp = np.asarray(t.quant.zero_point, np.float64)
+        if t.quant.axis is not None and scale.size > 1:
+            shape = [1] * t.data.ndim
+            shape[t.quant.axis] = -1
+            scale, zp = scale.reshape(shape), zp.reshape(shape)
+        data = ((t.data.astype(np.float64) - zp) * scale).astype(np.float32)
+        tensors[name] = t.replace(dtype="float32", quant=None, data=data)
+    return g.replace(tensors=tensors)
+
+
+@dataclass
+class _Builder:
+    """The quantized graph under construction, with the float/int8 versions of tensors."""
+
+    src: Graph
+    act: Callable[[str], QuantParams]
+    tensors: dict
+    nodes: list
+    int8_of: dict      # source float tensor -> name of its int8 version
+    float_of: dict     # source float tensor -> name of its float32 version
+
+    def add(self, t: Tensor) -> str:
+        name = t.name
+        while name in self.tensors:
+            name += "_"
+        self.tensors[name] = t.replace(name=name)
+        return name
+
+    def as_int8(self, name: str, q: QuantParams | None = None) -> str:
+        """The int8 version of `name`; requantized to `q` when given and different."""
+        t = self.src.tensors[name]
+        if t.dtype != "float32":
+            return self.passthrough(name)
+        if t.is_const:
+            q = q or activation_qparams(Range(float(t.data.min()), float(t.data.max())))
+            return self.add(t.replace(dtype="int8", quant=q, data=quantize_array(t.data, q)))
+        if name not in self.int8_of:
+            q_own = self.act(name)
+            new = self.add(Tensor(name + "/int8", t.shape, "int8", q_own))
+            self.nodes.append(Node("quantize", f"{name}/quantize", (self.float_of[name],), (new,)))
+            self.int8_of[name] = new
+        cur = self.int8_of[name]
+        if q is None or self.tensors[cur].quant.same_as(q):
+            return cur
+        new = self.add(Tensor(f"{name}/requantized", t.shape, "int8", q))
+        self.nodes.append(Node("quantize", f"{name}/requantize", (cur,), (new,)))
+        return new
+
+    def passthrough(self, name: str) -> str:
+        """A tensor that quantization leaves alone (int32 shapes, indices): copied once."""
+        if name not in self.tensors:
+            self.tensors[name] = self.src.tensors[name]
+        return name
+
+    def as_float(self, name: str) -> str:
+        t = self.src.tensors[name]
+        if t.dtype != "float32":
+            return self.passthrough(name)
+        if t.is_const:
+            return self._const_float(name)
+        if name in self.float_of:
+            return self.float_of[name]
+        new = self.add(Tensor(name + "/float", t.shape, "float32"))
+        self.nodes.append(Node("dequantize", f"{name}/dequantize", (self.int8_of[name],), (new,)))
+        self.float_of[name] = new
+        return new
+
+    def _const_float(self, name: str) -> str:
+        t = self.src.tensors[name]
+        if name in self.tensors and self.tensors[name] is t:
+            return name
+        return self.add(t)
+
+    def output_int8(self, name: str, q: QuantParams, float_io_output: bool) -> str:
+        t = self.src.tensors[name]
+        new = self.add(Tensor(name + "/int8" if float_io_output else name, t.shape, "int8", q))
+        self.int8_of[name] = new
+        return new
+
+
+def unquantizable(g: Graph, keep_float=()) -> list[Node]:
+    return [n for n in g.nodes if n.op not in QUANTIZABLE and n.op not in keep_float and n.name not in keep_float
+            and any(g.tensors[i].dtype == "float32" for i in n.inputs if i)]
+
+
+def quantize_graph(g: Graph, ranges: Callable[[str], Range], io: str = "float32", keep_float=()) -> Graph:
+    """The int8 graph of float32 graph `g`; `ranges(tensor)` gives each activation's
+    calibrated range. `keep_float` names ops (or nodes) left in float32 between a
+    DEQUANTIZE and a QUANTIZE (for boards with an FPU)."""
+    if io not in IO_MODES:
+        raise UserError(f"unknown --io {io!r}", hint=f"choose one of {', '.join(IO_MODES)}")
+    if not any(t.dtype == "float32" for n in g.inputs for t in [g.tensors[n]]):
+        raise UserError(f"model {g.name} has no float32 input: it is already quantized",
+                        hint="quantize the float32 model it was made from")
+    bad = unquantizable(g, keep_float)
+    if bad:
+        ops = sorted({n.op for n in bad})
+        raise UnquantizableOpError(
+            f"cannot quantize op(s) {', '.join(ops)} (layers {', '.join(n.name for n in bad[:5])}) to int8",
+            hint=f"keep them in float32 with --keep-float {','.join(ops)} (needs a board with an FPU)")
+    qcache: dict[str, QuantParams] = {}
+
+    def act(name):
+        if name not in qcache:
+            qcache[name] = activation_qparams(ranges(name))
+        return qcache[name]
+
+    b = _Builder(g, act, {}, [], {}, {})
+    for name in g.inputs:
+        t = g.tensors[name]
+        if t.dtype != "float32":
+            b.tensors[name] = t
+        elif io == "int8":
+            b.int8_of[name] = b.add(t.replace(dtype="int8", quant=act(name)))
+        else:
+            b.float_of[name] = b.add(t)
+    float_outputs = set(g.outputs) if io == "float32" else set()
+    for n in g.nodes:
+        if n.op in keep_float or n.name in keep_float or n.op not in QUANTIZABLE:
+            _keep_float(b, n)
+        else:
+            _quantize_node(b, n, float_outputs)
+    for name in g.outputs:
+        if io == "float32" and name not in b.float_of:
+            b.tensors[name] = g.tensors[name]
+            b.nodes.append(Node("dequantize", f"{name}/dequantize", (b.int8_of[name],), (name,)))
+        elif io == "int8" and name not in b.int8_of:
+            # A float-kept op produced it: quantize into the output name.
+            raise UserError(f"output {name} comes from an op kept in float32, so it cannot be int8 with --io int8",
+                            hint="use --io float32")
+    inputs = tuple(b.float_of.get(i, b.int8_of.get(i, i)) for i in g.inputs)
+    outputs = tuple(o if io == "float32" else b.int8_of[o] for o in g.outputs)
+    return verify(Graph(g.name + "_int8", b.tensors, tuple(b.nodes), inputs, outputs))
+
+
+def _keep_float(b: _Builder, n: Node) -> None:
+    inputs = tuple(b.as_float(i) if i else "" for i in n.inputs)
+    outputs = []
+    for o in n.outputs:
+        outputs.append(b.add(b.src.tensors[o]))
+        b.float_of[o] = outputs[-1]
+    b.nodes.append(n.replace(inputs=inputs, outputs=tuple(outputs)))
+
+
+def _quantize_node(b: _Builder, n: Node, float_outputs: set) -> None:
+    if n.op in WEIGHTED:
+        inputs, qo = _weighted_inputs(b, n), b.act(n.outputs[0])
+        out_q = [qo]
+    elif n.op in SAME_QUANT:
+        inputs = (b.as_int8(n.inputs[0]),) + tuple(b.passthrough(i) if i else "" for i in n.inputs[1:])
+        out_q = [b.tensors[inputs[0]].quant] * len(n.outputs)
+    elif n.op in SHARED_QUANT:
+        qo = b.act(n.outputs[0])
+        inputs, out_q = tuple(b.as_int8(i, qo) for i in n.inputs), [qo]
+    else:
+        inputs = tuple(b.as_int8(i) if i else "" for i in n.inputs)
+        out_q = [FIXED_OUTPUT.get(n.op) or b.act(n.outputs[0])]
+    outputs = tuple(b.output_int8(o, q, o in float_outputs) for o, q in zip(n.outputs, out_q))
+    b.nodes.append(n.replace(inputs=inputs, outputs=outputs))
+
+
+def _weighted_inputs(b: _Builder, n: Node) -> tuple[str, ...]:
+    g = b.src
+    x = b.as_int8(n.inputs[0])
+    w_t = g.tensors[n.inputs[1]]
+    if not w_t.is_const:
+        raise UnquantizableOpError(f"{n.op} {n.name} has non-constant weights {w_t.name}",
+                                   hint=f"keep it in float32 with --keep-float {n.name}")
+    wq, w_quant = symmetric_weights(w_t.data, WEIGHTED[n.op])
+    w = b.add(w_t.replace(dtype="int8", quant=w_quant, data=wq))
+    bias = ""
+    if len(n.inputs) > 2 and n.inputs[2]:
+        b_t = g.tensors[n.inputs[2]]
+        scales = (np.float32(b.tensors[x].quant.s) * np.asarray(w_quant.scale, np.float32)).astype(np.float32)
+        data = np.clip(round_away(b_t.data.astype(np.float64) / scales.astype(np.float64)),
+                       -2**31, 2**31 - 1).astype(np.int32)
+        quant = QuantParams(tuple(float(s) for s in scales), (0,) * len(scales), 0)
+        bias = b.add(b_t.replace(dtype="int32", quant=quant, data=data))
+    return (x, w, bias) + tuple(b.passthrough(i) if i else "" for i in n.inputs[3:])

@@ -1,0 +1,187 @@
+"""Sink TRANSPOSEs through layout-agnostic ops and cancel inverse pairs.
+
+Importers that wrap NHWC ops in layout transposes (the ONNX reader: NCHW model, NHWC
+conv) leave chains like conv -> T(NCHW) -> relu -> T(NHWC) -> conv. This pass rewrites
+them until no transpose is left that the model does not need:
+
+1. T_q(T_p(x)) -> one transpose of x (perm p[q]); an identity transpose disappears.
+2. A layout-agnostic node whose every runtime input is T_p(.) (same p) runs on the
+   untransposed inputs instead, followed by one T_p per output: elementwise ops (their
+   constant operands are permuted), and ops with axis attributes (concatenation,
+   split_v, mean, pad, softmax over an unmoved last axis) with the axes remapped.
+3. A transpose that only moves size-1 dims becomes a reshape (a view: no code).
+
+Every rewrite moves a transpose strictly toward the outputs, so the loop terminates.
+Requires nothing; the result computes bit-identical values (only data movement changes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import Graph, Node, Tensor
+
+# Ops that compute each output element from the same-index input elements (after NumPy
+# broadcasting of their operands): any permutation of all operands commutes with them.
+_ELEMENTWISE = {"add", "sub", "mul", "div", "maximum", "minimum", "squared_difference", "prelu",
+                "relu", "relu6", "relu_n1_to_1", "leaky_relu", "logistic", "tanh", "hard_swish",
+                "quantize", "dequantize"}
+_AXIS_OPS = {"concatenation", "split_v", "mean", "pad", "pad_v2", "softmax", "log_softmax"}
+
+
+@dataclass(frozen=True)
+class CancelTransposes:
+    name: str = "cancel_transposes"
+
+    def __call__(self, g: Graph) -> Graph:
+        s = _State(g)
+        while s.merge_once() or s.sink_once():
+            pass
+        s.views()
+        return s.graph()
+
+
+class _State:
+    def __init__(self, g: Graph):
+        self.g = g
+        self.tensors = dict(g.tensors)
+        self.nodes = list(g.nodes)
+        self.outputs = list(g.outputs)
+        self._k = 0
+
+    def graph(self) -> Graph:
+        live = set(self.outputs)
+        kept = []
+        for n in reversed(self.nodes):
+            if any(o in live for o in n.outputs):
+                kept.append(n)
+                live.update(i for i in n.inputs if i)
+        kept.reverse()
+        used = live | set(self.g.inputs) | {o for n in kept for o in n.outputs}
+        return self.g.replace(nodes=kept, tensors={k: t for k, t in self.tensors.items() if k in used})
+
+    def fresh(self, base: str) -> str:
+        while True:
+            self._k += 1
+            name = f"{base}_t{self._k}"
+            if name not in self.tensors and all(n.name != name for n in self.nodes):
+                return name
+
+    def producer(self, name: str) -> Node | None:
+        return next((n for n in self.nodes if name in n.outputs), None)
+
+    def readers(self, name: str) -> list[Node]:
+        return [n for n in self.nodes if name in n.inputs]
+
+    # --- 1. merge and drop ---------------------------------------------------------------
+    def merge_once(self) -> bool:
+        for k, n in enumerate(self.nodes):
+            if n.op != "transpose":
+                continue
+            p = self.producer(n.inputs[0])
+            if p is not None and p.op == "transpose":
+                perm = tuple(p.attrs["perm"][q] for q in n.attrs["perm"])
+                self.nodes[k] = n.replace(inputs=p.inputs, attrs=dict(n.attrs, perm=perm))
+                return True
+            if tuple(n.attrs["perm"]) == tuple(range(len(n.attrs["perm"]))):
+                out, src = n.outputs[0], n.inputs[0]
+                if out in self.outputs:
+                    self.nodes[k] = Node("reshape", n.name, n.inputs, n.outputs,
+                                         {"shape": self.tensors[out].shape}, n.origin)
+                    return True
+                del self.nodes[k]
+                self.nodes = [m.replace(inputs=tuple(src if i == out else i for i in m.inputs)) for m in self.nodes]
+                return True
+        return False
+
+    # --- 2. sink -------------------------------------------------------------------------
+    def sink_once(self) -> bool:
+        for k, n in enumerate(self.nodes):
+            if n.op not in _ELEMENTWISE and n.op not in _AXIS_OPS:
+                continue
+            perm = self._common_perm(n)
+            if perm is None:
+                continue
+            rewritten = self._sink(n, perm)
+            if rewritten is None:
+                continue
+            self.nodes[k:k + 1] = rewritten
+            return True
+        return False
+
+    def _common_perm(self, n: Node):
+        perm, runtime = None, 0
+        for i in n.inputs:
+            if not i or self.tensors[i].is_const:
+                continue
+            p = self.producer(i)
+            if p is None or p.op != "transpose":
+                return None
+            if perm is not None and tuple(p.attrs["perm"]) != perm:
+                return None
+            perm, runtime = tuple(p.attrs["perm"]), runtime + 1
+        return perm if runtime else None
+
+    def _sink(self, n: Node, perm: tuple[int, ...]) -> list[Node] | None:
+        rank = len(perm)
+        inv = tuple(int(i) for i in np.argsort(perm))
+        attrs = dict(n.attrs)
+        out_perm = perm
+        if n.op in ("concatenation", "split_v"):
+            attrs["axis"] = perm[n.attrs["axis"] % rank]
+        elif n.op in ("softmax", "log_softmax"):
+            if perm[-1] != rank - 1:
+                return None
+        elif n.op in ("pad", "pad_v2"):
+            attrs["pads"] = tuple(n.attrs["pads"][inv[d]] for d in range(rank))
+        elif n.op == "mean":
+            axes = tuple(sorted(perm[a] for a in n.attrs["axes"]))
+            attrs["axes"] = axes
+            if not n.attrs.get("keep_dims", False):
+                kept_x = [d for d in range(rank) if d not in axes]           # x-layout dims left, in order
+                kept_y = [perm[i] for i in range(rank) if i not in n.attrs["axes"]]
+                out_perm = tuple(kept_x.index(d) for d in kept_y)
+        inputs = []
+        for i in n.inputs:
+            if not i:
+                inputs.append(i)
+                continue
+            t = self.tensors[i]
+            if t.is_const:
+                if len(t.shape) > rank or n.op not in _ELEMENTWISE:
+                    return None
+                data = t.data.reshape((1,) * (rank - len(t.shape)) + tuple(t.shape)).transpose(inv)
+                name = self.fresh(i)
+                self.tensors[name] = Tensor(name, tuple(data.shape), t.dtype, t.quant,
+                                            np.ascontiguousarray(data))
+                inputs.append(name)
+            else:
+                inputs.append(self.producer(i).inputs[0])
+        if n.op in _ELEMENTWISE and any(len(self.tensors[i].shape) != rank for i in n.inputs if i and
+                                        not self.tensors[i].is_const):
+            return None
+        new_outs, after = [], []
+        for o in n.outputs:
+            t = self.tensors[o]
+            src_shape = [0] * len(out_perm)
+            for j, p in enumerate(out_perm):
+                src_shape[p] = t.shape[j]
+            name = self.fresh(o)
+            self.tensors[name] = t.replace(name=name, shape=tuple(src_shape))
+            new_outs.append(name)
+            after.append(Node("transpose", self.fresh(n.name), (name,), (o,), {"perm": tuple(out_perm)},
+                              n.origin))
+        return [n.replace(inputs=tuple(inputs), outputs=tuple(new_outs), attrs=attrs)] + after
+
+    # --- 3. views ------------------------------------------------------------------------
+    def views(self) -> None:
+        for k, n in enumerate(self.nodes):
+            if n.op != "transpose":
+                continue
+            shape = self.tensors[n.inputs[0]].shape
+            moved = [p for p in n.attrs["perm"] if shape[p] != 1]
+            if moved == sorted(moved):
+                self.nodes[k] = Node("reshape", n.name, n.inputs, n.outputs,
+                                     {"shape": self.tensors[n.outputs[0]].shape}, n.origin)

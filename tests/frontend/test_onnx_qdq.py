@@ -1,0 +1,144 @@
+"""QDQ / QLinear ONNX models: onnxruntime-quantized float models, imported as int8 graphs,
+compiled to C, run on the host, compared with onnxruntime within one quantization step.
+
+Each PLAN row is a small float model (built with onnx.helper) and each CONFIG a way to
+quantize it with onnxruntime's `quantize_static` (calibrated on the same normal(0, 1.5)
+data the harness feeds). All compiled models run in one host program (c_harness). Every
+model must come out int8: only the edge quantize/dequantize and layout ops may be float.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,  # noqa: E402
+                                      quantize_static)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "codegen"))
+from c_harness import run_on_host  # noqa: E402
+
+from microcompile.errors import UnsupportedOpError  # noqa: E402
+from microcompile.frontend.onnx_reader import load_onnx  # noqa: E402
+from microcompile.transform import pipeline  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+def _w(*shape, scale=0.3):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+# name -> (input shape NCHW, [(op_type, inputs, outputs, attrs)], {initializer: array})
+# "x" is the input, "y" the output.
+PLANS = {
+    "conv_relu": ((1, 3, 8, 8), [("Conv", ["x", "W", "B"], ["c"], {"pads": [1, 1, 1, 1]}),
+                                 ("Relu", ["c"], ["y"], {})],
+                  {"W": _w(8, 3, 3, 3), "B": _w(8, scale=0.1)}),
+    "conv_stride_nobias": ((1, 4, 9, 9), [("Conv", ["x", "W"], ["y"], {"strides": [2, 2], "pads": [0, 1, 1, 0]})],
+                           {"W": _w(6, 4, 3, 3)}),
+    "depthwise": ((1, 6, 8, 8), [("Conv", ["x", "W", "B"], ["c"], {"group": 6, "pads": [1, 1, 1, 1]}),
+                                 ("Relu", ["c"], ["y"], {})],
+                  {"W": _w(6, 1, 3, 3), "B": _w(6, scale=0.1)}),
+    "conv_pool_gemm": ((1, 3, 8, 8), [("Conv", ["x", "W", "B"], ["c"], {"pads": [1, 1, 1, 1]}),
+                                      ("Relu", ["c"], ["r"], {}),
+                                      ("MaxPool", ["r"], ["p"], {"kernel_shape": [2, 2], "strides": [2, 2]}),
+                                      ("GlobalAveragePool", ["p"], ["g"], {}),
+                                      ("Flatten", ["g"], ["f"], {}),
+                                      ("Gemm", ["f", "W2", "B2"], ["y"], {"transB": 1})],
+                       {"W": _w(8, 3, 3, 3), "B": _w(8, scale=0.1), "W2": _w(5, 8), "B2": _w(5, scale=0.1)}),
+    "residual_add": ((1, 4, 6, 6), [("Conv", ["x", "W", "B"], ["c"], {"pads": [1, 1, 1, 1]}),
+                                    ("Add", ["c", "x"], ["y"], {})],
+                     {"W": _w(4, 4, 3, 3), "B": _w(4, scale=0.1)}),
+    "matmul": ((2, 16), [("MatMul", ["x", "W"], ["m"], {}), ("Add", ["m", "B"], ["y"], {})],
+               {"W": _w(16, 10), "B": _w(10, scale=0.1)}),
+    "matmul_3d": ((2, 3, 16), [("MatMul", ["x", "W"], ["y"], {})], {"W": _w(16, 10)}),
+}
+
+# name -> quantize_static keyword arguments
+CONFIGS = {
+    "qdq_s8_perchannel": dict(quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QInt8),
+    "qdq_s8_pertensor": dict(quant_format=QuantFormat.QDQ, per_channel=False, activation_type=QuantType.QInt8),
+    "qdq_u8_perchannel": dict(quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8),
+    "qoperator_u8": dict(quant_format=QuantFormat.QOperator, per_channel=True, activation_type=QuantType.QUInt8),
+}
+# QOperator turns Add/Gemm/pools into com.microsoft ops (QLinearAdd, QGemm): not ONNX-standard.
+QOPERATOR_PLANS = ("conv_relu", "conv_stride_nobias", "depthwise", "matmul_3d")
+CASES = [(p, c) for c in CONFIGS for p in PLANS if c != "qoperator_u8" or p in QOPERATOR_PLANS]
+EDGE_OPS = ("quantize", "dequantize", "transpose", "reshape", "squeeze", "expand_dims")
+
+
+def float_model(name: str):
+    shape, nodes, inits = PLANS[name]
+    g = helper.make_graph([helper.make_node(op, i, o, **a) for op, i, o, a in nodes], name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+class _Reader(CalibrationDataReader):
+    def __init__(self, shape):
+        rng = np.random.default_rng(123)
+        self.it = iter([{"x": rng.normal(0, 1.5, shape).astype(np.float32)} for _ in range(16)])
+
+    def get_next(self):
+        return next(self.it, None)
+
+
+def quantized_model(plan: str, config: str, tmp: Path):
+    logging.getLogger().setLevel(logging.ERROR)   # quantize_static nags about pre-processing
+    src, dst = tmp / f"{plan}.onnx", tmp / f"{plan}_{config}.onnx"
+    onnx.save(float_model(plan), src)
+    quantize_static(str(src), str(dst), _Reader(PLANS[plan][0]), weight_type=QuantType.QInt8, **CONFIGS[config])
+    return onnx.load(str(dst))
+
+
+def output_scale(model) -> float:
+    """The scale of the DequantizeLinear that produces output y."""
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    (dq,) = [n for n in model.graph.node if "y" in n.output]
+    assert dq.op_type == "DequantizeLinear", dq.op_type
+    return float(inits[dq.input[1]])
+
+
+@pytest.fixture(scope="module")
+def host_results(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("qdq")
+    models = {case: quantized_model(*case, tmp) for case in CASES}
+    graphs = {case: pipeline.run(load_onnx(m)) for case, m in models.items()}
+    ran = run_on_host(list(graphs.values()), tmp / "host")
+    return {case: (models[case], graphs[case], c) for case, (_, c) in zip(CASES, ran)}
+
+
+@pytest.mark.parametrize("plan,config", CASES, ids=[f"{p}-{c}" for p, c in CASES])
+def test_qdq_matches_onnxruntime_within_one_step(host_results, plan, config):
+    model, g, case = host_results[(plan, config)]
+    float_nodes = [n.op for n in g.nodes if n.op not in EDGE_OPS and g.tensors[n.outputs[0]].dtype != "int8"]
+    assert not float_nodes, f"ops left float: {float_nodes}"
+    x = case.inputs[g.inputs[0]]
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = case.outputs[g.outputs[0]]
+    step = output_scale(model)
+    assert got.shape == want.shape
+    steps = np.abs(got - want) / step
+    print(f"{plan}-{config}: max {steps.max():.3f} steps, {np.mean(steps > 0.5):.2%} of elements differ")
+    assert steps.max() <= 1.001, f"max diff {steps.max():.3f} steps"
+
+
+def test_uint8_model_output_is_refused(tmp_path):
+    """A model that returns raw uint8 cannot be an int8 model in disguise: refuse it."""
+    m = quantized_model("conv_relu", "qdq_u8_perchannel", tmp_path)
+    dq = [n for n in m.graph.node if "y" in n.output][0]
+    m.graph.node.remove(dq)
+    m.graph.output[0].CopyFrom(helper.make_tensor_value_info(dq.input[0], TensorProto.UINT8, [1, 8, 8, 8]))
+    with pytest.raises(UnsupportedOpError, match="uint8"):
+        load_onnx(m)
