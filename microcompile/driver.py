@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,15 +111,16 @@ def deploy(model_path: str | Path, board_name: str, project_dir: str | Path, *, 
     """Compile, build, run once and compare the outputs with the reference interpreter.
     `trace` builds the trace firmware, which also prints every kernel's outputs
     (see verify_layers). `quantize="int8"` first quantizes the float model on the
-    `calibration` samples (see quantize_model) and deploys project_dir/model_int8.tflite."""
+    `calibration` samples (see quantize_model), deploys that int8 model and leaves it in
+    project_dir/<model>_int8.tflite."""
     board = load_board(board_name)
     if emulate and board.emulator is None and not board.is_host:
         raise UserError(f"board {board.name} has no emulated twin",
                         hint="drop --emulate to flash it, or pick a board listed by `microcompile boards` with a twin")
     project_dir = Path(project_dir)
-    if quantize is not None:
-        model_path = _quantize_for_deploy(model_path, quantize, calibration, project_dir, progress)
     with tempfile.TemporaryDirectory(prefix="microcompile-") as tmp:
+        if quantize is not None:
+            model_path = _quantize_for_deploy(model_path, quantize, calibration, Path(tmp), progress)
         progress(f"[compile] {model_path}")
         compiled = compile_model(model_path, board, Path(tmp), dump_ir, input_shapes=input_shapes)
         inputs = load_inputs(compiled.graph, input_path)
@@ -126,6 +128,8 @@ def deploy(model_path: str | Path, board_name: str, project_dir: str | Path, *, 
         project.check_fits(compiled.manifest, board)
         project.generate(Path(tmp), board, project_dir, [inputs[n] for n in compiled.graph.inputs],
                          emulated=emulate, trace=trace)
+        if quantize is not None:   # keep the int8 model the firmware was built from, next to it
+            model_path = Path(shutil.copy(model_path, project_dir / Path(model_path).name))
     sizes = project.build(project_dir, progress=progress)
     if board.is_host:
         run = project.run_host(project_dir)
@@ -247,12 +251,12 @@ def quantize_model(model_path: str | Path, calibration_path: str | Path, output_
     return QuantizeResult(result, method, Path(output_path) if output_path else None)
 
 
-def _quantize_for_deploy(model_path, scheme: str, calibration, project_dir: Path, progress: Progress) -> Path:
+def _quantize_for_deploy(model_path, scheme: str, calibration, out_dir: Path, progress: Progress) -> Path:
     if scheme != "int8":
         raise UserError(f"unknown --quantize {scheme!r}", hint="the only scheme is int8")
     if calibration is None:
         raise UserError("--quantize int8 needs --calibration", hint="pass a .npz/.npy of input samples or a directory")
-    out = project_dir / f"{Path(model_path).stem}_int8.tflite"
+    out = out_dir / f"{Path(model_path).stem}_int8.tflite"
     progress(f"[quantize] {model_path} -> {out}")
     quantize_model(model_path, calibration, out, report=False)
     return out

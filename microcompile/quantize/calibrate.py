@@ -109,21 +109,28 @@ class Calibration:
 
 
 def _mse_range(hist: np.ndarray, edges: np.ndarray) -> Range:
-    """Grid search of clipped ranges [lo*a, hi*b] minimizing the histogram's expected
-    squared error after int8 quantize-dequantize (bin centres stand for their bin)."""
+    """Search of clipped ranges [lo*a, hi*b] minimizing the histogram's squared error after
+    int8 quantize-dequantize (bin centres stand for their bin): a geometric grid of (a, b)
+    from 0.05 to 1, then a finer grid around the best pair."""
     centres = (edges[:-1] + edges[1:]) / 2
     lo, hi = min(edges[0], 0.0), max(edges[-1], 0.0)
     keep = hist > 0
     c, w = centres[keep], hist[keep].astype(np.float64)
-    fractions = np.geomspace(0.05, 1.0, 48)
-    best, best_err = Range(lo, hi), np.inf
-    for a in (fractions if lo < 0 else [1.0]):
-        for b in (fractions if hi > 0 else [1.0]):
-            q = activation_qparams(Range(lo * a, hi * b))
-            s, zp = q.s, q.zp
-            deq = (np.clip(np.round(c / s) + zp, -128, 127) - zp) * s
-            # 2048 bins are ~8 per int8 step, so the centres sample the rounding error too.
-            err = float(np.dot(w, (c - deq) ** 2))
-            if err < best_err:
-                best, best_err = Range(lo * a, hi * b), err
-    return best
+
+    def error(a: float, b: float) -> float:
+        q = activation_qparams(Range(lo * a, hi * b))
+        deq = (np.clip(np.round(c / q.s) + q.zp, -128, 127) - q.zp) * q.s
+        # 2048 bins are ~8 per int8 step, so the centres sample the rounding error too.
+        return float(np.dot(w, (c - deq) ** 2))
+
+    def search(a_grid, b_grid):
+        a_grid = a_grid if lo < 0 else [1.0]
+        b_grid = b_grid if hi > 0 else [1.0]
+        return min(((error(a, b), a, b) for a in a_grid for b in b_grid))
+
+    coarse = np.geomspace(0.05, 1.0, 40)
+    step = coarse[-1] / coarse[-2]
+    _, a0, b0 = search(coarse, coarse)
+    fine = lambda f: np.clip(np.geomspace(f / step, f * step, 13), 0.0, 1.0)  # noqa: E731
+    _, a, b = search(fine(a0), fine(b0))
+    return Range(lo * a, hi * b)

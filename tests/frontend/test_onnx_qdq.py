@@ -69,9 +69,16 @@ CONFIGS = {
     "qdq_u8_perchannel": dict(quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8),
     "qoperator_u8": dict(quant_format=QuantFormat.QOperator, per_channel=True, activation_type=QuantType.QUInt8),
 }
+# "torch_style": the QDQ form PyTorch's exporter writes (built here: torch is not a
+# dependency): QuantizeLinear -> DequantizeLinear on every activation *and* on the float
+# weights (Q of a constant, per output channel), a float bias, and no fusion (a Relu sits
+# between its own Q/DQ pairs). Activation ranges are min/max over the calibration data.
+CONFIGS["torch_style"] = None
 # QOperator turns Add/Gemm/pools into com.microsoft ops (QLinearAdd, QGemm): not ONNX-standard.
 QOPERATOR_PLANS = ("conv_relu", "conv_stride_nobias", "depthwise", "matmul_3d")
-CASES = [(p, c) for c in CONFIGS for p in PLANS if c != "qoperator_u8" or p in QOPERATOR_PLANS]
+# PyTorch leaves a constant operand of Add float; such an op stays float (exact, not int8).
+CASES = [(p, c) for c in CONFIGS for p in PLANS
+         if (c != "qoperator_u8" or p in QOPERATOR_PLANS) and (c, p) != ("torch_style", "matmul")]
 EDGE_OPS = ("quantize", "dequantize", "transpose", "reshape", "squeeze", "expand_dims")
 
 
@@ -93,7 +100,65 @@ class _Reader(CalibrationDataReader):
         return next(self.it, None)
 
 
+def _act_qparams(lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    scale = np.float32((hi - lo) / 255)
+    return scale, np.int8(np.clip(np.round(-128 - lo / scale), -128, 127))
+
+
+def torch_style_model(plan: str):
+    """PyTorch-exporter-shaped QDQ model of PLANS[plan] (see CONFIGS["torch_style"])."""
+    shape, nodes, inits = PLANS[plan]
+    fm = float_model(plan)
+    # every intermediate value becomes an output, to calibrate its range
+    names = ["x"] + [o for _, _, outs, _ in nodes for o in outs]
+    probe = onnx.ModelProto()
+    probe.CopyFrom(fm)
+    probe.graph.ClearField("output")
+    probe.graph.output.extend([helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names])
+    sess = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(123)
+    runs = [sess.run(None, {"x": rng.normal(0, 1.5, shape).astype(np.float32)}) for _ in range(16)]
+    extra, new_nodes = [], []
+
+    def qdq(value: str, scale, zp, axis=None) -> str:
+        extra.extend([numpy_helper.from_array(np.asarray(scale, np.float32), f"{value}_s"),
+                      numpy_helper.from_array(np.asarray(zp, np.int8), f"{value}_z")])
+        kw = {} if axis is None else {"axis": axis}
+        new_nodes.append(helper.make_node("QuantizeLinear", [value, f"{value}_s", f"{value}_z"], [f"{value}_q"], **kw))
+        new_nodes.append(helper.make_node("DequantizeLinear", [f"{value}_q", f"{value}_s", f"{value}_z"],
+                                          [f"{value}_dq"], **kw))
+        return f"{value}_dq"
+
+    def act(k: int) -> str:
+        v = np.concatenate([r[k].ravel() for r in runs])
+        return qdq(names[k], *_act_qparams(float(v.min()), float(v.max())))
+
+    dq = {"x": act(0)}
+    for op, ins, outs, attrs in nodes:
+        args = []
+        for j, i in enumerate(ins):
+            if i in inits and j == 1 and op in ("Conv", "Gemm", "MatMul"):
+                wv = inits[i]
+                axis = 1 if op == "MatMul" else 0
+                red = tuple(d for d in range(wv.ndim) if d != axis)
+                scale = np.maximum(np.abs(wv).max(axis=red), 1e-8) / 127
+                args.append(qdq(i, scale.astype(np.float32), np.zeros(scale.shape, np.int8), axis))
+            else:
+                args.append(dq.get(i, i))    # a float bias stays float, as PyTorch exports it
+        new_nodes.append(helper.make_node(op, args, outs, **attrs))
+        for o in outs:
+            dq[o] = act(names.index(o))
+    new_nodes.append(helper.make_node("Identity", [dq["y"]], ["y_out"]))
+    g = helper.make_graph(new_nodes, plan, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y_out", TensorProto.FLOAT, runs[0][-1].shape)],
+                          list(fm.graph.initializer) + extra)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
 def quantized_model(plan: str, config: str, tmp: Path):
+    if config == "torch_style":
+        return torch_style_model(plan)
     logging.getLogger().setLevel(logging.ERROR)   # quantize_static nags about pre-processing
     src, dst = tmp / f"{plan}.onnx", tmp / f"{plan}_{config}.onnx"
     onnx.save(float_model(plan), src)
@@ -102,11 +167,28 @@ def quantized_model(plan: str, config: str, tmp: Path):
 
 
 def output_scale(model) -> float:
-    """The scale of the DequantizeLinear that produces output y."""
+    """The scale of the DequantizeLinear that produces the output."""
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    (dq,) = [n for n in model.graph.node if "y" in n.output]
+    producer = {o: n for n in model.graph.node for o in n.output}
+    dq = producer[model.graph.output[0].name]
+    while dq.op_type == "Identity":
+        dq = producer[dq.input[0]]
     assert dq.op_type == "DequantizeLinear", dq.op_type
     return float(inits[dq.input[1]])
+
+
+def allowed_steps(model, config: str) -> float:
+    """One step, the criterion. Unfused torch-style models requantize between layers (a conv
+    output at scale s_c, then its Relu at s_y < s_c): one step of disagreement on the
+    intermediate is s_c / s_y steps of the output, and is all we can promise there."""
+    if config != "torch_style":
+        return 1.0
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    producer = {o: n for n in model.graph.node for o in n.output}
+    users = {i: n for n in model.graph.node for i in n.input}
+    ratios = [float(inits[producer[r.input[0]].input[1]] / inits[users[r.output[0]].input[1]])
+              for r in model.graph.node if r.op_type == "Relu"]
+    return max([1.0] + [float(np.ceil(r)) for r in ratios])
 
 
 @pytest.fixture(scope="module")
@@ -126,12 +208,13 @@ def test_qdq_matches_onnxruntime_within_one_step(host_results, plan, config):
     x = case.inputs[g.inputs[0]]
     (want,) = ort.InferenceSession(model.SerializeToString(),
                                    providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    assert want.dtype == np.float32
     got = case.outputs[g.outputs[0]]
     step = output_scale(model)
     assert got.shape == want.shape
     steps = np.abs(got - want) / step
     print(f"{plan}-{config}: max {steps.max():.3f} steps, {np.mean(steps > 0.5):.2%} of elements differ")
-    assert steps.max() <= 1.001, f"max diff {steps.max():.3f} steps"
+    assert steps.max() <= allowed_steps(model, config) + 1e-3, f"max diff {steps.max():.3f} steps"
 
 
 def test_uint8_model_output_is_refused(tmp_path):
@@ -142,3 +225,43 @@ def test_uint8_model_output_is_refused(tmp_path):
     m.graph.output[0].CopyFrom(helper.make_tensor_value_info(dq.input[0], TensorProto.UINT8, [1, 8, 8, 8]))
     with pytest.raises(UnsupportedOpError, match="uint8"):
         load_onnx(m)
+
+
+def test_weights_are_the_models_int8(tmp_path):
+    """The recovered int8 weights and int32 bias are the quantizer's own, bit for bit."""
+    m = quantized_model("conv_relu", "qdq_s8_perchannel", tmp_path)
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    g = load_onnx(m)
+    (conv,) = [n for n in g.nodes if n.op == "conv2d"]
+    w, b = g.tensors[conv.inputs[1]], g.tensors[conv.inputs[2]]
+    assert w.dtype == "int8" and w.quant.axis == 0
+    np.testing.assert_array_equal(w.data, inits["W_quantized"].transpose(0, 2, 3, 1))   # OIHW -> OHWI
+    np.testing.assert_allclose(w.quant.scale, inits["W_scale"], rtol=0)
+    np.testing.assert_array_equal(b.data, inits["B_quantized"])
+
+
+@pytest.mark.parametrize("mutate,match", [
+    (lambda m: _set_attr(m, "QuantizeLinear", "axis", 1, scale_len=3), "per-axis"),
+    (lambda m: _retype_zero_points(m, np.int16), "int16"),
+], ids=["per_axis_activation", "int16"])
+def test_unsupported_quantization_is_refused(tmp_path, mutate, match):
+    m = quantized_model("conv_relu", "qdq_s8_pertensor", tmp_path)
+    mutate(m)
+    with pytest.raises(UnsupportedOpError, match=match):
+        load_onnx(m)
+
+
+def _set_attr(m, op_type: str, key: str, value, scale_len: int):
+    """Make the first runtime QuantizeLinear per-axis (over the 3 input channels)."""
+    q = [n for n in m.graph.node if n.op_type == op_type][0]
+    q.attribute.append(helper.make_attribute(key, value))
+    for t in m.graph.initializer:
+        if t.name in q.input[1:]:
+            arr = numpy_helper.to_array(t)
+            t.CopyFrom(numpy_helper.from_array(np.repeat(arr.reshape(1), scale_len), t.name))
+
+
+def _retype_zero_points(m, dtype):
+    for t in m.graph.initializer:
+        if t.name.endswith("zero_point") and t.data_type == TensorProto.INT8:
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(dtype), t.name))

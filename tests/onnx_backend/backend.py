@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnx.version_converter
 from onnx.backend.base import Backend, BackendRep
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "codegen"))
@@ -96,6 +97,20 @@ def _gcc(args: list[str], cwd: Path) -> str | None:
 
 
 _GRAPHS: dict[bytes, Graph | unittest.SkipTest] = {}
+UPGRADE_TO = 13
+
+
+def upgrade(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A model below opset 11 (most pytorch-* tests are opset 6 or 9) upgraded with ONNX's
+    own version converter, as microcompile's error message tells users to do."""
+    opset = {i.domain or "": i.version for i in model.opset_import}.get("", 0)
+    if opset >= 11:
+        return model
+    try:
+        return onnx.version_converter.convert_version(model, UPGRADE_TO)
+    except Exception as e:   # the converter's own limits: report, never guess
+        raise UserError(f"opset {opset}, and onnx.version_converter cannot upgrade it: "
+                        f"{str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}") from None
 
 
 def compile_model(model: onnx.ModelProto) -> Graph:
@@ -103,7 +118,7 @@ def compile_model(model: onnx.ModelProto) -> Graph:
     key = hashlib.sha1(model.SerializeToString(deterministic=True)).digest()
     if key not in _GRAPHS:
         try:
-            _GRAPHS[key] = pipeline.run(load_onnx(model))
+            _GRAPHS[key] = pipeline.run(load_onnx(upgrade(model)))
         except UserError as e:
             _GRAPHS[key] = unittest.SkipTest(f"unsupported: {e.message}")
     g = _GRAPHS[key]

@@ -58,7 +58,12 @@ for _name in CASES:
     backend_test.include(f"^{re.escape(_name)}_cpu$")
 for _name in EXCLUDED:
     backend_test.exclude(f"^{re.escape(_name)}_cpu$")
-globals().update(backend_test.test_cases)
+TEST_CASES = backend_test.test_cases
+for _cls in TEST_CASES.values():   # keep only the selected CPU tests (the rest would be noise skips)
+    for _attr in [a for a in vars(_cls) if a.startswith("test_")]:
+        if not (_attr.endswith("_cpu") and _attr[: -len("_cpu")] in CASES):
+            delattr(_cls, _attr)
+globals().update(TEST_CASES)
 
 
 def _data_sets(case) -> list[list[np.ndarray]]:
@@ -91,7 +96,7 @@ def prefetch(request):
         model = _model(CASES[name])
         try:
             g = compile_model(model)
-        except unittest.SkipTest:
+        except Exception:   # unsupported, or an import bug: the test itself reports it
             continue
         jobs += [(model, g, inputs) for inputs in _data_sets(CASES[name])]
     HOST.prefetch(jobs)

@@ -52,6 +52,8 @@ PLANS = {
     "cache_read at top": ("conv", [("cache_read", "xv", None, "int16")]),
     "unswitch (im2col padding test out of the channel loop)": (
         "conv4", [("cache_read", "xv", None, "int16"), ("unswitch", "ic_c")]),
+    "tensorize widening copy (im2col run)": ("conv8", [("cache_read", "xv", None, "int16"), ("unswitch", "ic_c"),
+                                                     ("tensorize", "ic_c", "mc_widen_dsp_s8_s16")]),
     "unswitch (row test out of the tap loop)": ("conv3x3", [("cache_read", "xv", None, "int16"), ("unswitch", "kw_c")]),
     "pack_constant": ("conv", [("pack_constant", "w", "int16")]),
     "tensorize s16 c": ("conv", [("fuse", "oh", "ow"), ("cache_write", "acc", "oh_ow"), ("cache_read", "xv", None, "int16"),
@@ -72,7 +74,7 @@ PLANS = {
 
 
 def _workload(kind):
-    return {"conv": _conv, "conv4": lambda: _conv(cin=4), "conv3x3": lambda: _conv(cin=1, rect=False), "conv1x1s2": lambda: _conv(kernel=1, stride=2, padding="VALID"), "fc": _fc}[kind]()
+    return {"conv": _conv, "conv4": lambda: _conv(cin=4), "conv8": lambda: _conv(cin=8), "conv3x3": lambda: _conv(cin=1, rect=False), "conv1x1s2": lambda: _conv(kernel=1, stride=2, padding="VALID"), "fc": _fc}[kind]()
 
 
 @pytest.mark.parametrize("plan", sorted(PLANS))
@@ -177,10 +179,12 @@ QEMU_GEMM_CASES = {
     "conv m5 k27": ("conv", dict(cout=5), "s16"),
     "conv m7 k72": ("conv", dict(cin=8, cout=7, hw=5, stride=2), "s16"),
     "conv 1x1 m6 k12": ("conv", dict(cin=12, cout=6, kernel=1, padding="VALID"), "s16"),
+    "conv m4 k90 (widened runs of 10)": ("conv", dict(cin=10, cout=4, rect=False), "s16"),
     "fc m6 k10": ("fc", dict(in_shape=(3, 10), units=6), "s16"),
     "fc m13 k37": ("fc", dict(in_shape=(2, 37), units=13, bias=True, per_channel=True), "s16"),
     # int16 weights would pass FC_WIDE_BYTES_MAX: int8 operands
     "fc m127 k130 int8 weights": ("fc", dict(in_shape=(1, 130), units=127, bias=True), "s8"),
+    "fc m65 k261 int8 weights": ("fc", dict(in_shape=(2, 261), units=65), "s8"),
 }
 
 
@@ -195,6 +199,7 @@ def test_packed_dsp_gemm_kernels_on_cortex_m4(name, tmp_path):
     g = build_graph({**base, **over})
     f2, _ = default_schedule(lower_node(g, g.nodes[0]), DSP)
     assert f"mc_gemm_p4_dsp_{dtype}(" in tir_str(f2)
+    assert ("mc_widen_dsp_s8_s16(" in tir_str(f2)) == (kind == "conv" and over.get("cin", 3) >= 8)
     report = deploy_graph(g, random_inputs(g, 3), "mps2-an386", tmp_path)
     assert report["verified"], report
 

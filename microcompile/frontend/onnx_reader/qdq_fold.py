@@ -47,7 +47,9 @@ def weight_scales(model) -> list[tuple[np.ndarray, np.ndarray]]:
     QLinear weight; uint8 zero points are moved to int8 (-128), like the activations."""
     from onnx import numpy_helper
     consts = {t.name for t in model.graph.initializer}
-    consts.update(o for n in model.graph.node if n.op_type == "Constant" for o in n.output)
+    for n in model.graph.node:   # constant-ness, transitively: PyTorch writes DQ(Q(float weight))
+        if all(i in consts for i in n.input if i):
+            consts.update(n.output)
     values = {t.name: t for t in model.graph.initializer}
     for n in model.graph.node:
         if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
@@ -55,7 +57,7 @@ def weight_scales(model) -> list[tuple[np.ndarray, np.ndarray]]:
     found: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
     for n in model.graph.node:
         ins = list(n.input) + ["", ""]
-        if n.op_type == "DequantizeLinear" and n.input[0] in consts:
+        if n.op_type in ("DequantizeLinear", "QuantizeLinear") and n.input[0] in consts:
             scale, zp = ins[1], ins[2]
         elif n.op_type in ("QLinearConv", "QLinearMatMul"):
             scale, zp = ins[4], ins[5]

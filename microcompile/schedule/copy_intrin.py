@@ -1,0 +1,58 @@
+"""The copy micro-kernels of runtime_c/kernels/dsp/mc_copy_dsp.c as tensor intrinsics.
+
+    mc_widen_dsp_s8_s16(dst, src, n):   dst[i] = i16(src[i]) for i < n
+
+matches a single loop (lets inside it are read in place) whose body is
+
+    for i in 0..n { dst[d + i] = int16(src[s + i]) }        (dst int16, src int8)
+
+e.g. the widening im2col copy of a conv's run of input channels once `unswitch` has taken
+the padding test out of it:
+
+    for ic_c in 0..16 { xv_cache[p*144 + kh*48 + kw*16 + ic_c] = int16(x[ih*512 + iw*16 + ic_c]) }
+    --tensorize(ic_c, "mc_widen_dsp_s8_s16")-->
+    mc_widen_dsp_s8_s16(&xv_cache[p*144 + kh*48 + kw*16], &x[ih*512 + iw*16], 16)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import intrinsics
+from ..ir.intrinsics import Intrinsic
+from ..ir.tir import Address, Call, Cast, Evaluate, For, IntImm, LetStmt, Load, Store, substitute
+from .tensorize import TensorIntrin, affine, register_tensor_intrin
+
+WIDEN_KERNEL = "mc_widen_dsp_s8_s16"
+
+
+def _widen_impl(dst_ptr, src_ptr, n):
+    (da, do), (sa, so) = dst_ptr, src_ptr
+    da[do:do + n] = sa[so:so + n].astype(np.int16)
+
+
+intrinsics.register(Intrinsic(WIDEN_KERNEL, ("handle", "handle", "int32"), "void", "mc_copy.h", _widen_impl,
+                              extern=True, writes=(0,)))
+
+
+def _match_widen(loop: For) -> dict | None:
+    body = loop.body
+    while isinstance(body, LetStmt):
+        body = substitute(body.body, {body.var: body.value})
+    if not (isinstance(body, Store) and body.buffer.dtype == "int16" and isinstance(body.value, Cast)
+            and body.value.dtype == "int16" and isinstance(body.value.value, Load)
+            and body.value.value.buffer.dtype == "int8"):
+        return None
+    v = loop.var.name
+    d, s = affine(body.index, {v}), affine(body.value.value.index, {v})
+    if d is None or s is None or d[0] != {v: 1} or s[0] != {v: 1}:
+        return None
+    return {"dst": body.buffer, "dbase": d[1], "src": body.value.value.buffer, "sbase": s[1], "n": loop.extent}
+
+
+def _emit_widen(b: dict):
+    return Evaluate(Call(WIDEN_KERNEL, (Address(b["dst"], b["dbase"]), Address(b["src"], b["sbase"]),
+                                        IntImm(int(b["n"]))), "void"))
+
+
+register_tensor_intrin(TensorIntrin(WIDEN_KERNEL, _match_widen, _emit_widen, doc="int16 dst = int8 src (dsp)"))

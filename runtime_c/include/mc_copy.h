@@ -1,0 +1,24 @@
+/* mc_copy.h: data-movement micro-kernels for scratch buffers (e.g. an im2col column).
+ *
+ *   mc_widen_dsp_s8_s16(dst, src, n):   dst[i] = (int16_t)src[i] for i < n
+ *
+ * The `tensorize` schedule primitive reaches it from a copy loop of that shape; it uses
+ * SXTB16 + PKHBT/PKHTB (4 elements per 10 instructions) and is compiled only for cores
+ * with the DSP extension. Other cores keep the plain loop, which is as fast as any call
+ * there. No alignment is required. */
+#ifndef MC_COPY_H
+#define MC_COPY_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void mc_widen_dsp_s8_s16(int16_t *dst, const int8_t *src, int32_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MC_COPY_H */
