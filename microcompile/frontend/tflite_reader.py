@@ -563,3 +563,4 @@ def list_ops(path_or_bytes) -> list[tuple[int, str, str, bool]]:
 from . import tflite_reader_vision  # noqa: E402,F401  (registers its CONVERTERS)
 from . import tflite_reader_elementwise  # noqa: E402,F401  (registers its CONVERTERS)
 from . import tflite_reader_shape  # noqa: E402,F401  (registers its CONVERTERS)
+from . import tflite_reader_reduce  # noqa: E402,F401  (registers its CONVERTERS)

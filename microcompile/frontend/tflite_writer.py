@@ -315,3 +315,4 @@ def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
 from . import tflite_writer_vision  # noqa: E402,F401  (registers its ops in the tables above)
 from . import tflite_writer_shape  # noqa: E402,F401  (registers its ops in the tables above)
 from . import tflite_writer_elementwise  # noqa: E402,F401  (registers its ops in the tables above)
+from . import tflite_writer_reduce  # noqa: E402,F401  (registers its ops in the tables above)

@@ -7,3 +7,4 @@ from . import ops_shape  # noqa: F401  (shape / data-movement ops register thems
 from . import ops_vision  # noqa: F401  (vision ops: transpose conv, max pool, mean, pad, resize)
 from . import interp_vision  # noqa: F401,E402  (their interpreter kernels and parameters)
 from . import ops_elementwise, interp_elementwise  # noqa: F401,E402  (elementwise ops, their kernels and parameters)
+from . import ops_reduce  # noqa: F401,E402  (reduce_max and its kernel)

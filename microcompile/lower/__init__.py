@@ -53,6 +53,10 @@ from .unary import LOWERINGS as _UNARY  # noqa: E402
 
 LOWERINGS.update({**_BINARY, **_UNARY, **_LOG_SOFTMAX})
 
+from .reduce_max import lower_reduce_max  # noqa: E402
+
+LOWERINGS["reduce_max"] = lower_reduce_max
+
 
 def needs_kernel(node: Node) -> bool:
     """False for view ops, which only reinterpret their input's bytes."""

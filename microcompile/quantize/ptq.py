@@ -34,7 +34,8 @@ from .calibrate import Range, activation_qparams
 WEIGHTED = {"conv2d": 0, "depthwise_conv2d": 3, "fully_connected": 0, "transpose_conv2d": 0}
 SAME_QUANT = {"reshape", "squeeze", "expand_dims", "max_pool2d", "average_pool2d", "transpose", "slice",
               "strided_slice", "gather", "pad", "resize_nearest_neighbor", "resize_bilinear", "depth_to_space",
-              "space_to_depth", "split", "split_v", "unpack", "space_to_batch_nd", "batch_to_space_nd"}
+              "space_to_depth", "split", "split_v", "unpack", "space_to_batch_nd", "batch_to_space_nd",
+              "reduce_max"}
 SHARED_QUANT = {"concatenation", "pack", "maximum", "minimum"}
 FIXED_OUTPUT = {"softmax": QuantParams((1 / 256,), (-128,)), "logistic": QuantParams((1 / 256,), (-128,)),
                 "tanh": QuantParams((1 / 128,), (0,)), "log_softmax": QuantParams((16 / 256,), (127,))}

@@ -28,7 +28,7 @@ from ..ir import Graph, Node, Tensor
 _ELEMENTWISE = {"add", "sub", "mul", "div", "maximum", "minimum", "squared_difference", "prelu",
                 "relu", "relu6", "relu_n1_to_1", "leaky_relu", "logistic", "tanh", "hard_swish",
                 "quantize", "dequantize"}
-_AXIS_OPS = {"concatenation", "split_v", "mean", "pad", "pad_v2", "softmax", "log_softmax"}
+_AXIS_OPS = {"concatenation", "split_v", "mean", "reduce_max", "pad", "pad_v2", "softmax", "log_softmax"}
 
 
 @dataclass(frozen=True)
@@ -52,15 +52,9 @@ class _State:
         self._k = 0
 
     def graph(self) -> Graph:
-        live = set(self.outputs)
-        kept = []
-        for n in reversed(self.nodes):
-            if any(o in live for o in n.outputs):
-                kept.append(n)
-                live.update(i for i in n.inputs if i)
-        kept.reverse()
-        used = live | set(self.g.inputs) | {o for n in kept for o in n.outputs}
-        return self.g.replace(nodes=kept, tensors={k: t for k, t in self.tensors.items() if k in used})
+        self.sweep()
+        used = set(self.outputs) | set(self.g.inputs) | {x for n in self.nodes for x in (*n.inputs, *n.outputs)}
+        return self.g.replace(nodes=self.nodes, tensors={k: t for k, t in self.tensors.items() if k in used})
 
     def fresh(self, base: str) -> str:
         while True:
@@ -76,7 +70,19 @@ class _State:
         return [n for n in self.nodes if name in n.inputs]
 
     # --- 1. merge and drop ---------------------------------------------------------------
+    def sweep(self) -> None:
+        """Drop the transposes nothing reads any more (merged or sunk ones), so that a value's
+        reader list is exact. Other dead nodes are remove_dead's business."""
+        live = set(self.outputs)
+        kept = []
+        for n in reversed(self.nodes):
+            if n.op != "transpose" or any(o in live for o in n.outputs):
+                kept.append(n)
+                live.update(i for i in n.inputs if i)
+        self.nodes = kept[::-1]
+
     def merge_once(self) -> bool:
+        self.sweep()
         for k, n in enumerate(self.nodes):
             if n.op != "transpose":
                 continue
@@ -87,7 +93,14 @@ class _State:
                 return True
             if tuple(n.attrs["perm"]) == tuple(range(len(n.attrs["perm"]))):
                 out, src = n.outputs[0], n.inputs[0]
-                if out in self.outputs:
+                p = self.producer(src)
+                if out in self.outputs and p is not None and src not in self.outputs and self.readers(src) == [n]:
+                    # The producer writes the graph output directly.
+                    del self.nodes[k]
+                    self.nodes[self.nodes.index(p)] = p.replace(outputs=tuple(out if o == src else o
+                                                                              for o in p.outputs))
+                    return True
+                if out in self.outputs:   # an input or shared value: a view keeps the output's name
                     self.nodes[k] = Node("reshape", n.name, n.inputs, n.outputs,
                                          {"shape": self.tensors[out].shape}, n.origin)
                     return True
@@ -136,7 +149,7 @@ class _State:
                 return None
         elif n.op in ("pad", "pad_v2"):
             attrs["pads"] = tuple(n.attrs["pads"][inv[d]] for d in range(rank))
-        elif n.op == "mean":
+        elif n.op in ("mean", "reduce_max"):
             axes = tuple(sorted(perm[a] for a in n.attrs["axes"]))
             attrs["axes"] = axes
             if not n.attrs.get("keep_dims", False):
@@ -150,7 +163,7 @@ class _State:
                 continue
             t = self.tensors[i]
             if t.is_const:
-                if len(t.shape) > rank or n.op not in _ELEMENTWISE:
+                if len(t.shape) > rank or (n.op not in _ELEMENTWISE and len(t.shape) != rank):
                     return None
                 data = t.data.reshape((1,) * (rank - len(t.shape)) + tuple(t.shape)).transpose(inv)
                 name = self.fresh(i)

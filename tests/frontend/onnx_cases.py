@@ -120,6 +120,8 @@ case("ReduceMean", [(2, 3, 4), i64(1)], {"keepdims": 0}, 18)
 case("ReduceMean", [(2, 3, 4)], {}, 11)
 case("ReduceMax", [(1, 3, 4, 5)], {"axes": [2, 3]}, 13)
 case("ReduceMax", [(1, 3, 4, 5), i64(-1, -2)], {"keepdims": 0}, 18)
+case("ReduceMax", [(2, 3, 4)], {"axes": [1]}, 11)
+case("ReduceMax", [(2, 3, 4)], {"keepdims": 0}, 13)
 
 # --- shape and data movement ------------------------------------------------------------
 case("Flatten", [(1, 3, 4, 5)])

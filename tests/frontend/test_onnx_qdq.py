@@ -263,5 +263,5 @@ def _set_attr(m, op_type: str, key: str, value, scale_len: int):
 
 def _retype_zero_points(m, dtype):
     for t in m.graph.initializer:
-        if t.name.endswith("zero_point") and t.data_type == TensorProto.INT8:
+        if t.name == "x_zero_point":   # the input's Q/DQ pair
             t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(dtype), t.name))

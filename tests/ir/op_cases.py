@@ -230,3 +230,4 @@ def random_inputs(graph: Graph, seed: int) -> dict[str, np.ndarray]:
 import op_cases_vision  # noqa: E402,F401  (transpose conv, max pool, mean, pad, resize)
 import op_cases_shape  # noqa: E402,F401  (shape and data-movement ops)
 import op_cases_elementwise  # noqa: E402,F401  (elementwise binary ops, activations, quantize)
+import op_cases_reduce  # noqa: E402,F401  (reduce_max)

@@ -24,6 +24,9 @@ KERNEL_OPS += ("sub", "mul", "maximum", "minimum", "squared_difference", "prelu"
                "tanh", "hard_swish", "log_softmax", "quantize", "dequantize")
 KERNEL_OPS += ("concatenation", "split", "split_v", "pack", "unpack", "transpose", "strided_slice", "slice",
                "gather", "depth_to_space", "space_to_depth", "space_to_batch_nd", "batch_to_space_nd")
+KERNEL_OPS += ("reduce_max",)
+# float32-only ops have no int8 plan in op_cases; tests/ir/test_div.py covers div's lowering.
+FLOAT_ONLY_OPS = ("div",)
 
 
 def hybrid_conv_graph(seed: int = 0, padding: str = "SAME", batch: int = 2) -> Graph:

@@ -85,5 +85,5 @@ def test_fold_constants_evaluates_constant_subgraph():
 def test_pipeline_verifies_after_each_pass():
     seen = []
     pipeline.run(fc_relu_graph(q(0.1, -5)), dump=lambda name, g: seen.append((name, len(g.nodes))))
-    assert seen == [("fold_shape", 3), ("fold_constants", 3), ("fold_dilated_conv", 3), ("fuse_activation", 2),
-                    ("remove_dead", 1)]
+    assert seen == [("fold_shape", 3), ("fold_constants", 3), ("cancel_transposes", 3), ("fold_dilated_conv", 3),
+                    ("fuse_activation", 2), ("remove_dead", 1)]

@@ -33,7 +33,8 @@ class Ctx:
         self.consts: dict[str, np.ndarray] = {}   # ONNX value -> constant (ONNX dtype)
         self.node: object | None = None           # the ONNX node being converted (for origin)
         self.onnx_uses: dict[str, int] = {}       # ONNX value -> readers (nodes and graph outputs)
-        self._names: set[str] = set()
+        self._names: set[str] = set()         # tensor names
+        self._node_names: set[str] = set()    # node names: their own namespace, so tensors keep ONNX names
 
     # --- names ---------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -42,6 +43,13 @@ class Ctx:
         while name in self._names or name in self.tensors:
             name, k = f"{base}_{k}", k + 1
         self._names.add(name)
+        return name
+
+    def _fresh_node(self, hint: str) -> str:
+        name, k = hint, 1
+        while name in self._node_names:
+            name, k = f"{hint}_{k}", k + 1
+        self._node_names.add(name)
         return name
 
     # --- reading ONNX values -------------------------------------------------------------
@@ -126,7 +134,7 @@ class Ctx:
         full.update(attrs or {})
         onnx_node = self.node
         base = hint or (outputs[0] if outputs else (onnx_node.output[0] if onnx_node is not None else op))
-        node_name = self.fresh(f"{base}_{op}" if not outputs else base)
+        node_name = self._fresh_node(f"{base}_{op}" if not outputs else base)
         n_out = len(outputs) if outputs else 1
         out_names = [self.fresh(o if outputs else f"{base}_{op}_out") for o in (outputs or [None] * n_out)]
         origin = (onnx_node.name or onnx_node.output[0],) if onnx_node is not None else ()

@@ -1,4 +1,4 @@
-"""MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean, ReduceMax.
+"""MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean, ReduceMax (reduce_max).
 
 The IR's pools exclude padding from the window (max over real pixels, average divided by
 the in-bounds count), which is ONNX's MaxPool and its AveragePool with
@@ -74,7 +74,7 @@ def _global_max_pool(ctx, node):
 
 def reduce_axes(ctx, node, rank: int, axes_input_from: int) -> tuple[int, ...] | None:
     """Sorted non-negative axes, or None for 'reduce nothing' (noop_with_empty_axes)."""
-    if ctx.opset >= axes_input_from:
+    if ctx.opset >= axes_input_from:   # ReduceMean/ReduceMax: axes moved to an input in opset 18
         axes = ctx.const(node.input[1]) if len(node.input) > 1 and node.input[1] else None
         if len(node.input) > 1 and node.input[1] and axes is None:
             ctx.unsupported(node, "runtime axes (they must be constants)")
@@ -101,16 +101,9 @@ def _reduce_mean(ctx, node):
 @converter("ReduceMax")
 def _reduce_max(ctx, node):
     x = ctx.ir(node.input[0])
-    shape = ctx.tensors[x].shape
-    axes = reduce_axes(ctx, node, len(shape), 18)
+    axes = reduce_axes(ctx, node, len(ctx.tensors[x].shape), 18)
     if axes is None:
         ctx.bind(node.output[0], x)
         return
-    if len(shape) != 4 or axes != (2, 3):
-        ctx.unsupported(node, f"ReduceMax over axes {axes} of a rank-{len(shape)} tensor "
-                              "(only the spatial axes (2, 3) of a 4-D tensor are supported)")
-    y = ctx.to_nchw(ctx.emit1("max_pool2d", [ctx.to_nhwc(x)], {"filter": shape[2:], "stride": (1, 1)}))
-    if ctx.attr(node, "keepdims", 1):
-        ctx.bind(node.output[0], y)
-    else:
-        ctx.reshape(y, shape[:2], out=node.output[0])
+    ctx.emit1("reduce_max", [x], {"axes": axes, "keep_dims": bool(ctx.attr(node, "keepdims", 1))},
+              out=node.output[0])

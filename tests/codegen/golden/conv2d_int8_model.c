@@ -14,7 +14,7 @@
  *   out: out [1,3,4,2] int8 s=0.0174046 zp=-42
  *   activation: RELU
  *   MACs: 432
- *   schedule: [{"args": ["oh", "ow"], "primitive": "fuse"}, {"args": ["acc", "oh_ow"], "primitive": "cache_write"}, {"args": ["xv", null, "int16"], "primitive": "cache_read"}, {"args": ["w", "int16"], "primitive": "pack_constant"}, {"args": ["oh_ow_1", "mc_gemm_nt_c_s16"], "primitive": "tensorize"}, {"args": ["ic_c"], "primitive": "unroll"}, {"args": ["oc"], "primitive": "unroll"}, {"args": ["oc_2"], "primitive": "unroll"}]
+ *   schedule: [{"args": ["oh", "ow"], "primitive": "fuse"}, {"args": ["acc", "oh_ow"], "primitive": "cache_write"}, {"args": ["xv", null, "int16"], "primitive": "cache_read"}, {"args": ["ic_c"], "primitive": "unswitch"}, {"args": ["w", "int16"], "primitive": "pack_constant"}, {"args": ["oh_ow_1", "mc_gemm_nt_c_s16"], "primitive": "tensorize"}, {"args": ["ic_c"], "primitive": "unroll"}, {"args": ["ic_c_u"], "primitive": "unroll"}, {"args": ["oc"], "primitive": "unroll"}, {"args": ["oc_2"], "primitive": "unroll"}]
  */
 static void mc_k0_conv2d(uint8_t *arena)
 {
@@ -25,11 +25,18 @@ static void mc_k0_conv2d(uint8_t *arena)
     for (int32_t oh_ow_1_c = 0; oh_ow_1_c < 12; ++oh_ow_1_c) {
         for (int32_t kh_c = 0; kh_c < 3; ++kh_c) {
             for (int32_t kw_c = 0; kw_c < 3; ++kw_c) {
-                #pragma GCC unroll 2
-                for (int32_t ic_c = 0; ic_c < 2; ++ic_c) {
-                    const int32_t ih_c = ((oh_ow_1_c / 4) - 1) + kh_c;
-                    const int32_t iw_c = ((oh_ow_1_c % 4) - 1) + kw_c;
-                    xv_cache[(oh_ow_1_c * 18) + ((kh_c * 6) + ((kw_c * 2) + ic_c))] = (int16_t)(((((ih_c >= 0) && (ih_c < 3)) && (iw_c >= 0)) && (iw_c < 4)) ? x[(ih_c * 8) + ((iw_c * 2) + ic_c)] : 23);
+                const int32_t ih_c = ((oh_ow_1_c / 4) - 1) + kh_c;
+                const int32_t iw_c = ((oh_ow_1_c % 4) - 1) + kw_c;
+                if ((((ih_c >= 0) && (ih_c < 3)) && (iw_c >= 0)) && (iw_c < 4)) {
+                    #pragma GCC unroll 2
+                    for (int32_t ic_c = 0; ic_c < 2; ++ic_c) {
+                        xv_cache[(oh_ow_1_c * 18) + ((kh_c * 6) + ((kw_c * 2) + ic_c))] = (int16_t)x[(ih_c * 8) + ((iw_c * 2) + ic_c)];
+                    }
+                } else {
+                    #pragma GCC unroll 2
+                    for (int32_t ic_c_u = 0; ic_c_u < 2; ++ic_c_u) {
+                        xv_cache[(oh_ow_1_c * 18) + ((kh_c * 6) + ((kw_c * 2) + ic_c_u))] = (int16_t)23;
+                    }
                 }
             }
         }
