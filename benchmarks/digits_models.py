@@ -31,8 +31,10 @@ def onnx_model(params):
     inits = [numpy_helper.from_array(params[k], k) for k in ("w1", "b1", "w2", "b2")]
     nodes = [helper.make_node("MatMul", ["pixels", "w1"], ["h0"]), helper.make_node("Add", ["h0", "b1"], ["h1"]),
              helper.make_node("Relu", ["h1"], ["hidden"]), helper.make_node("MatMul", ["hidden", "w2"], ["l0"]),
-             helper.make_node("Add", ["l0", "b2"], ["logits"]), helper.make_node("Softmax", ["logits"], ["probs"], axis=1)]
-    graph = helper.make_graph(nodes, "digits_mlp", [helper.make_tensor_value_info("pixels", TensorProto.FLOAT, [1, 64])],
+             helper.make_node("Add", ["l0", "b2"], ["logits"]),
+             helper.make_node("Softmax", ["logits"], ["probs"], axis=1)]
+    graph = helper.make_graph(nodes, "digits_mlp",
+                              [helper.make_tensor_value_info("pixels", TensorProto.FLOAT, [1, 64])],
                               [helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, 10])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     onnx.checker.check_model(model)
@@ -79,7 +81,8 @@ def digits_table(tmp: Path, methods) -> dict:
     ort_quantize(tmp / "digits.onnx", tmp / "digits_int8_qdq.onnx", calib)
     samples = [{"pixels": calib[i:i + 1]} for i in range(len(calib))]
     calibration = Calibration(graph, samples, progress=False)
-    row = {"float32": graph_accuracy(graph, xte, yte), "onnx float32 (ort)": ort_accuracy(tmp / "digits.onnx", xte, yte),
+    row = {"float32": graph_accuracy(graph, xte, yte),
+           "onnx float32 (ort)": ort_accuracy(tmp / "digits.onnx", xte, yte),
            "onnxruntime int8": ort_accuracy(tmp / "digits_int8_qdq.onnx", xte, yte)}
     for m in methods:
         q = quantize(graph, samples, method=m, report=False, calibration=calibration)

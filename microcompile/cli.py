@@ -104,7 +104,7 @@ def _cmd_quantize(args) -> int:
 
     keep = tuple(k for k in args.keep_float.split(",") if k)
     result = driver.quantize_model(args.model, args.calibration, args.output, method=args.method, io=args.io,
-                                   keep_float=keep)
+                                   keep_float=keep, input_shapes=parse_input_shapes(args.input_shape))
     print(format_sqnr_table(result.quantized.layers, args.sqnr_threshold))
     print(f"wrote {result.output_path} (int8, {args.io} inputs/outputs, calibration method {result.method})")
     return 0
@@ -157,6 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--keep-float", default="", help="comma-separated ops or layer names to leave in float32")
     q.add_argument("--sqnr-threshold", type=float, default=DEFAULT_THRESHOLD_DB,
                    help=f"flag layers whose SQNR is below this many dB (default {DEFAULT_THRESHOLD_DB:g})")
+    q.add_argument("--input-shape", action="append", metavar="NAME:DIMS",
+                   help="pin a dynamic ONNX input shape, e.g. input:1x3x32x32 (repeatable)")
     q.set_defaults(fn=_cmd_quantize)
 
     v = sub.add_parser(

@@ -120,7 +120,9 @@ def deploy(model_path: str | Path, board_name: str, project_dir: str | Path, *, 
     project_dir = Path(project_dir)
     with tempfile.TemporaryDirectory(prefix="microcompile-") as tmp:
         if quantize is not None:
-            model_path = _quantize_for_deploy(model_path, quantize, calibration, Path(tmp), progress)
+            model_path = _quantize_for_deploy(model_path, quantize, calibration, Path(tmp) / "quantized", progress,
+                                              input_shapes)
+            input_shapes = None   # pinned in the quantized .tflite
         progress(f"[compile] {model_path}")
         compiled = compile_model(model_path, board, Path(tmp), dump_ir, input_shapes=input_shapes)
         inputs = load_inputs(compiled.graph, input_path)
@@ -226,7 +228,7 @@ class QuantizeResult:
 
 def quantize_model(model_path: str | Path, calibration_path: str | Path, output_path: str | Path | None = None, *,
                    method: str | None = None, io: str = "float32", keep_float=(), report: bool = True,
-                   progress: bool = True) -> QuantizeResult:
+                   progress: bool = True, input_shapes: dict | None = None) -> QuantizeResult:
     """Post-training quantization of a float32 .tflite/.onnx model to int8, calibrated on the
     samples in `calibration_path`; writes a .tflite (our writer) when `output_path` is given."""
     from . import quantize as qz
@@ -235,7 +237,8 @@ def quantize_model(model_path: str | Path, calibration_path: str | Path, output_
     if output_path is not None and Path(output_path).suffix.lower() != ".tflite":
         raise UserError(f"cannot write {output_path}: quantized models are saved as .tflite",
                         hint="name the output model_int8.tflite (it reloads in microcompile and opens in Netron)")
-    graph = pipeline.run(load_model(model_path))   # fuse activations, fold batch-norm/constants first
+    # Fuse activations, fold batch-norm and constants first: TFLite quantizes the fused graph.
+    graph = pipeline.run(load_model(model_path, input_shapes=input_shapes))
     samples = qz.load_calibration(calibration_path, graph)
     method = method or qz.DEFAULT_METHOD
     result = qz.quantize(graph, samples, method=method, io=io, keep_float=tuple(keep_float), report=report,
@@ -251,12 +254,13 @@ def quantize_model(model_path: str | Path, calibration_path: str | Path, output_
     return QuantizeResult(result, method, Path(output_path) if output_path else None)
 
 
-def _quantize_for_deploy(model_path, scheme: str, calibration, out_dir: Path, progress: Progress) -> Path:
+def _quantize_for_deploy(model_path, scheme: str, calibration, out_dir: Path, progress: Progress,
+                         input_shapes: dict | None = None) -> Path:
     if scheme != "int8":
         raise UserError(f"unknown --quantize {scheme!r}", hint="the only scheme is int8")
     if calibration is None:
         raise UserError("--quantize int8 needs --calibration", hint="pass a .npz/.npy of input samples or a directory")
     out = out_dir / f"{Path(model_path).stem}_int8.tflite"
     progress(f"[quantize] {model_path} -> {out}")
-    quantize_model(model_path, calibration, out, report=False)
+    quantize_model(model_path, calibration, out, report=False, input_shapes=input_shapes)
     return out

@@ -5,7 +5,7 @@ every input value, infinities included, reduces exactly as TFLite's loop does.""
 from __future__ import annotations
 
 from ..ir.graph import Graph, Node
-from ..ir.tir import Allocate, Buffer, IntImm, Var, binop, loops, seq
+from ..ir.tir import Allocate, Buffer, IntImm, Select, Var, binop, loops, seq
 from .common import arena, make_func
 
 
@@ -20,7 +20,9 @@ def lower_reduce_max(g: Graph, node: Node, target=None):
     out_idx = [v for v, _ in kept] or [IntImm(0)]
     first = [IntImm(0) if k in axes else v for k, v in enumerate(idx)]
     acc = Buffer("best", xt.dtype, (), "local")
+    v = x.load(*idx)
+    # std::max(best, v) as TFLite writes it: (best < v) ? v : best, for int8 and float alike.
     body = Allocate(acc, seq(acc.store(x.load(*first)),
-                             loops(reduced, acc.store(binop("max", acc.load(), x.load(*idx)))),
+                             loops(reduced, acc.store(Select(binop("lt", acc.load(), v), v, acc.load()))),
                              y.store(acc.load(), *out_idx)))
     return make_func(g, node, [x, y], loops(kept, body))

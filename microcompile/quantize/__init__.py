@@ -14,7 +14,7 @@ from ..errors import UserError
 from ..ir import Graph
 from .calibrate import METHODS, Calibration
 from .data import CalibrationDataError, load_calibration
-from .ptq import IO_MODES, UnquantizableOpError, dequantize_weights, quantize_graph, unquantizable
+from .ptq import IO_MODES, UnquantizableOpError, check_quantizable, dequantize_weights, quantize_graph
 from .report import DEFAULT_THRESHOLD_DB, LayerSQNR, format_sqnr_table, layer_sqnr
 
 # Measured by benchmarks/quantization_accuracy.py (output SQNR and accuracy over the digits
@@ -42,9 +42,7 @@ def quantize(float_graph: Graph, samples: list[dict], method: str = DEFAULT_METH
     if not samples:
         raise CalibrationDataError("no calibration samples", hint="give at least one input sample")
     float_graph = dequantize_weights(float_graph)
-    bad = unquantizable(float_graph, keep_float)
-    if bad:   # fail before the (slow) calibration
-        quantize_graph(float_graph, lambda name: None, io, keep_float)
+    check_quantizable(float_graph, keep_float)   # fail before the (slow) calibration
     calibration = calibration or Calibration(float_graph, samples, progress=progress)
     qgraph = quantize_graph(float_graph, lambda name: calibration.range(name, method), io, keep_float)
     layers = layer_sqnr(float_graph, qgraph, samples) if report else []

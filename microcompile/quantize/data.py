@@ -89,7 +89,8 @@ def load_calibration(path, graph: Graph) -> list[dict[str, np.ndarray]]:
         arrays = {t.name: _as_batch(arrays[t.name], t.shape, t.name, str(path)) for t in specs}
     counts = {len(a) for a in arrays.values()}
     if len(counts) != 1 or 0 in counts:
-        raise CalibrationDataError(f"calibration inputs in {path} have different or zero sample counts {sorted(counts)}",
+        raise CalibrationDataError(f"calibration inputs in {path} have different or zero sample counts "
+                                   f"{sorted(counts)}",
                                    hint="give every input the same number of samples")
     n = counts.pop()
     return [{t.name: arrays[t.name][k].reshape(t.shape) for t in specs} for k in range(n)]

@@ -168,13 +168,9 @@ def unquantizable(g: Graph, keep_float=()) -> list[Node]:
             and any(g.tensors[i].dtype == "float32" for i in n.inputs if i)]
 
 
-def quantize_graph(g: Graph, ranges: Callable[[str], Range], io: str = "float32", keep_float=()) -> Graph:
-    """The int8 graph of float32 graph `g`; `ranges(tensor)` gives each activation's
-    calibrated range. `keep_float` names ops (or nodes) left in float32 between a
-    DEQUANTIZE and a QUANTIZE (for boards with an FPU)."""
-    if io not in IO_MODES:
-        raise UserError(f"unknown --io {io!r}", hint=f"choose one of {', '.join(IO_MODES)}")
-    if not any(t.dtype == "float32" for n in g.inputs for t in [g.tensors[n]]):
+def check_quantizable(g: Graph, keep_float=()) -> None:
+    """UnquantizableOpError naming every op with no int8 kernel that is not kept float."""
+    if not any(g.tensors[n].dtype == "float32" for n in g.inputs):
         raise UserError(f"model {g.name} has no float32 input: it is already quantized",
                         hint="quantize the float32 model it was made from")
     bad = unquantizable(g, keep_float)
@@ -183,6 +179,15 @@ def quantize_graph(g: Graph, ranges: Callable[[str], Range], io: str = "float32"
         raise UnquantizableOpError(
             f"cannot quantize op(s) {', '.join(ops)} (layers {', '.join(n.name for n in bad[:5])}) to int8",
             hint=f"keep them in float32 with --keep-float {','.join(ops)} (needs a board with an FPU)")
+
+
+def quantize_graph(g: Graph, ranges: Callable[[str], Range], io: str = "float32", keep_float=()) -> Graph:
+    """The int8 graph of float32 graph `g`; `ranges(tensor)` gives each activation's
+    calibrated range. `keep_float` names ops (or nodes) left in float32 between a
+    DEQUANTIZE and a QUANTIZE (for boards with an FPU)."""
+    if io not in IO_MODES:
+        raise UserError(f"unknown --io {io!r}", hint=f"choose one of {', '.join(IO_MODES)}")
+    check_quantizable(g, keep_float)
     qcache: dict[str, QuantParams] = {}
 
     def act(name):

@@ -215,7 +215,8 @@ class HostRunner:
             k, (key, _, d, _) = k_entry
             n_weights = sum(1 for line in (d / "model_weights.h").read_text().splitlines()
                             if line.startswith("extern const"))
-            renames = [f"#define mc_model mc_model_{k}"] + [f"#define mc_w{i} mc_case{k}_w{i}" for i in range(n_weights)]
+            renames = [f"#define mc_model mc_model_{k}"]
+            renames += [f"#define mc_w{i} mc_case{k}_w{i}" for i in range(n_weights)]
             (work / f"wrap{k}.c").write_text("\n".join(
                 renames + [f'#include "{d}/model_weights.c"', f'#include "{d}/model.c"', ""]))
             err = _gcc([*CFLAGS, "-I", str(RUNTIME / "include"), "-c", f"wrap{k}.c", "-o", f"wrap{k}.o"], work)

@@ -18,7 +18,6 @@ import glob
 import os
 import re
 import sys
-import unittest
 from pathlib import Path
 
 import numpy as np

@@ -28,12 +28,18 @@ def run_cli(*args):
 
 
 @pytest.fixture(scope="module")
-def digits(tmp_path_factory):
+def trained():
+    (xtr, ytr), test = load_digits_split()
+    return train(xtr, ytr, epochs=200), xtr, test
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory, trained):
     """The digits MLP as float32 .tflite, calibration samples and the test split."""
     tmp = tmp_path_factory.mktemp("digits")
-    (xtr, ytr), (xte, yte) = load_digits_split()
+    params, xtr, (xte, yte) = trained
     model = tmp / "digits.tflite"
-    model.write_bytes(write_tflite(build_graph(train(xtr, ytr, epochs=200))))
+    model.write_bytes(write_tflite(build_graph(params)))
     np.save(tmp / "calib.npy", xtr[:100])
     return model, tmp / "calib.npy", xte, yte
 
@@ -67,7 +73,8 @@ def test_bad_calibration_data_exits_2(digits, tmp_path):
 
 def test_unquantizable_op_exits_2(tmp_path):
     t = {n: Tensor(n, (1, 4), "float32") for n in ("x", "y")}
-    g = Graph("q", t, (Node("pad_v2", "pad", ("x",), ("y",), {"pads": ((0, 0), (0, 0)), "value": 1.0}),), ("x",), ("y",))
+    pad = Node("pad_v2", "pad", ("x",), ("y",), {"pads": ((0, 0), (0, 0)), "value": 1.0})
+    g = Graph("q", t, (pad,), ("x",), ("y",))
     model = tmp_path / "pad.tflite"
     model.write_bytes(write_tflite(g))
     np.save(tmp_path / "c.npy", np.ones((3, 4), np.float32))
@@ -91,3 +98,41 @@ def test_deploy_quantized_on_host_matches_reference(digits, tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "outputs match reference: yes" in p.stdout
     assert (tmp_path / "proj" / "digits_int8.tflite").is_file()
+
+
+@pytest.fixture(scope="module")
+def digits_onnx(tmp_path_factory, trained):
+    """The same digits MLP exported to ONNX with onnx.helper (benchmarks/digits_models.py)."""
+    pytest.importorskip("onnx")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import onnx
+    from digits_models import onnx_model
+
+    tmp = tmp_path_factory.mktemp("digits_onnx")
+    params, xtr, (xte, yte) = trained
+    onnx.save(onnx_model(params), tmp / "digits.onnx")
+    np.save(tmp / "calib.npy", xtr[:100])
+    return tmp / "digits.onnx", tmp / "calib.npy", xte, yte
+
+
+def test_quantize_onnx_model(digits_onnx, tmp_path):
+    model, calib, xte, yte = digits_onnx
+    out = tmp_path / "digits_int8.tflite"
+    p = run_cli("quantize", model, "--calibration", calib, "-o", out)
+    assert p.returncode == 0, p.stderr
+    g = load_model(out)
+    float_graph = load_model(model)
+    agree = [interp.run(g, {g.inputs[0]: xte[i:i + 1]})[g.outputs[0]].argmax()
+             == interp.run(float_graph, {float_graph.inputs[0]: xte[i:i + 1]})[float_graph.outputs[0]].argmax()
+             for i in range(100)]
+    assert np.mean(agree) >= 0.97
+
+
+@pytest.mark.qemu
+def test_deploy_onnx_quantized_on_emulated_stm32(digits_onnx, tmp_path):
+    model, calib, xte, _ = digits_onnx
+    np.save(tmp_path / "x.npy", xte[:1])
+    p = run_cli("deploy", model, "--board=stm32", "--emulate", "--quantize", "int8", "--calibration", calib,
+                "--input", tmp_path / "x.npy", "-o", tmp_path / "proj")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "outputs match reference: yes" in p.stdout

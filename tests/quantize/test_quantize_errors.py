@@ -15,11 +15,11 @@ def _conv_graph():
          "y": Tensor("y", (1, 4, 4, 2), "float32"), "p": Tensor("p", (1, 6, 6, 2), "float32"),
          "w": Tensor("w", (2, 3, 3, 3), "float32", data=rng.normal(0, 0.5, (2, 3, 3, 3)).astype(np.float32)),
          "b": Tensor("b", (2,), "float32", data=np.array([0.1, -0.2], np.float32))}
-    nodes = (Node("conv2d", "conv", ("x", "w", "b"), ("h",), {"stride": (1, 1), "dilation": (1, 1), "padding": (1, 1, 1, 1),
-                                                       "activation": "RELU"}),
+    conv = {"stride": (1, 1), "dilation": (1, 1), "padding": (1, 1, 1, 1), "activation": "RELU"}
+    pool = {"filter": (3, 3), "stride": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"}
+    nodes = (Node("conv2d", "conv", ("x", "w", "b"), ("h",), conv),
              Node("pad_v2", "pad", ("h",), ("p",), {"pads": ((0, 0), (1, 1), (1, 1), (0, 0)), "value": 0.5}),
-             Node("average_pool2d", "pool", ("p",), ("y",), {"filter": (3, 3), "stride": (1, 1), "padding": (0, 0, 0, 0),
-                                                      "activation": "NONE"}))
+             Node("average_pool2d", "pool", ("p",), ("y",), pool))
     return Graph("g", t, nodes, ("x",), ("y",))
 
 

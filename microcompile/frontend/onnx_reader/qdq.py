@@ -119,7 +119,8 @@ def _qlinear(ctx, node, float_op: str, x_idx: int, w_idx: int, w_axis: int, out_
         if b is None:
             ctx.unsupported(node, "the bias must be a constant")
         b_scale = np.float32(x_qp.s) * np.asarray(w_scale, np.float32).reshape(-1)
-        ctx.set_const(f"{out}__b_dequantized", (np.asarray(b, np.int64).astype(np.float32) * b_scale).astype(np.float32))
+        b_float = (np.asarray(b, np.int64).astype(np.float32) * b_scale).astype(np.float32)
+        ctx.set_const(f"{out}__b_dequantized", b_float)
         float_ins.append(f"{out}__b_dequantized")
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     y_name = f"{out}__float"
