@@ -78,4 +78,35 @@ static inline int32_t mc_floormod_i32(int32_t a, int32_t b)
     return a - mc_floordiv_i32(a, b) * b;
 }
 
+/* gemmlowp helpers shared by the softmax-family kernels (mirrors of ir/fixedpoint.py). */
+
+/* Two's-complement wrap-around addition, as gemmlowp's raw adds; done in uint32 so the C
+ * is defined behaviour. */
+static inline int32_t mc_add_wrap(int32_t a, int32_t b)
+{
+    return (int32_t)((uint32_t)a + (uint32_t)b);
+}
+
+/* gemmlowp SaturatingRoundingMultiplyByPOT for exponent > 0: a saturating left shift. */
+static inline int32_t mc_saturating_left_shift(int32_t x, int32_t exponent)
+{
+    const int32_t threshold = (int32_t)(((int64_t)1 << (31 - exponent)) - 1);
+    if (x > threshold)
+        return INT32_MAX;
+    if (x < -threshold)
+        return INT32_MIN;
+    return (int32_t)((uint32_t)x << exponent);
+}
+
+/* gemmlowp Rescale: move a fixed-point value from src_bits to dst_bits integer bits. */
+static inline int32_t mc_rescale(int32_t x, int32_t src_bits, int32_t dst_bits)
+{
+    const int32_t exponent = src_bits - dst_bits;
+    if (exponent > 0)
+        return mc_saturating_left_shift(x, exponent);
+    if (exponent < 0)
+        return mc_rounding_divide_by_pot(x, -exponent);
+    return x;
+}
+
 #endif /* MC_FIXEDPOINT_H */

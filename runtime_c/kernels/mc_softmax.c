@@ -10,46 +10,19 @@
 #define SCALED_DIFF_INTEGER_BITS 5
 #define ACCUMULATION_INTEGER_BITS 12
 
-static int32_t add_wrap(int32_t a, int32_t b)
-{
-    return (int32_t)((uint32_t)a + (uint32_t)b);
-}
-
-/* gemmlowp SaturatingRoundingMultiplyByPOT, exponent > 0. */
-static int32_t saturating_left_shift(int32_t x, int32_t exponent)
-{
-    const int32_t threshold = (int32_t)(((int64_t)1 << (31 - exponent)) - 1);
-    if (x > threshold)
-        return INT32_MAX;
-    if (x < -threshold)
-        return INT32_MIN;
-    return (int32_t)((uint32_t)x << exponent);
-}
-
-/* gemmlowp Rescale: move from src_bits to dst_bits integer bits. */
-static int32_t rescale(int32_t x, int32_t src_bits, int32_t dst_bits)
-{
-    const int32_t exponent = src_bits - dst_bits;
-    if (exponent > 0)
-        return saturating_left_shift(x, exponent);
-    if (exponent < 0)
-        return mc_rounding_divide_by_pot(x, -exponent);
-    return x;
-}
-
 /* exp(a) for a in [-1/4, 0), Q0.31 in and out: Taylor series around -1/8. */
 static int32_t exp_on_interval_between_negative_one_quarter_and_0_excl(int32_t a)
 {
     const int32_t constant_term = 1895147668;       /* exp(-1/8) in Q0.31 */
     const int32_t constant_1_over_3 = 715827883;
-    const int32_t x = add_wrap(a, 1 << 28);          /* a + 1/8 */
+    const int32_t x = mc_add_wrap(a, 1 << 28);          /* a + 1/8 */
     const int32_t x2 = mc_srdhm(x, x);
     const int32_t x3 = mc_srdhm(x2, x);
     const int32_t x4 = mc_srdhm(x2, x2);
     const int32_t x4_over_4 = mc_rounding_divide_by_pot(x4, 2);
     const int32_t poly = mc_rounding_divide_by_pot(
-        add_wrap(mc_srdhm(add_wrap(x4_over_4, x3), constant_1_over_3), x2), 1);
-    return add_wrap(constant_term, mc_srdhm(constant_term, add_wrap(x, poly)));
+        mc_add_wrap(mc_srdhm(mc_add_wrap(x4_over_4, x3), constant_1_over_3), x2), 1);
+    return mc_add_wrap(constant_term, mc_srdhm(constant_term, mc_add_wrap(x, poly)));
 }
 
 /* exp(a) for a <= 0 given in Q5.26; result Q0.31. */
@@ -63,8 +36,8 @@ static int32_t exp_on_negative_values(int32_t a)
     const int32_t mask = one_quarter - 1;
     const int32_t a_mod_quarter_minus_one_quarter = (a & mask) - one_quarter;
     int32_t result = exp_on_interval_between_negative_one_quarter_and_0_excl(
-        rescale(a_mod_quarter_minus_one_quarter, SCALED_DIFF_INTEGER_BITS, 0));
-    const int32_t remainder = add_wrap(a_mod_quarter_minus_one_quarter, (int32_t)(0u - (uint32_t)a));
+        mc_rescale(a_mod_quarter_minus_one_quarter, SCALED_DIFF_INTEGER_BITS, 0));
+    const int32_t remainder = mc_add_wrap(a_mod_quarter_minus_one_quarter, (int32_t)(0u - (uint32_t)a));
     int32_t k;
 
     for (k = 0; k < 7; k++) {
@@ -82,15 +55,15 @@ static int32_t one_over_one_plus_x_for_x_in_0_1(int32_t a)
     const int32_t half_denominator = (int32_t)(s >= 0 ? (s + 1) / 2 : -((1 - s) / 2));
     const int32_t constant_48_over_17 = 1515870810;     /* Q2.29 */
     const int32_t constant_neg_32_over_17 = -1010580540; /* Q2.29 */
-    int32_t x = add_wrap(constant_48_over_17, mc_srdhm(half_denominator, constant_neg_32_over_17));
+    int32_t x = mc_add_wrap(constant_48_over_17, mc_srdhm(half_denominator, constant_neg_32_over_17));
     int32_t i;
 
     for (i = 0; i < 3; i++) {
         const int32_t half_denominator_times_x = mc_srdhm(half_denominator, x);
-        const int32_t one_minus = add_wrap((int32_t)1 << 29, (int32_t)(0u - (uint32_t)half_denominator_times_x));
-        x = add_wrap(x, rescale(mc_srdhm(x, one_minus), 4, 2));
+        const int32_t one_minus = mc_add_wrap((int32_t)1 << 29, (int32_t)(0u - (uint32_t)half_denominator_times_x));
+        x = mc_add_wrap(x, mc_rescale(mc_srdhm(x, one_minus), 4, 2));
     }
-    return rescale(x, 1, 0);
+    return mc_rescale(x, 1, 0);
 }
 
 /* RoundingDivideByPOT for exponents that may exceed 31 (computed in 64 bits). */
@@ -119,7 +92,7 @@ void mc_softmax_s8(const int8_t *input, int8_t *output, int32_t rows, int32_t de
             const int32_t diff = x[c] - max_in_row;
             if (diff >= diff_min) {
                 const int32_t scaled = mc_srdhm((int32_t)((uint32_t)diff << input_left_shift), input_multiplier);
-                sum_of_exps += rescale(exp_on_negative_values(scaled), 0, ACCUMULATION_INTEGER_BITS);
+                sum_of_exps += mc_rescale(exp_on_negative_values(scaled), 0, ACCUMULATION_INTEGER_BITS);
             }
         }
         /* GetReciprocal: 1/sum as a Q0.31 in [0.5, 1) and a power of two. */
