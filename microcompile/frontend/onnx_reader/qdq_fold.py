@@ -38,6 +38,9 @@ LAYOUT_OPS = ("transpose", "reshape", "squeeze", "expand_dims")
 WEIGHTED = {"conv2d": 0, "depthwise_conv2d": 3, "fully_connected": 0}   # op -> output-channel axis of W
 FOLDABLE = (*WEIGHTED, "add", "sub", "mul", "average_pool2d", "max_pool2d", "mean", "relu", "relu6",
             "relu_n1_to_1", "leaky_relu", "logistic", "tanh", "hard_swish", "softmax", "concatenation")
+# int8 kernels that pass values through unscaled (TFLite requires equal input and output
+# quantization for them); with other parameters the op stays float.
+SAME_QUANT = ("max_pool2d", "concatenation")
 FUSABLE_ACT = {"relu": "RELU", "relu6": "RELU6", "relu_n1_to_1": "RELU_N1_TO_1"}
 _Q_OPS = ("QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul")
 
@@ -211,6 +214,10 @@ class _Rewriter:
             consts.update({t.name: t for t in w.values()})
             new_inputs[1] = w["w"].name
             new_inputs[2] = w["b"].name if "b" in w else ""
+        qo = self.tensors[q.outputs[0]].quant
+        if n.op in SAME_QUANT and not all((consts.get(i) or self.tensors[i]).quant.same_as(qo)
+                                        for i in new_inputs if i):
+            return False
         cand = n.replace(inputs=tuple(new_inputs), outputs=q.outputs, attrs=attrs)
         tensors = dict(self.tensors)
         for t in consts.values():
