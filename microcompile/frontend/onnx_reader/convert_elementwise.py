@@ -49,8 +49,26 @@ def _binary_converter(onnx_op: str, our_op: str):
     return convert
 
 
-for _onnx, _ours in (("Add", "add"), ("Sub", "sub"), ("Mul", "mul"), ("Max", "maximum"), ("Min", "minimum")):
+for _onnx, _ours in (("Add", "add"), ("Sub", "sub"), ("Mul", "mul")):
     _binary_converter(_onnx, _ours)
+
+
+def _variadic_converter(onnx_op: str, our_op: str):
+    """Max/Min take 1..N inputs: a left fold of the binary op (exact: max/min associate)."""
+    @converter(onnx_op)
+    def convert(ctx, node):
+        operands = [_float_operand(ctx, node, i) for i in range(len(node.input))]
+        if len(operands) == 1:
+            ctx.reshape(operands[0], ctx.tensors[operands[0]].shape, out=node.output[0])
+            return
+        acc = operands[0]
+        for k, b in enumerate(operands[1:], start=2):
+            acc = binary(ctx, node, our_op, acc, b, out=node.output[0] if k == len(operands) else None)
+    return convert
+
+
+_variadic_converter("Max", "maximum")
+_variadic_converter("Min", "minimum")
 
 
 @converter("Div")
@@ -84,9 +102,14 @@ def _prelu(ctx, node):
     slope = ctx.const(node.input[1])
     if slope is None:
         ctx.unsupported(node, "the slope must be a constant")
-    rank = len(ctx.tensors[x].shape)
+    shape = tuple(ctx.tensors[x].shape)
     slope = np.asarray(slope, np.float32)
-    slope = slope.reshape((1,) * (rank - slope.ndim) + slope.shape)
+    try:   # opset >= 7: unidirectional (NumPy) broadcasting of the slope to the input
+        np.broadcast_shapes(slope.shape, shape)
+    except ValueError:
+        ctx.unsupported(node, f"slope of shape {list(slope.shape)} does not broadcast to the input {list(shape)} "
+                              "(the pre-opset-7 per-channel PRelu semantics are not supported)")
+    slope = slope.reshape((1,) * (len(shape) - slope.ndim) + slope.shape)
     ctx.emit1("prelu", [x, ctx.add_const(slope, node.input[1])], out=node.output[0])
 
 

@@ -30,7 +30,8 @@ def _const_input(ctx, node, i: int, what: str):
 def _flatten(ctx, node):
     x = ctx.ir(node.input[0])
     shape = ctx.tensors[x].shape
-    axis = int(ctx.attr(node, "axis", 1)) % (len(shape) + 1) if shape else 0
+    axis = int(ctx.attr(node, "axis", 1))
+    axis = axis + len(shape) if axis < 0 else axis    # ONNX: axis in [-r, r]
     ctx.reshape(x, (int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))),
                 out=node.output[0])
 
