@@ -3,11 +3,13 @@ requantization and clamps as loop-IR expressions."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..ir import ops, qparams
 from ..ir.graph import NP_DTYPES, Graph, Node, Tensor
-from ..ir.tir import (BinOp, Buffer, Call, Expr, IntImm, PrimFunc, Stmt, Var, FloatImm, add, all_of, binop,
+from ..ir.tir import (BinOp, Buffer, Call, Expr, IntImm, PrimFunc, Stmt, Var, FloatImm, add, all_of, binop, sub,
                       cast, const, mul)
 from ..ir.tir_verify import verify_primfunc
 
@@ -120,3 +122,62 @@ def in_bounds(pairs: list[tuple[Expr, int, int, int]]) -> Expr | None:
 
 def loop_vars(*names: str) -> list[Var]:
     return [Var(n) for n in names]
+
+
+@dataclass(frozen=True)
+class PoolWindow:
+    """The loop nest shared by the 2-D pooling lowerings: output loops (n, oh, ow, c), window
+    loops (kh, kw), the input coordinates ih/iw (named by LetStmt in the body) and the
+    in-bounds test (None when the window never leaves the input)."""
+
+    x: Buffer
+    y: Buffer
+    outer: list
+    window: list
+    ih: Var
+    iw: Var
+    ih_value: Expr
+    iw_value: Expr
+    valid: Expr | None
+    n: Var
+    oh: Var
+    ow: Var
+    c: Var
+
+
+def pool_window(g: Graph, node: Node) -> PoolWindow:
+    xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
+    batch, in_h, in_w, _ = xt.shape
+    _, out_h, out_w, chans = yt.shape
+    fh, fw = node.attrs["filter"]
+    sh, sw = node.attrs.get("stride", (1, 1))
+    pt, pl, pb, pr = node.attrs.get("padding", (0, 0, 0, 0))
+    n, oh, ow, c, kh, kw = loop_vars("n", "oh", "ow", "c", "kh", "kw")
+    ih, iw = Var("ih"), Var("iw")
+    return PoolWindow(arena(g, xt.name, "x"), arena(g, yt.name, "y"),
+                      [(n, batch), (oh, out_h), (ow, out_w), (c, chans)], [(kh, fh), (kw, fw)], ih, iw,
+                      add(sub(mul(oh, sh), pt), kh), add(sub(mul(ow, sw), pl), kw),
+                      in_bounds([(ih, in_h, pt, pb), (iw, in_w, pl, pr)]), n, oh, ow, c)
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """Loops of a reduction over `axes`: one Var per input dim, kept (output) and reduced
+    loops, and the output buffer viewed with only the kept dims."""
+
+    x: Buffer
+    y: Buffer
+    idx: list
+    kept: list
+    reduced: list
+    out_idx: list
+
+
+def reduction(g: Graph, node: Node) -> Reduction:
+    xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
+    axes = set(node.attrs["axes"])
+    idx = [Var(f"{'r' if k in axes else 'i'}{k}") for k in range(len(xt.shape))]
+    kept = [(v, d) for k, (v, d) in enumerate(zip(idx, xt.shape)) if k not in axes]
+    reduced = [(v, d) for k, (v, d) in enumerate(zip(idx, xt.shape)) if k in axes]
+    return Reduction(arena(g, xt.name, "x"), arena(g, yt.name, "y", shape=tuple(d for _, d in kept) or (1,)),
+                     idx, kept, reduced, [v for v, _ in kept] or [IntImm(0)])

@@ -10,19 +10,13 @@ from __future__ import annotations
 
 from ..ir import qparams_vision as qv
 from ..ir.graph import Graph, Node
-from ..ir.tir import Allocate, Buffer, FloatImm, IntImm, Var, add, binop, loops, seq
-from .common import arena, clamp, i8, i32, make_func, requantize
+from ..ir.tir import Allocate, Buffer, FloatImm, IntImm, add, binop, loops, seq
+from .common import clamp, i8, i32, make_func, reduction, requantize
 
 
 def lower_mean(g: Graph, node: Node, target=None):
-    xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
-    axes = set(node.attrs["axes"])
-    idx = [Var(f"{'r' if k in axes else 'i'}{k}") for k in range(len(xt.shape))]
-    kept = [(v, d) for k, (v, d) in enumerate(zip(idx, xt.shape)) if k not in axes]
-    reduced = [(v, d) for k, (v, d) in enumerate(zip(idx, xt.shape)) if k in axes]
-    x = arena(g, xt.name, "x")
-    y = arena(g, yt.name, "y", shape=tuple(d for _, d in kept) or (1,))
-    out_idx = [v for v, _ in kept] or [IntImm(0)]
+    r = reduction(g, node)
+    x, y, idx, kept, reduced, out_idx = r.x, r.y, r.idx, r.kept, r.reduced, r.out_idx
     p = qv.mean_params(g, node)
     if p is None:
         acc = Buffer("sum", "float32", (), "local")

@@ -10,22 +10,16 @@ from __future__ import annotations
 
 from ..ir import qparams
 from ..ir.graph import Graph, Node
-from ..ir.tir import (Allocate, Buffer, FloatImm, IfThenElse, IntImm, LetStmt, Select, Var, add, binop, cast,
-                      loops, mul, seq, sub)
-from .common import arena, clamp, i8, i32, in_bounds, loop_vars, make_func
+from ..ir.tir import (Allocate, Buffer, FloatImm, IfThenElse, IntImm, LetStmt, Select, add, binop, cast,
+                      loops, seq, sub)
+from .common import clamp, i8, i32, make_func, pool_window
 
 
 def lower_average_pool2d(g: Graph, node: Node, target=None):
-    xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
-    x, y = arena(g, xt.name, "x"), arena(g, yt.name, "y")
-    batch, in_h, in_w, _ = xt.shape
-    _, out_h, out_w, chans = yt.shape
+    yt = g.tensors[node.outputs[0]]
+    w = pool_window(g, node)
+    x, y, n, oh, ow, c, ih, iw, valid = w.x, w.y, w.n, w.oh, w.ow, w.c, w.ih, w.iw, w.valid
     fh, fw = node.attrs["filter"]
-    sh, sw = node.attrs.get("stride", (1, 1))
-    pt, pl, pb, pr = node.attrs.get("padding", (0, 0, 0, 0))
-    n, oh, ow, c, kh, kw = loop_vars("n", "oh", "ow", "c", "kh", "kw")
-    ih, iw = Var("ih"), Var("iw")
-    valid = in_bounds([(ih, in_h, pt, pb), (iw, in_w, pl, pr)])
     is_float = yt.dtype == "float32"
     p = qparams.average_pool_params(g, node)
     acc_t = "float32" if is_float else "int32"
@@ -49,8 +43,8 @@ def lower_average_pool2d(g: Graph, node: Node, target=None):
         half = IntImm(fh * fw // 2) if valid is None else binop("div", count, 2)
         rounded = Select(binop("gt", s, 0), add(s, half), sub(s, half))
         result = i8(clamp(binop("div", rounded, count), p.act_min, p.act_max))
-    inner = LetStmt(ih, add(sub(mul(oh, sh), pt), kh), LetStmt(iw, add(sub(mul(ow, sw), pl), kw), inner))
-    body = seq(*stmts_in, loops([(kh, fh), (kw, fw)], inner), y.store(result, n, oh, ow, c))
+    inner = LetStmt(ih, w.ih_value, LetStmt(iw, w.iw_value, inner))
+    body = seq(*stmts_in, loops(w.window, inner), y.store(result, n, oh, ow, c))
     for b in reversed(allocs):
         body = Allocate(b, body)
-    return make_func(g, node, [x, y], loops([(n, batch), (oh, out_h), (ow, out_w), (c, chans)], body))
+    return make_func(g, node, [x, y], loops(w.outer, body))

@@ -5,19 +5,15 @@ every input value, infinities included, reduces exactly as TFLite's loop does.""
 from __future__ import annotations
 
 from ..ir.graph import Graph, Node
-from ..ir.tir import Allocate, Buffer, IntImm, Select, Var, binop, loops, seq
-from .common import arena, make_func
+from ..ir.tir import Allocate, Buffer, IntImm, Select, binop, loops, seq
+from .common import make_func, reduction
 
 
 def lower_reduce_max(g: Graph, node: Node, target=None):
-    xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
+    xt = g.tensors[node.inputs[0]]
     axes = set(node.attrs["axes"])
-    idx = [Var(f"{'r' if k in axes else 'i'}{k}") for k in range(len(xt.shape))]
-    kept = [(v, d) for k, (v, d) in enumerate(zip(idx, xt.shape)) if k not in axes]
-    reduced = [(v, d) for k, (v, d) in enumerate(zip(idx, xt.shape)) if k in axes]
-    x = arena(g, xt.name, "x")
-    y = arena(g, yt.name, "y", shape=tuple(d for _, d in kept) or (1,))
-    out_idx = [v for v, _ in kept] or [IntImm(0)]
+    r = reduction(g, node)
+    x, y, idx, kept, reduced, out_idx = r.x, r.y, r.idx, r.kept, r.reduced, r.out_idx
     first = [IntImm(0) if k in axes else v for k, v in enumerate(idx)]
     acc = Buffer("best", xt.dtype, (), "local")
     v = x.load(*idx)
