@@ -215,7 +215,8 @@ def _pot_scales(tensors: dict[str, Tensor], node: Node) -> dict[str, Tensor]:
     return out
 
 
-def random_inputs(graph: Graph, seed: int) -> dict[str, np.ndarray]:
+def random_inputs(graph: Graph, seed: int, float_std: float = 1.5) -> dict[str, np.ndarray]:
+    """Seeded inputs: int8 uniform over the whole range, float32 normal(0, float_std)."""
     rng = np.random.default_rng(seed)
     out = {}
     for name in graph.inputs:
@@ -223,7 +224,7 @@ def random_inputs(graph: Graph, seed: int) -> dict[str, np.ndarray]:
         if t.dtype == "int8":
             out[name] = rng.integers(-128, 128, t.shape, dtype=np.int8)
         else:
-            out[name] = rng.normal(0, 1.5, t.shape).astype(np.float32)
+            out[name] = rng.normal(0, float_std, t.shape).astype(np.float32)
     return out
 
 

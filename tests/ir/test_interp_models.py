@@ -14,6 +14,7 @@ import pytest
 
 from conftest import ALL_MODELS, INT8_MODELS, model_path
 from litert_ref import load_model, run_reference
+from op_cases import random_inputs
 from microcompile.ir import interp, verify
 
 reader = pytest.importorskip("microcompile.frontend.tflite_reader",
@@ -21,15 +22,7 @@ reader = pytest.importorskip("microcompile.frontend.tflite_reader",
 
 
 def _random_inputs(graph, seed=0):
-    rng = np.random.default_rng(seed)
-    out = {}
-    for name in graph.inputs:
-        t = graph.tensors[name]
-        if t.dtype == "int8":
-            out[name] = rng.integers(-128, 128, t.shape, dtype=np.int8)
-        else:
-            out[name] = rng.normal(0, 1, t.shape).astype(np.float32)
-    return out
+    return random_inputs(graph, seed, float_std=1.0)
 
 
 # kws_ref_model_float32 keeps int8 weights under float32 activations ("hybrid" convs, where
