@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT / "examples" / "digits"))
 
 from make_model import build_graph, load_digits_split, train  # noqa: E402
 
-from microcompile.ir import interp  # noqa: E402
+from microcompile.reference import interp  # noqa: E402
 from microcompile.quantize import quantize  # noqa: E402
 from microcompile.quantize.calibrate import Calibration  # noqa: E402
 

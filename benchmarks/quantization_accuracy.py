@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from microcompile.frontend import load_model  # noqa: E402
-from microcompile.ir import interp  # noqa: E402
+from microcompile.reference import interp  # noqa: E402
 from microcompile.quantize import DEFAULT_METHOD, METHODS, quantize  # noqa: E402
 from microcompile.quantize.calibrate import Calibration  # noqa: E402
 from microcompile.quantize.ptq import dequantize_array, dequantize_weights, quantize_array  # noqa: E402

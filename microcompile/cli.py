@@ -63,7 +63,7 @@ def _summary(r: dict) -> str:
 
 def _cmd_inspect(args) -> int:
     from .frontend import list_tflite_ops, load_model
-    from .frontend.onnx_reader import list_onnx_ops
+    from .frontend.onnx import list_onnx_ops
     from .errors import UnsupportedOpError
     from .ir.summary import format_pass_effects, format_table, layer_table, pass_effects
     from .transform import pipeline

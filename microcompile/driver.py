@@ -19,7 +19,8 @@ from . import project
 from .codegen import emit_artifact
 from .errors import DeviceError, UserError
 from .frontend import load_model
-from .ir import Graph, NP_DTYPES, interp, ops
+from .ir import Graph, NP_DTYPES, ops
+from .reference import interp
 from .ir.compare import Comparison, compare
 from .ir.summary import layer_table
 from .lower import lower_node
@@ -232,7 +233,7 @@ def quantize_model(model_path: str | Path, calibration_path: str | Path, output_
     """Post-training quantization of a float32 .tflite/.onnx model to int8, calibrated on the
     samples in `calibration_path`; writes a .tflite (our writer) when `output_path` is given."""
     from . import quantize as qz
-    from .frontend.tflite_writer import write_tflite
+    from .frontend.tflite.writer import write_tflite
 
     if output_path is not None and Path(output_path).suffix.lower() != ".tflite":
         raise UserError(f"cannot write {output_path}: quantized models are saved as .tflite",

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .frontend.tflite_reader import unique_tensor_names
-from .ir import Graph, interp, ops
+from .frontend.tflite.reader import unique_tensor_names
+from .ir import Graph, ops
+from .reference import interp
 from .ir.compare import Comparison, compare
 
 

@@ -50,7 +50,7 @@ def test_installed_package_deploys_outside_the_checkout(tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 0 and "nucleo-f446re" in p.stdout, p.stderr
     # And a whole deploy on the host board, which needs templates/, runtime_c/ and boards/.
-    script = ("from microcompile.frontend.tflite_writer import write_tflite\n"
+    script = ("from microcompile.frontend.tflite import write_tflite\n"
               "from microcompile.ir import Graph, Node, Tensor\n"
               "t = {n: Tensor(n, (1, 8), 'float32') for n in ('x', 'y')}\n"
               "g = Graph('tiny', t, (Node('softmax', 's', ('x',), ('y',), {'beta': 1.0}),), ('x',), ('y',))\n"

@@ -15,7 +15,7 @@ import pathlib
 
 import numpy as np
 
-from microcompile.frontend.tflite_writer import write_tflite
+from microcompile.frontend.tflite.writer import write_tflite
 from microcompile.ir import Graph, Node, Tensor, verify
 
 

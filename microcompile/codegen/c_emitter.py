@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import intrinsics
-from ..ir.tir import (Address, Allocate, BinOp, Call, Cast, Evaluate, FloatImm, For, IfThenElse,
-                      IntImm, LetStmt, Load, PrimFunc, Select, SeqStmt, Store, Var, scratch_layout, walk)
+from ..tir import intrinsics
+from ..tir.nodes import (Address, Allocate, BinOp, Call, Cast, Evaluate, FloatImm, For, IfThenElse, IntImm,
+                         LetStmt, Load, PrimFunc, Select, SeqStmt, Store, Var, scratch_layout, walk)
 
 C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "float32": "float", "bool": "int"}
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "shl": "<<", "shr": ">>",

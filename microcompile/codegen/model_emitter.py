@@ -13,9 +13,9 @@ from typing import Protocol
 import jinja2
 
 from .. import __version__
-from ..ir import intrinsics
+from ..tir import intrinsics
 from ..ir.graph import Graph, Node
-from ..ir.tir import Call, PrimFunc, walk
+from ..tir.nodes import Call, PrimFunc, walk
 from ..resources import resource_dir
 from .c_emitter import CEmitter, float_literal, kernel_arena_offsets, schedule_comment
 from .manifest import build_manifest, tensor_entry, write_manifest

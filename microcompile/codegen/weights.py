@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.tir import Buffer
+from ..tir.nodes import Buffer
 from .c_emitter import C_TYPES, comment, float_literal, int_literal
 
 PER_LINE = 16

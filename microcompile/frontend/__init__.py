@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import ModelFormatError, UserError
 from ..ir import Graph
-from .tflite_reader import FILE_IDENTIFIER, list_ops, load_tflite
+from .tflite.reader import FILE_IDENTIFIER, list_ops, load_tflite
 
 __all__ = ["load_model", "load_tflite", "list_tflite_ops", "parse_input_shapes"]
 
@@ -16,7 +16,7 @@ def parse_input_shapes(specs) -> dict[str, tuple[int, ...]] | None:
     """The CLI's repeated --input-shape NAME:1x3x32x32 as {name: shape} (None when absent)."""
     if not specs:
         return None
-    from .onnx_reader.loader import parse_shape_arg
+    from .onnx.loader import parse_shape_arg
     return dict(parse_shape_arg(s) for s in specs)
 
 
@@ -29,7 +29,7 @@ def load_model(path, input_shapes: dict | None = None) -> Graph:
     path = Path(os.fspath(path))
     ext = path.suffix.lower()
     if ext == ".onnx":
-        from .onnx_reader import load_onnx
+        from .onnx import load_onnx
         return load_onnx(path, input_shapes=input_shapes)
     if input_shapes:
         raise UserError("--input-shape applies to ONNX models only",

@@ -1,10 +1,8 @@
-"""Graph IR, op registry, verifier, loop IR and the numpy reference interpreter."""
+"""Graph IR: tensors, nodes and graphs; the op registry with its traits; the verifier and
+printer; the fixed-point arithmetic of the TFLite quantization spec."""
 
 from .graph import DTYPES, NP_DTYPES, Graph, Node, QuantParams, Tensor  # noqa: F401
 from .verify import VerifyError, verify  # noqa: F401
-from . import ops  # noqa: F401
-from . import ops_shape  # noqa: F401  (shape / data-movement ops register themselves)
-from . import ops_vision  # noqa: F401  (vision ops: transpose conv, max pool, mean, pad, resize)
-from . import interp_vision  # noqa: F401,E402  (their interpreter kernels and parameters)
-from . import ops_elementwise, interp_elementwise  # noqa: F401,E402  (elementwise ops, their kernels and parameters)
-from . import ops_reduce  # noqa: F401,E402  (reduce_max and its kernel)
+
+# The op registry and its families: each module defines its ops with ops.register(OpDef(...)).
+from . import ops, ops_elementwise, ops_reduce, ops_shape, ops_vision  # noqa: F401,E402

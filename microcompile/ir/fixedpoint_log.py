@@ -7,6 +7,8 @@ runtime_c/kernels/mc_log_softmax.c; both are checked against LiteRT BUILTIN_REF.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from . import fixedpoint as fp
@@ -14,6 +16,16 @@ from . import fixedpoint as fp
 _i64 = fp._i64
 _mul = fp.saturating_rounding_doubling_high_mul   # FixedPoint * FixedPoint (raw)
 _wrap = fp._wrap32                                # FixedPoint + FixedPoint (raw, wraps)
+
+
+@dataclass(frozen=True)
+class LogSoftmaxParams:
+    input_multiplier: int
+    input_left_shift: int
+    reverse_multiplier: int
+    reverse_shift: int
+    diff_min: int
+
 
 # Q0.31 constants of the log approximation (TFLite's GEMMLOWP_CHECKED_FIXEDPOINT_CONSTANTs).
 LOG_2 = 1488522236            # log(2)

@@ -36,6 +36,35 @@ class OpDef:
     # The last input role repeats: one or more inputs (CONCATENATION, PACK).
     variadic: bool = False
 
+    # --- traits: what the passes ask about an op ---
+    # How post-training quantization makes it int8 (TFLite's scheme; quantize/ptq.py):
+    #   "weighted"    per-channel symmetric int8 weights (output channels on `weight_axis`),
+    #                 int32 bias, calibrated output
+    #   "same"        moves bytes: the outputs keep the input's quantization
+    #   "shared"      compares or joins raw values: inputs are requantized to the output's
+    #   "fixed"       the int8 kernel fixes the output quantization, `fixed_output` = (scale, zp)
+    #   "calibrated"  the output quantization comes from its calibrated range
+    #   None          no int8 kernel in TFLite's scheme (stays float or is refused)
+    quant: str | None = None
+    weight_axis: int | None = None
+    fixed_output: tuple[float, int] | None = None
+    # How it meets a layout change (transform/cancel_transposes.py):
+    #   "elementwise" every output element depends only on the same-index input elements
+    #                 (after broadcasting), so any permutation of all operands commutes with it
+    #   "axis"        layout-agnostic but with axis attributes, which are remapped
+    #   None          layout-sensitive (NHWC convolutions, pools, ...) or not analysed
+    layout: str | None = None
+
+    def __post_init__(self):
+        assert self.quant in QUANT_KINDS, f"{self.name}: quant trait {self.quant!r}"
+        assert (self.weight_axis is not None) == (self.quant == "weighted"), self.name
+        assert (self.fixed_output is not None) == (self.quant == "fixed"), self.name
+        assert self.layout in LAYOUTS, f"{self.name}: layout trait {self.layout!r}"
+
+
+QUANT_KINDS = (None, "weighted", "same", "shared", "fixed", "calibrated")
+LAYOUTS = (None, "elementwise", "axis")
+
 
 REGISTRY: dict[str, OpDef] = {}
 
@@ -63,7 +92,7 @@ def same_padding(size: int, k: int, stride: int, dilation: int) -> tuple[int, in
     return total // 2, total - total // 2
 
 
-def _in(g: Graph, n: Node, i: int):
+def in_tensor(g: Graph, n: Node, i: int):
     return g.tensors[n.inputs[i]]
 
 
@@ -75,7 +104,7 @@ def _spatial_out(n: Node, h: int, w: int, kh: int, kw: int) -> tuple[int, int]:
 
 
 def _infer_conv2d(g, n):
-    x, w = _in(g, n, 0), _in(g, n, 1)
+    x, w = in_tensor(g, n, 0), in_tensor(g, n, 1)
     b, h, wd, _ = x.shape
     co, kh, kw, _ = w.shape
     oh, ow = _spatial_out(n, h, wd, kh, kw)
@@ -84,12 +113,12 @@ def _infer_conv2d(g, n):
 
 def _macs_conv2d(g, n):
     out = g.tensors[n.outputs[0]]
-    _, kh, kw, ci = _in(g, n, 1).shape
+    _, kh, kw, ci = in_tensor(g, n, 1).shape
     return out.size * kh * kw * ci
 
 
 def _infer_depthwise(g, n):
-    x, w = _in(g, n, 0), _in(g, n, 1)
+    x, w = in_tensor(g, n, 0), in_tensor(g, n, 1)
     b, h, wd, ci = x.shape
     _, kh, kw, co = w.shape
     oh, ow = _spatial_out(n, h, wd, kh, kw)
@@ -97,12 +126,12 @@ def _infer_depthwise(g, n):
 
 
 def _macs_depthwise(g, n):
-    _, kh, kw, _ = _in(g, n, 1).shape
+    _, kh, kw, _ = in_tensor(g, n, 1).shape
     return g.tensors[n.outputs[0]].size * kh * kw
 
 
 def _infer_fc(g, n):
-    x, w = _in(g, n, 0), _in(g, n, 1)
+    x, w = in_tensor(g, n, 0), in_tensor(g, n, 1)
     units, depth = w.shape
     rows = x.size // depth
     if n.attrs.get("keep_num_dims"):
@@ -111,11 +140,11 @@ def _infer_fc(g, n):
 
 
 def _macs_fc(g, n):
-    return g.tensors[n.outputs[0]].size * _in(g, n, 1).shape[1]
+    return g.tensors[n.outputs[0]].size * in_tensor(g, n, 1).shape[1]
 
 
-def _infer_pool(g, n):
-    x = _in(g, n, 0)
+def infer_pool(g, n):
+    x = in_tensor(g, n, 0)
     b, h, w, c = x.shape
     kh, kw = n.attrs["filter"]
     oh, ow = _spatial_out(n, h, w, kh, kw)
@@ -127,12 +156,12 @@ def _broadcast_shape(a, b):
 
 
 def _infer_binary(g, n):
-    a, b = _in(g, n, 0), _in(g, n, 1)
+    a, b = in_tensor(g, n, 0), in_tensor(g, n, 1)
     return [(_broadcast_shape(a.shape, b.shape), a.dtype)]
 
 
 def _infer_reshape(g, n):
-    x = _in(g, n, 0)
+    x = in_tensor(g, n, 0)
     shape = list(n.attrs["shape"])
     if -1 in shape:
         known = int(np.prod([s for s in shape if s != -1]))
@@ -140,29 +169,33 @@ def _infer_reshape(g, n):
     return [(tuple(shape), x.dtype)]
 
 
-def _same_as_input(g, n):
-    x = _in(g, n, 0)
+def same_as_input(g, n):
+    x = in_tensor(g, n, 0)
     return [(x.shape, x.dtype)]
 
 
 _CONV_ATTRS = {"stride": (1, 1), "dilation": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"}
 
 register(OpDef("conv2d", ("input", "filter", "bias"), optional=("bias",), attrs=dict(_CONV_ATTRS),
-               infer=_infer_conv2d, macs=_macs_conv2d))
+               infer=_infer_conv2d, macs=_macs_conv2d, quant="weighted", weight_axis=0))
 register(OpDef("depthwise_conv2d", ("input", "filter", "bias"), optional=("bias",),
-               attrs=dict(_CONV_ATTRS, depth_multiplier=1), infer=_infer_depthwise, macs=_macs_depthwise))
+               attrs=dict(_CONV_ATTRS, depth_multiplier=1), infer=_infer_depthwise, macs=_macs_depthwise,
+               quant="weighted", weight_axis=3))
 register(OpDef("fully_connected", ("input", "weights", "bias"), optional=("bias",),
-               attrs={"activation": "NONE", "keep_num_dims": False}, infer=_infer_fc, macs=_macs_fc))
+               attrs={"activation": "NONE", "keep_num_dims": False}, infer=_infer_fc, macs=_macs_fc,
+               quant="weighted", weight_axis=0))
 register(OpDef("average_pool2d", ("input",),
                attrs={"filter": (1, 1), "stride": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"},
-               infer=_infer_pool))
-register(OpDef("add", ("lhs", "rhs"), attrs={"activation": "NONE"}, infer=_infer_binary))
-register(OpDef("reshape", ("input",), attrs={"shape": ()}, infer=_infer_reshape, is_view=True))
-register(OpDef("softmax", ("input",), attrs={"beta": 1.0}, infer=_same_as_input))
+               infer=infer_pool, quant="same"))
+register(OpDef("add", ("lhs", "rhs"), attrs={"activation": "NONE"}, infer=_infer_binary, quant="calibrated",
+               layout="elementwise"))
+register(OpDef("reshape", ("input",), attrs={"shape": ()}, infer=_infer_reshape, is_view=True, quant="same"))
+register(OpDef("softmax", ("input",), attrs={"beta": 1.0}, infer=same_as_input, quant="fixed",
+               fixed_output=(1 / 256, -128), layout="axis"))
 # Standalone activations. The fuse_activation pass folds them into their producer when
 # that is exact; the ones left over run as their own kernels.
 for _act in ("relu", "relu6", "relu_n1_to_1"):
-    register(OpDef(_act, ("input",), infer=_same_as_input))
+    register(OpDef(_act, ("input",), infer=same_as_input, quant="calibrated", layout="elementwise"))
 
 # Activation fused into a producer by `fuse_activation`, keyed by standalone op name.
 STANDALONE_ACTIVATION = {"relu": "RELU", "relu6": "RELU6", "relu_n1_to_1": "RELU_N1_TO_1"}

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .graph import Graph, Node
-from .ops import OpDef, _in, _same_as_input, register
+from .ops import OpDef, in_tensor, same_as_input, register
 from .verify import VerifyError
 
 BINARY_OPS = ("sub", "mul", "maximum", "minimum", "squared_difference")
@@ -36,7 +36,7 @@ def _broadcast_shape(n: Node, a, b) -> tuple[int, ...]:
 
 
 def _infer_binary(g: Graph, n: Node):
-    a, b = _in(g, n, 0), _in(g, n, 1)
+    a, b = in_tensor(g, n, 0), in_tensor(g, n, 1)
     if a.dtype != b.dtype:
         raise VerifyError(f"{n.name}: {n.op} of {a.dtype} and {b.dtype}")
     if n.op == "div" and a.dtype != "float32":
@@ -48,18 +48,18 @@ def _infer_binary(g: Graph, n: Node):
 
 
 def _infer_prelu(g: Graph, n: Node):
-    x, alpha = _in(g, n, 0), _in(g, n, 1)
+    x, alpha = in_tensor(g, n, 0), in_tensor(g, n, 1)
     if _broadcast_shape(n, x.shape, alpha.shape) != tuple(x.shape):
         raise VerifyError(f"{n.name}: prelu alpha {alpha.shape} does not broadcast to {x.shape}")
     return [(x.shape, x.dtype)]
 
 
 def _infer_quantize(g: Graph, n: Node):
-    return [(_in(g, n, 0).shape, "int8")]
+    return [(in_tensor(g, n, 0).shape, "int8")]
 
 
 def _infer_dequantize(g: Graph, n: Node):
-    return [(_in(g, n, 0).shape, "float32")]
+    return [(in_tensor(g, n, 0).shape, "float32")]
 
 
 def _elements(g: Graph, n: Node) -> int:
@@ -67,16 +67,25 @@ def _elements(g: Graph, n: Node) -> int:
     return int(np.prod(g.tensors[n.outputs[0]].shape, dtype=np.int64))
 
 
+# Every op here is elementwise for cancel_transposes. PTQ: div, quantize and dequantize have
+# no int8 form in TFLite's scheme (LiteRT's DIV has no int8 kernel).
 for _op in ("sub", "mul", "div"):
     register(OpDef(_op, ("lhs", "rhs"), attrs={"activation": "NONE"}, infer=_infer_binary,
-                   macs=_elements if _op in ("mul", "div") else (lambda g, n: 0)))
+                   macs=_elements if _op in ("mul", "div") else (lambda g, n: 0),
+                   quant=None if _op == "div" else "calibrated", layout="elementwise"))
 for _op in ("maximum", "minimum", "squared_difference"):
     register(OpDef(_op, ("lhs", "rhs"), infer=_infer_binary,
-                   macs=_elements if _op == "squared_difference" else (lambda g, n: 0)))
-register(OpDef("leaky_relu", ("input",), attrs={"alpha": 0.2}, infer=_same_as_input))
-register(OpDef("prelu", ("input", "alpha"), infer=_infer_prelu))
-for _op in ("logistic", "tanh", "hard_swish"):
-    register(OpDef(_op, ("input",), infer=_same_as_input))
-register(OpDef("log_softmax", ("input",), infer=_same_as_input))
-register(OpDef("quantize", ("input",), infer=_infer_quantize))
-register(OpDef("dequantize", ("input",), infer=_infer_dequantize))
+                   macs=_elements if _op == "squared_difference" else (lambda g, n: 0),
+                   quant="calibrated" if _op == "squared_difference" else "shared", layout="elementwise"))
+register(OpDef("leaky_relu", ("input",), attrs={"alpha": 0.2}, infer=same_as_input, quant="calibrated",
+               layout="elementwise"))
+register(OpDef("prelu", ("input", "alpha"), infer=_infer_prelu, quant="calibrated", layout="elementwise"))
+register(OpDef("logistic", ("input",), infer=same_as_input, quant="fixed", fixed_output=(1 / 256, -128),
+               layout="elementwise"))
+register(OpDef("tanh", ("input",), infer=same_as_input, quant="fixed", fixed_output=(1 / 128, 0),
+               layout="elementwise"))
+register(OpDef("hard_swish", ("input",), infer=same_as_input, quant="calibrated", layout="elementwise"))
+register(OpDef("log_softmax", ("input",), infer=same_as_input, quant="fixed", fixed_output=(16 / 256, 127),
+               layout="axis"))
+register(OpDef("quantize", ("input",), infer=_infer_quantize, layout="elementwise"))
+register(OpDef("dequantize", ("input",), infer=_infer_dequantize, layout="elementwise"))

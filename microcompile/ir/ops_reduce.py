@@ -5,18 +5,9 @@ quantization (TFLite's reference kernel does no requantization either).
 
 from __future__ import annotations
 
-import numpy as np
-
-from . import interp
 from .ops import OpDef, register
-from .ops_vision import _infer_mean, _macs_mean
+from .ops_vision import infer_reduce, macs_reduce
 
-register(OpDef("reduce_max", ("input",), attrs={"axes": (), "keep_dims": False}, infer=_infer_mean,
-               macs=_macs_mean))
+register(OpDef("reduce_max", ("input",), attrs={"axes": (), "keep_dims": False}, infer=infer_reduce,
+               macs=macs_reduce, quant="same", layout="axis"))
 
-
-def _reduce_max(graph, node, x):
-    return np.max(x, axis=tuple(node.attrs["axes"]), keepdims=bool(node.attrs.get("keep_dims", False)))
-
-
-interp.KERNELS["reduce_max"] = _reduce_max

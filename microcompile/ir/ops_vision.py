@@ -17,23 +17,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ops import OpDef, _infer_pool, _in, register
+from .ops import OpDef, infer_pool, in_tensor, register
 
 
 def _infer_transpose_conv(g, n):
-    x, w = _in(g, n, 0), _in(g, n, 1)
+    x, w = in_tensor(g, n, 0), in_tensor(g, n, 1)
     oh, ow = n.attrs["output_hw"]
     return [((x.shape[0], oh, ow, w.shape[0]), x.dtype)]
 
 
 def _macs_transpose_conv(g, n):
     # Every input element meets every filter tap of every output channel (TFLite's scatter).
-    co, kh, kw, _ = _in(g, n, 1).shape
-    return _in(g, n, 0).size * kh * kw * co
+    co, kh, kw, _ = in_tensor(g, n, 1).shape
+    return in_tensor(g, n, 0).size * kh * kw * co
 
 
-def _infer_mean(g, n):
-    x = _in(g, n, 0)
+def infer_reduce(g, n):
+    x = in_tensor(g, n, 0)
     axes = set(n.attrs["axes"])
     keep = n.attrs.get("keep_dims", False)
     shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
@@ -41,16 +41,16 @@ def _infer_mean(g, n):
 
 
 def _infer_pad(g, n):
-    x = _in(g, n, 0)
+    x = in_tensor(g, n, 0)
     pads = n.attrs["pads"]
     assert len(pads) == len(x.shape), f"{n.name}: {len(pads)} pad pairs for rank {len(x.shape)}"
     return [(tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, pads)), x.dtype)]
 
 
 def _infer_resize(g, n):
-    b, _, _, c = _in(g, n, 0).shape
+    b, _, _, c = in_tensor(g, n, 0).shape
     oh, ow = n.attrs["size"]
-    return [((b, oh, ow, c), _in(g, n, 0).dtype)]
+    return [((b, oh, ow, c), in_tensor(g, n, 0).dtype)]
 
 
 def _macs_window(g, n):
@@ -59,8 +59,8 @@ def _macs_window(g, n):
     return g.tensors[n.outputs[0]].size * kh * kw
 
 
-def _macs_mean(g, n):
-    return _in(g, n, 0).size
+def macs_reduce(g, n):
+    return in_tensor(g, n, 0).size
 
 
 def _macs_bilinear(g, n):
@@ -71,16 +71,18 @@ _RESIZE_ATTRS = {"size": (1, 1), "align_corners": False, "half_pixel_centers": F
 
 register(OpDef("transpose_conv2d", ("input", "filter", "bias"), optional=("bias",),
                attrs={"stride": (1, 1), "padding": (0, 0, 0, 0), "output_hw": (1, 1), "activation": "NONE"},
-               infer=_infer_transpose_conv, macs=_macs_transpose_conv))
+               infer=_infer_transpose_conv, macs=_macs_transpose_conv, quant="weighted", weight_axis=0))
 register(OpDef("max_pool2d", ("input",),
                attrs={"filter": (1, 1), "stride": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"},
-               infer=_infer_pool, macs=_macs_window))
-register(OpDef("mean", ("input",), attrs={"axes": (), "keep_dims": False}, infer=_infer_mean, macs=_macs_mean))
-register(OpDef("pad", ("input",), attrs={"pads": ()}, infer=_infer_pad))
-register(OpDef("pad_v2", ("input",), attrs={"pads": (), "value": 0}, infer=_infer_pad))
-register(OpDef("resize_nearest_neighbor", ("input",), attrs=dict(_RESIZE_ATTRS), infer=_infer_resize))
+               infer=infer_pool, macs=_macs_window, quant="same"))
+register(OpDef("mean", ("input",), attrs={"axes": (), "keep_dims": False}, infer=infer_reduce, macs=macs_reduce,
+               quant="calibrated", layout="axis"))
+register(OpDef("pad", ("input",), attrs={"pads": ()}, infer=_infer_pad, quant="same", layout="axis"))
+# pad_v2 keeps float32 under PTQ: its fill value is not representable in general.
+register(OpDef("pad_v2", ("input",), attrs={"pads": (), "value": 0}, infer=_infer_pad, layout="axis"))
+register(OpDef("resize_nearest_neighbor", ("input",), attrs=dict(_RESIZE_ATTRS), infer=_infer_resize, quant="same"))
 register(OpDef("resize_bilinear", ("input",), attrs=dict(_RESIZE_ATTRS), infer=_infer_resize,
-               macs=_macs_bilinear))
+               macs=_macs_bilinear, quant="same"))
 
 
 def normalize_axes(axes, rank: int) -> tuple[int, ...]:

@@ -6,12 +6,13 @@ requantizes even when in and out quantization agree (qparams.activation_params).
 
 from __future__ import annotations
 
-from ..ir import qparams
+from ..reference import qparams
 from ..ir.graph import Graph, Node
-from ..ir.tir import Var, add, loops, sub
-from .common import arena, clamp, i8, i32, make_func, requantize
+from ..tir.nodes import Var, add, loops, sub
+from .common import arena, clamp, i32, i8, lowering, make_func, requantize
 
 
+@lowering("relu", "relu6", "relu_n1_to_1")
 def lower_activation(g: Graph, node: Node, target=None):
     xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
     x = arena(g, xt.name, "x", shape=(xt.size,))

@@ -12,10 +12,11 @@ index (stride 0). int8 arithmetic is qparams_elementwise's (the interpreter's):
 
 from __future__ import annotations
 
-from ..ir import qparams_elementwise as qe
+from ..reference import qparams_elementwise as qe
 from ..ir.graph import Graph, Node
-from ..ir.tir import BinOp, Expr, Load, Select, Var, add, binop, loops, mul
-from .common import arena, broadcast_index, clamp, i8, i32, make_func, operand, requantize, smaller_than_one
+from ..tir.nodes import BinOp, Expr, Load, Select, Var, add, binop, loops, mul
+from .common import (arena, broadcast_index, clamp, i32, i8, lowering, make_func, operand, requantize,
+                     smaller_than_one)
 
 
 def _rescaled(v: Expr, offset: int, left_shift: int, mult: int, shift: int) -> Expr:
@@ -50,6 +51,7 @@ def _float_result(op: str, g: Graph, node: Node, a: Expr, b: Expr) -> Expr:
     return clamp(binop(op, a, b), p.act_min, p.act_max)
 
 
+@lowering("sub", "mul", "div", "maximum", "minimum", "squared_difference")
 def lower_binary(g: Graph, node: Node, target=None):
     at, bt, yt = (g.tensors[t] for t in (*node.inputs, node.outputs[0]))
     a, b, y = operand(g, at.name, "a"), operand(g, bt.name, "b"), arena(g, yt.name, "y")
@@ -59,6 +61,7 @@ def lower_binary(g: Graph, node: Node, target=None):
     return make_func(g, node, [a, b, y], loops(list(zip(idx, yt.shape)), y.store(result, *idx)))
 
 
+@lowering("prelu")
 def lower_prelu(g: Graph, node: Node, target=None):
     xt, at, yt = (g.tensors[t] for t in (*node.inputs, node.outputs[0]))
     x, y = operand(g, xt.name, "x"), arena(g, yt.name, "y")
@@ -74,7 +77,3 @@ def lower_prelu(g: Graph, node: Node, target=None):
         neg = requantize(mul(v, add(i32(av), p.alpha_offset)), p.alpha_multiplier, p.alpha_shift, p.rounding)
         result = i8(clamp(add(Select(binop("ge", v, 0), pos, neg), p.output_offset), -128, 127))
     return make_func(g, node, [x, alpha, y], loops(list(zip(idx, yt.shape)), y.store(result, *idx)))
-
-
-LOWERINGS = {op: lower_binary for op in ("sub", "mul", "div", "maximum", "minimum", "squared_difference")}
-LOWERINGS["prelu"] = lower_prelu

@@ -7,11 +7,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import ops, qparams
+from ..ir import ops
+from ..reference import qparams
 from ..ir.graph import NP_DTYPES, Graph, Node, Tensor
-from ..ir.tir import (BinOp, Buffer, Call, Expr, IntImm, PrimFunc, Stmt, Var, FloatImm, add, all_of, binop, sub,
-                      cast, const, mul)
-from ..ir.tir_verify import verify_primfunc
+from ..tir.nodes import (BinOp, Buffer, Call, Expr, IntImm, PrimFunc, Stmt, Var, FloatImm, add, all_of, binop, sub,
+                         cast, const, mul)
+from ..tir.verify import verify_primfunc
+
+# op name -> fn(graph, node, target) -> PrimFunc. Filled by the op-family modules of this
+# package with @lowering; lower_node looks ops up here.
+LOWERINGS: dict = {}
+
+
+def lowering(*op_names: str):
+    """Register the decorated fn(graph, node, target) as the lowering of each op named."""
+    def register(fn):
+        for name in op_names:
+            assert name not in LOWERINGS, f"lowering of {name} registered twice"
+            LOWERINGS[name] = fn
+        return fn
+    return register
+
 
 
 def describe(t: Tensor) -> str:
@@ -181,3 +197,35 @@ def reduction(g: Graph, node: Node) -> Reduction:
     reduced = [(v, d) for k, (v, d) in enumerate(zip(idx, xt.shape)) if k in axes]
     return Reduction(arena(g, xt.name, "x"), arena(g, yt.name, "y", shape=tuple(d for _, d in kept) or (1,)),
                      idx, kept, reduced, [v for v, _ in kept] or [IntImm(0)])
+
+
+class Requant:
+    """How the int8 accumulator of output channel `oc` is requantized: per-channel arrays in
+    flash, or immediates when every channel shares one multiplier."""
+
+    def __init__(self, node: Node, p: qparams.ConvParams, acc_bound: int):
+        m, s = np.array(p.output_multiplier, np.int64), np.array(p.output_shift, np.int64)
+        self.rounding, self.buffers = p.rounding, []
+        # The cheap exact forms need multipliers >= 0 (QuantizeMultiplier never makes others);
+        # the cheapest also a right shift >= 1 and an accumulator below 2^30 (mc_requant.h).
+        self.fast = p.rounding == qparams.DOUBLE and bool(np.all(m >= 0))
+        self.right = self.fast and bool(np.all(s <= 0))
+        self.rshift = self.right and bool(np.all(s <= -1)) and acc_bound < 2**30
+        shifts = -s if self.right else s
+        if len(set(m.tolist())) == 1 and len(set(s.tolist())) == 1:
+            self.mult, self.shift = IntImm(int(m[0])), IntImm(int(shifts[0]))
+            return
+        mult = constant("mult", m.astype(np.int32), f"{node.name} requant multipliers")
+        shift = constant("shift", shifts.astype(np.int32),
+                         f"{node.name} requant {'right shifts' if self.right else 'shifts'}")
+        self.buffers = [mult, shift]
+        self.mult, self.shift = mult, shift
+
+    def __call__(self, acc: Expr, oc: Expr) -> Expr:
+        mult = self.mult if isinstance(self.mult, IntImm) else self.mult.load(oc)
+        shift = self.shift if isinstance(self.shift, IntImm) else self.shift.load(oc)
+        if not self.fast:
+            return requantize(acc, mult, shift, self.rounding)
+        name = ("mc_mul_by_qm_pos_rshift" if self.rshift else
+                "mc_mul_by_qm_pos_right" if self.right else "mc_mul_by_qm_pos")
+        return Call(name, (acc, mult, shift), "int32")

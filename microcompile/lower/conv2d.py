@@ -1,5 +1,5 @@
-"""conv2d and depthwise_conv2d: direct loop nests over NHWC with an int32 (or float)
-accumulator per output element.
+"""conv2d: a direct loop nest over NHWC with an int32 (or float) accumulator per output
+element (depthwise_conv2d has its own lowering, depthwise.py).
 
 int8 (reference_integer_ops::ConvPerChannel): acc = bias[c] + sum (x - zp_in) * w. The
 input zero point is folded into the bias once, on the host:
@@ -7,19 +7,18 @@ input zero point is folded into the bias once, on the host:
 so the inner loop is a plain x*w. A padded tap reads zp_in in place of x (select), which
 adds zp_in * w and cancels its share of the fold exactly: padding stays "value zp_in",
 as TFLite's. Requantization uses qparams.conv_params (per-channel multiplier/shift in
-flash, or immediates when shared) through depthwise._Requant's cheapest exact form.
+flash, or immediates when shared) through common.Requant's cheapest exact form.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..ir import qparams
+from ..reference import qparams
 from ..ir.graph import Graph, Node
-from ..ir.tir import (Allocate, Buffer, FloatImm, IntImm, LetStmt, Select, Var, add, loops, mul, seq, sub)
-from .common import arena, clamp, constant, i32, in_bounds, loop_vars, make_func
+from ..tir.nodes import Allocate, Buffer, FloatImm, IntImm, LetStmt, Select, Var, add, loops, mul, seq, sub
+from .common import Requant, arena, clamp, constant, i32, in_bounds, lowering, loop_vars, make_func
 from .conv2d_hybrid import lower_hybrid_conv2d
-from .depthwise import _Requant
 from .saturate import to_int8
 
 
@@ -38,17 +37,10 @@ def _float_bias(g: Graph, node: Node, channels: int) -> np.ndarray:
     return np.zeros(channels, np.float32)
 
 
+@lowering("conv2d")
 def lower_conv2d(g: Graph, node: Node, target=None):
     if g.tensors[node.inputs[0]].dtype == "float32" and g.tensors[node.inputs[1]].dtype == "int8":
         return lower_hybrid_conv2d(g, node, target)
-    return _lower(g, node, depthwise=False, target=target)
-
-
-def lower_depthwise_conv2d(g: Graph, node: Node, target=None):
-    return _lower(g, node, depthwise=True, target=target)
-
-
-def _lower(g: Graph, node: Node, depthwise: bool, target=None):
     xt, wt, yt = g.tensors[node.inputs[0]], g.tensors[node.inputs[1]], g.tensors[node.outputs[0]]
     x, y = arena(g, xt.name, "x"), arena(g, yt.name, "y")
     batch, in_h, in_w, in_c = xt.shape
@@ -57,14 +49,8 @@ def _lower(g: Graph, node: Node, depthwise: bool, target=None):
     dh, dw = node.attrs.get("dilation", (1, 1))
     pt, pl, pb, pr = node.attrs.get("padding", (0, 0, 0, 0))
     wdata = g.const(wt.name)
-    if depthwise:
-        _, kh_n, kw_n, _ = wdata.shape
-        mult_n = out_c // in_c
-        # [1, kh, kw, co] -> per output channel rows for the bias fold
-        w_per_out = wdata.reshape(kh_n * kw_n, out_c).T
-    else:
-        _, kh_n, kw_n, _ = wdata.shape
-        w_per_out = wdata.reshape(out_c, -1)
+    _, kh_n, kw_n, _ = wdata.shape
+    w_per_out = wdata.reshape(out_c, -1)
     w = constant("w", wdata, f"{node.name} filter {list(wdata.shape)} {wt.dtype}")
 
     n, oh, ow, kh, kw = loop_vars("n", "oh", "ow", "kh", "kw")
@@ -74,19 +60,11 @@ def _lower(g: Graph, node: Node, depthwise: bool, target=None):
     ih_value = add(sub(mul(oh, sh), pt), mul(kh, dh))
     iw_value = add(sub(mul(ow, sw), pl), mul(kw, dw))
     valid = in_bounds([(ih, in_h, pt, pb), (iw, in_w, pl, pr)])
-    if depthwise:
-        ic, m = loop_vars("ic", "m")
-        oc = add(mul(ic, mult_n), m)
-        outer = [(n, batch), (oh, out_h), (ow, out_w), (ic, in_c), (m, mult_n)]
-        inner = [(kh, kh_n), (kw, kw_n)]
-        w_load = w.load(0, kh, kw, oc)
-        x_index = (n, ih, iw, ic)
-    else:
-        oc, ic = loop_vars("oc", "ic")
-        outer = [(n, batch), (oh, out_h), (ow, out_w), (oc, out_c)]
-        inner = [(kh, kh_n), (kw, kw_n), (ic, in_c)]
-        w_load = w.load(oc, kh, kw, ic)
-        x_index = (n, ih, iw, ic)
+    oc, ic = loop_vars("oc", "ic")
+    outer = [(n, batch), (oh, out_h), (ow, out_w), (oc, out_c)]
+    inner = [(kh, kh_n), (kw, kw_n), (ic, in_c)]
+    w_load = w.load(oc, kh, kw, ic)
+    x_index = (n, ih, iw, ic)
 
     if yt.dtype == "float32":
         p = qparams.conv_params(g, node)
@@ -105,7 +83,7 @@ def _lower(g: Graph, node: Node, depthwise: bool, target=None):
         # |acc| <= |bias'| + 128 * sum|w| (every tap is an int8 or zp_in): lets the requant
         # use mc_requant.h's cheap exact form; the clamp is one SSAT where the core has it.
         bound = int((np.abs(folded.astype(np.int64)) + 128 * np.abs(w_per_out.astype(np.int64)).sum(axis=1)).max())
-        req = _Requant(node, p, bound)
+        req = Requant(node, p, bound)
         acc = Buffer("acc", "int32", (), "local")
         xv = x.load(*x_index)
         if valid is not None:

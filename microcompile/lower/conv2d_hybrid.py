@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import qparams
+from ..reference import qparams
 from ..ir.graph import Graph, Node
-from ..ir.tir import (Allocate, BinOp, Buffer, Call, Cast, FloatImm, IntImm, LetStmt, Select, Store, Var, add,
-                      binop, loops, mul, seq, sub)
+from ..tir.nodes import (Allocate, BinOp, Buffer, Call, Cast, FloatImm, IntImm, LetStmt, Select, Store, Var, add,
+                         binop, loops, mul, seq, sub)
 from .common import arena, clamp, constant, i8, i32, in_bounds, loop_vars, make_func
 
 

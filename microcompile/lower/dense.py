@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import qparams
+from ..reference import qparams
 from ..ir.graph import Graph, Node
-from ..ir.tir import Allocate, Buffer, LetStmt, Var, add, loops, mul, seq
-from .common import arena, clamp, constant, i32, loop_vars, make_func, requantize
+from ..tir.nodes import Allocate, Buffer, LetStmt, Var, add, loops, mul, seq
+from .common import arena, clamp, constant, i32, loop_vars, lowering, make_func, requantize
 from .saturate import to_int8
 
 
+@lowering("fully_connected")
 def lower_fully_connected(g: Graph, node: Node, target=None):
     xt, wt, yt = g.tensors[node.inputs[0]], g.tensors[node.inputs[1]], g.tensors[node.outputs[0]]
     units, depth = wt.shape

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import qparams
+from ..reference import qparams
 from ..ir.graph import Graph, Node
-from ..ir.tir import Allocate, Buffer, Call, Expr, IntImm, LetStmt, Var, add, loops, mul, seq, sub, walk
-from .common import arena, clamp, constant, i32, make_func, requantize
+from ..tir.nodes import Allocate, Buffer, LetStmt, Var, add, loops, mul, seq, sub, walk
+from .common import Requant, arena, clamp, constant, i32, lowering, make_func
 from .saturate import to_int8
 
 
@@ -49,38 +49,7 @@ def _bias(g: Graph, node: Node, channels: int, dtype) -> np.ndarray:
     return np.zeros(channels, dtype)
 
 
-class _Requant:
-    """How the int8 accumulator of output channel `oc` is requantized: per-channel arrays in
-    flash, or immediates when every channel shares one multiplier."""
-
-    def __init__(self, node: Node, p: qparams.ConvParams, acc_bound: int):
-        m, s = np.array(p.output_multiplier, np.int64), np.array(p.output_shift, np.int64)
-        self.rounding, self.buffers = p.rounding, []
-        # The cheap exact forms need multipliers >= 0 (QuantizeMultiplier never makes others);
-        # the cheapest also a right shift >= 1 and an accumulator below 2^30 (mc_requant.h).
-        self.fast = p.rounding == qparams.DOUBLE and bool(np.all(m >= 0))
-        self.right = self.fast and bool(np.all(s <= 0))
-        self.rshift = self.right and bool(np.all(s <= -1)) and acc_bound < 2**30
-        shifts = -s if self.right else s
-        if len(set(m.tolist())) == 1 and len(set(s.tolist())) == 1:
-            self.mult, self.shift = IntImm(int(m[0])), IntImm(int(shifts[0]))
-            return
-        mult = constant("mult", m.astype(np.int32), f"{node.name} requant multipliers")
-        shift = constant("shift", shifts.astype(np.int32),
-                         f"{node.name} requant {'right shifts' if self.right else 'shifts'}")
-        self.buffers = [mult, shift]
-        self.mult, self.shift = mult, shift
-
-    def __call__(self, acc: Expr, oc: Expr) -> Expr:
-        mult = self.mult if isinstance(self.mult, IntImm) else self.mult.load(oc)
-        shift = self.shift if isinstance(self.shift, IntImm) else self.shift.load(oc)
-        if not self.fast:
-            return requantize(acc, mult, shift, self.rounding)
-        name = ("mc_mul_by_qm_pos_rshift" if self.rshift else
-                "mc_mul_by_qm_pos_right" if self.right else "mc_mul_by_qm_pos")
-        return Call(name, (acc, mult, shift), "int32")
-
-
+@lowering("depthwise_conv2d")
 def lower_depthwise_conv2d(g: Graph, node: Node, target=None):
     xt, wt, yt = g.tensors[node.inputs[0]], g.tensors[node.inputs[1]], g.tensors[node.outputs[0]]
     x, y = arena(g, xt.name, "x"), arena(g, yt.name, "y")
@@ -105,7 +74,7 @@ def lower_depthwise_conv2d(g: Graph, node: Node, target=None):
         bias = constant("bias", folded.astype(np.int32), f"{node.name} bias - zp_in*sum(w) [{out_c}] int32")
         # |acc| <= |bias'| + 128 * sum|w| per channel: every tap reads an int8 or zp_in.
         bound = int((np.abs(folded) + 128 * np.abs(wdata.reshape(-1, out_c).astype(np.int64)).sum(axis=0)).max())
-        req = _Requant(node, p, bound)
+        req = Requant(node, p, bound)
         consts = [w, bias, *req.buffers]
 
     n = Var("n")

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import fixedpoint, qparams
+from ..ir import fixedpoint
+from ..reference import qparams
 from ..ir.graph import Graph, Node
-from ..ir.tir import Call, IntImm, Load, Var, add, binop, loops
-from .common import arena, broadcast_index, clamp, constant, i32, make_func, operand, smaller_than_one
+from ..tir.nodes import Call, IntImm, Load, Var, add, binop, loops
+from .common import arena, broadcast_index, clamp, constant, i32, lowering, make_func, operand, smaller_than_one
 from .saturate import to_int8
 
 
@@ -28,6 +29,7 @@ def _rescale_table(name: str, node: Node, offset: int, left_shift: int, mult: in
     return constant(name, np.asarray(table, np.int32), f"{node.name} rescaled input for x = -128..127")
 
 
+@lowering("add")
 def lower_add(g: Graph, node: Node, target=None):
     at, bt, yt = (g.tensors[t] for t in (*node.inputs, node.outputs[0]))
     if at.shape == bt.shape == yt.shape:    # no broadcasting: one flat loop

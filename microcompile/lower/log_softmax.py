@@ -12,12 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import fixedpoint_log
-from ..ir import intrinsics_elementwise  # noqa: F401  (logf, mc_log_softmax_s8)
-from ..ir import qparams_elementwise as qe
+from ..reference import qparams_elementwise as qe
 from ..ir.graph import Graph, Node
-from ..ir.tir import (Address, Allocate, BinOp, Buffer, Call, Evaluate, FloatImm, IntImm, LetStmt, Var, add,
-                      binop, loops, seq, sub)
-from .common import arena, constant, make_func
+from ..tir.nodes import (Address, Allocate, BinOp, Buffer, Call, Evaluate, FloatImm, IntImm, LetStmt, Var, add,
+                         binop, loops, seq, sub)
+from .common import arena, constant, lowering, make_func
 
 
 def exp_table(p: qe.LogSoftmaxParams) -> np.ndarray:
@@ -27,6 +26,7 @@ def exp_table(p: qe.LogSoftmaxParams) -> np.ndarray:
     return np.where(live, fixedpoint_log.exp_q12(np.where(live, diff, 0), p), 0).astype(np.int32)
 
 
+@lowering("log_softmax")
 def lower_log_softmax(g: Graph, node: Node, target=None):
     xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
     depth = xt.shape[-1]
@@ -54,6 +54,3 @@ def lower_log_softmax(g: Graph, node: Node, target=None):
                 loops([(c3, depth)], y.store(binop("sub", sub(x.load(r, c3), mx.load()), log_sum), r, c3))),
     )
     return make_func(g, node, [x, y], loops([(r, rows)], Allocate(mx, Allocate(total, row))))
-
-
-LOWERINGS = {"log_softmax": lower_log_softmax}

@@ -6,14 +6,15 @@ compared and stored as they are. Padding taps are skipped, never compared.
 
 from __future__ import annotations
 
-from ..ir import qparams_vision as qv
+from ..reference import qparams_vision as qv
 from ..ir.graph import Graph, Node
-from ..ir.tir import Allocate, BinOp, Buffer, FloatImm, IfThenElse, IntImm, LetStmt, loops, seq
-from .common import clamp, i8, i32, make_func, pool_window
+from ..tir.nodes import Allocate, BinOp, Buffer, FloatImm, IfThenElse, IntImm, LetStmt, loops, seq
+from .common import clamp, i32, i8, lowering, make_func, pool_window
 
 FLOAT_LOWEST = -3.4028234663852886e38   # -FLT_MAX: every finite input beats it
 
 
+@lowering("max_pool2d")
 def lower_max_pool2d(g: Graph, node: Node, target=None):
     yt = g.tensors[node.outputs[0]]
     w = pool_window(g, node)

@@ -8,12 +8,13 @@ of the raw inputs, minus zp_in * count, requantized by a multiplier that already
 
 from __future__ import annotations
 
-from ..ir import qparams_vision as qv
+from ..reference import qparams_vision as qv
 from ..ir.graph import Graph, Node
-from ..ir.tir import Allocate, Buffer, FloatImm, IntImm, add, binop, loops, seq
-from .common import clamp, i8, i32, make_func, reduction, requantize
+from ..tir.nodes import Allocate, Buffer, FloatImm, IntImm, add, binop, loops, seq
+from .common import clamp, i32, i8, lowering, make_func, reduction, requantize
 
 
+@lowering("mean")
 def lower_mean(g: Graph, node: Node, target=None):
     r = reduction(g, node)
     x, y, idx, kept, reduced, out_idx = r.x, r.y, r.idx, r.kept, r.reduced, r.out_idx

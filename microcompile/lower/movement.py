@@ -19,9 +19,9 @@ import numpy as np
 
 from ..ir.graph import Graph, Node
 from ..ir.ops_shape import slice_dims, split_sizes, strided_slice_dims
-from ..ir.tir import (Buffer, Expr, FloatImm, IfThenElse, IntImm, Load, Select, Stmt, Store, Var, add, all_of,
-                      binop, const, loops, mul, seq, sub)
-from .common import constant, make_func, operand
+from ..tir.nodes import (Buffer, Expr, FloatImm, IfThenElse, IntImm, Load, Select, Stmt, Store, Var, add, all_of,
+                         binop, const, loops, mul, seq, sub)
+from .common import constant, lowering, make_func, operand
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,7 @@ def _func(g: Graph, node: Node, copies: list[Copy], extra: list[Buffer] = ()) ->
 
 # --- joins and splits -------------------------------------------------------------------
 
+@lowering("concatenation", "pack")
 def lower_join(g: Graph, node: Node, target=None):
     """concatenation / pack: input k lands at offset k along the axis of the output."""
     out = g.tensors[node.outputs[0]]
@@ -103,6 +104,7 @@ def lower_join(g: Graph, node: Node, target=None):
     return _func(g, node, copies)
 
 
+@lowering("split", "split_v", "unpack")
 def lower_split(g: Graph, node: Node, target=None):
     """split / split_v / unpack: output k is the k-th block along the axis of the input."""
     xt = g.tensors[node.inputs[0]]
@@ -126,6 +128,7 @@ def _single(g: Graph, node: Node, extents, src_base, src_strides):
     return _func(g, node, [c])
 
 
+@lowering("transpose")
 def lower_transpose(g: Graph, node: Node, target=None):
     perm = node.attrs["perm"]
     xs = g.tensors[node.inputs[0]].shape
@@ -133,6 +136,7 @@ def lower_transpose(g: Graph, node: Node, target=None):
     return _single(g, node, [xs[p] for p in perm], 0, [istr[p] for p in perm])
 
 
+@lowering("strided_slice", "slice")
 def lower_slice(g: Graph, node: Node, target=None):
     """slice / strided_slice: the kept and shrunk dims in input order (new axes and shrunk
     dims have size 1, so the output's row-major layout is that of the extents)."""
@@ -142,6 +146,7 @@ def lower_slice(g: Graph, node: Node, target=None):
     return _single(g, node, [d.size for d in dims], base, [d.stride * s for d, s in zip(dims, istr)])
 
 
+@lowering("depth_to_space")
 def lower_depth_to_space(g: Graph, node: Node, target=None):
     """Output viewed as [N, H, b, W, b, C] reads input viewed as [N, H, W, b, b, C]."""
     b = node.attrs["block_size"]
@@ -151,6 +156,7 @@ def lower_depth_to_space(g: Graph, node: Node, target=None):
     return _single(g, node, (n, h, b, w, b, c), 0, (s[0], s[1], s[3], s[2], s[4], s[5]))
 
 
+@lowering("space_to_depth")
 def lower_space_to_depth(g: Graph, node: Node, target=None):
     """Output viewed as [N, H, W, b, b, C] reads input viewed as [N, H, b, W, b, C]."""
     b = node.attrs["block_size"]
@@ -198,14 +204,17 @@ def _space_batch(g: Graph, node: Node, to_batch: bool):
     return make_func(g, node, [x, y], loops(extents, body))
 
 
+@lowering("space_to_batch_nd")
 def lower_space_to_batch(g: Graph, node: Node, target=None):
     return _space_batch(g, node, True)
 
 
+@lowering("batch_to_space_nd")
 def lower_batch_to_space(g: Graph, node: Node, target=None):
     return _space_batch(g, node, False)
 
 
+@lowering("gather")
 def lower_gather(g: Graph, node: Node, target=None):
     """out[o, j, i] = params[o, indices[j], i]; the indices are a flash table."""
     xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
@@ -220,13 +229,3 @@ def lower_gather(g: Graph, node: Node, target=None):
     dst = add(add(mul(o, idx.size * inner), mul(j, inner)), i)
     body = loops([(o, outer), (j, idx.size), (i, inner)], Store(y, dst, Load(x, src)))
     return make_func(g, node, [x, y, table], body)
-
-
-LOWERINGS = {
-    "concatenation": lower_join, "pack": lower_join,
-    "split": lower_split, "split_v": lower_split, "unpack": lower_split,
-    "transpose": lower_transpose, "strided_slice": lower_slice, "slice": lower_slice,
-    "depth_to_space": lower_depth_to_space, "space_to_depth": lower_space_to_depth,
-    "gather": lower_gather, "batch_to_space_nd": lower_batch_to_space,
-    "space_to_batch_nd": lower_space_to_batch,
-}

@@ -6,12 +6,13 @@ PAD, and PADV2's constant as it is stored. Only dimensions with padding get a bo
 
 from __future__ import annotations
 
-from ..ir import qparams_vision as qv
+from ..reference import qparams_vision as qv
 from ..ir.graph import Graph, Node
-from ..ir.tir import FloatImm, IntImm, LetStmt, Select, Var, loops, sub
-from .common import arena, in_bounds, make_func
+from ..tir.nodes import FloatImm, IntImm, LetStmt, Select, Var, loops, sub
+from .common import arena, in_bounds, lowering, make_func
 
 
+@lowering("pad", "pad_v2")
 def lower_pad(g: Graph, node: Node, target=None):
     xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
     x, y = arena(g, xt.name, "x"), arena(g, yt.name, "y")

@@ -8,13 +8,14 @@ with padding it is counted alongside the sum.
 
 from __future__ import annotations
 
-from ..ir import qparams
+from ..reference import qparams
 from ..ir.graph import Graph, Node
-from ..ir.tir import (Allocate, Buffer, FloatImm, IfThenElse, IntImm, LetStmt, Select, add, binop, cast,
-                      loops, seq, sub)
-from .common import clamp, i8, i32, make_func, pool_window
+from ..tir.nodes import (Allocate, Buffer, FloatImm, IfThenElse, IntImm, LetStmt, Select, add, binop, cast, loops,
+                         seq, sub)
+from .common import clamp, i32, i8, lowering, make_func, pool_window
 
 
+@lowering("average_pool2d")
 def lower_average_pool2d(g: Graph, node: Node, target=None):
     yt = g.tensors[node.outputs[0]]
     w = pool_window(g, node)

@@ -5,10 +5,11 @@ every input value, infinities included, reduces exactly as TFLite's loop does.""
 from __future__ import annotations
 
 from ..ir.graph import Graph, Node
-from ..ir.tir import Allocate, Buffer, IntImm, Select, binop, loops, seq
-from .common import make_func, reduction
+from ..tir.nodes import Allocate, Buffer, IntImm, Select, binop, loops, seq
+from .common import lowering, make_func, reduction
 
 
+@lowering("reduce_max")
 def lower_reduce_max(g: Graph, node: Node, target=None):
     xt = g.tensors[node.inputs[0]]
     axes = set(node.attrs["axes"])

@@ -10,12 +10,13 @@ float expression with the float32 source fractions.
 
 from __future__ import annotations
 
-from ..ir import qparams_vision as qv
+from ..reference import qparams_vision as qv
 from ..ir.graph import Graph, Node
-from ..ir.tir import FloatImm, IntImm, LetStmt, Select, Var, add, binop, loops, mul, sub
-from .common import arena, constant, i8, i32, make_func
+from ..tir.nodes import FloatImm, IntImm, LetStmt, Select, Var, add, binop, loops, mul, sub
+from .common import arena, constant, i32, i8, lowering, make_func
 
 
+@lowering("resize_nearest_neighbor")
 def lower_resize_nearest_neighbor(g: Graph, node: Node, target=None):
     xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
     x, y = arena(g, xt.name, "x"), arena(g, yt.name, "y")
@@ -27,6 +28,7 @@ def lower_resize_nearest_neighbor(g: Graph, node: Node, target=None):
     return make_func(g, node, [x, y, ty, tx], loops(list(zip((n, oy, ox, c), yt.shape)), body))
 
 
+@lowering("resize_bilinear")
 def lower_resize_bilinear(g: Graph, node: Node, target=None):
     xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
     x, y = arena(g, xt.name, "x"), arena(g, yt.name, "y")

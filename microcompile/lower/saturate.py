@@ -1,20 +1,18 @@
 """The int8 store epilogue: offset already added, clamp to the activation range, narrow.
 
-On cores with SSAT (Armv7-M and later) the clamp to [-128, 127] is one instruction, and a
-RELU-style lower bound above -128 one more max; elsewhere (Armv6-M, the host) it is the
-plain min/max pair. The target decides, the C never branches on the core.
+On cores with SSAT (the `ssat` fact of boards/cores/*.toml: Armv7-M and later) the clamp to
+[-128, 127] is one instruction, and a RELU-style lower bound above -128 one more max;
+elsewhere (Armv6-M, the host) it is the plain min/max pair. The target decides, the C never
+branches on the core.
 """
 
 from __future__ import annotations
 
-from ..ir.tir import BinOp, Call, Expr, IntImm
+from ..tir.nodes import BinOp, Call, Expr, IntImm
 from .common import clamp, i8
 
-SSAT_ARCHES = ("armv7-m", "armv7e-m", "armv8-m.main", "armv8.1-m.main")
-
-
 def has_ssat(target) -> bool:
-    return target is not None and getattr(target, "arch", None) in SSAT_ARCHES
+    return target is not None and target.ssat
 
 
 def to_int8(e: Expr, lo: int, hi: int, target) -> Expr:

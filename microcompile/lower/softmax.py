@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import qparams
+from ..reference import qparams
 from ..ir.graph import Graph, Node
-from ..ir.tir import (Address, Allocate, BinOp, Buffer, Call, Evaluate, FloatImm, IntImm, Var, add,
-                      binop, loops, mul, seq, sub)
-from .common import arena, make_func
+from ..tir.nodes import (Address, Allocate, BinOp, Buffer, Call, Evaluate, FloatImm, IntImm, Var, add, binop,
+                         loops, mul, seq, sub)
+from .common import arena, lowering, make_func
 
 
+@lowering("softmax")
 def lower_softmax(g: Graph, node: Node, target=None):
     xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
     depth = xt.shape[-1]

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import qparams_vision as qv
+from ..reference import qparams_vision as qv
 from ..ir.graph import Graph, Node
-from ..ir.tir import (Allocate, Buffer, FloatImm, IfThenElse, IntImm, LetStmt, Var, add, all_of, binop, loops,
-                      mul, seq, sub)
-from .common import arena, clamp, constant, i8, i32, loop_vars, make_func, requantize
+from ..tir.nodes import (Allocate, Buffer, FloatImm, IfThenElse, IntImm, LetStmt, Var, add, all_of, binop, loops,
+                         mul, seq, sub)
+from .common import arena, clamp, constant, i32, i8, loop_vars, lowering, make_func, requantize
 
 
 def _source(t: Var, stride: int, size: int, reach_lo: bool, reach_hi: bool):
@@ -33,6 +33,7 @@ def _source(t: Var, stride: int, size: int, reach_lo: bool, reach_hi: bool):
     return conds, (t if stride == 1 else binop("div", t, stride))
 
 
+@lowering("transpose_conv2d")
 def lower_transpose_conv2d(g: Graph, node: Node, target=None):
     xt, wt, yt = g.tensors[node.inputs[0]], g.tensors[node.inputs[1]], g.tensors[node.outputs[0]]
     x, y = arena(g, xt.name, "x"), arena(g, yt.name, "y")

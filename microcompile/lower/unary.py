@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import intrinsics_elementwise  # noqa: F401  (tanhf)
-from ..ir import qparams_elementwise as qe
+from ..reference import qparams_elementwise as qe
 from ..ir.graph import Graph, Node
-from ..ir.tir import BinOp, Call, Cast, Expr, FloatImm, Load, Select, Var, add, binop, loops
-from .common import arena, clamp, constant, i32, make_func
+from ..tir.nodes import BinOp, Call, Cast, Expr, FloatImm, Load, Select, Var, add, binop, loops
+from .common import arena, clamp, constant, i32, lowering, make_func
 
 
 def _logistic(node, x: Expr) -> Expr:
@@ -47,6 +46,7 @@ def _quantize_float(g: Graph, node: Node, x: Expr) -> Expr:
     return Cast("int8", add(Cast("int32", r), p.zero_point))
 
 
+@lowering("leaky_relu", "logistic", "tanh", "hard_swish", "quantize", "dequantize")
 def lower_unary(g: Graph, node: Node, target=None):
     xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
     x = arena(g, xt.name, "x", shape=(xt.size,))
@@ -62,7 +62,3 @@ def lower_unary(g: Graph, node: Node, target=None):
     else:
         result = _FLOAT[node.op](node, x.load(i))
     return make_func(g, node, buffers, loops([(i, yt.size)], y.store(result, i)))
-
-
-LOWERINGS = {op: lower_unary for op in ("leaky_relu", "logistic", "tanh", "hard_swish", "quantize",
-                                        "dequantize")}

@@ -21,7 +21,8 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ..ir import Graph, interp
+from ..ir import Graph
+from ..reference import interp
 from ..ir.graph import QuantParams
 
 METHODS = ("minmax", "percentile", "mse")

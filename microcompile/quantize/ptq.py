@@ -26,23 +26,16 @@ from typing import Callable
 import numpy as np
 
 from ..errors import UserError
-from ..ir import Graph, Node, Tensor, verify
+from ..ir import Graph, Node, Tensor, ops, verify
 from ..ir.graph import QuantParams
 from .calibrate import Range, activation_qparams
 
-# op -> the axis of its weight tensor that indexes output channels.
-WEIGHTED = {"conv2d": 0, "depthwise_conv2d": 3, "fully_connected": 0, "transpose_conv2d": 0}
-SAME_QUANT = {"reshape", "squeeze", "expand_dims", "max_pool2d", "average_pool2d", "transpose", "slice",
-              "strided_slice", "gather", "pad", "resize_nearest_neighbor", "resize_bilinear", "depth_to_space",
-              "space_to_depth", "split", "split_v", "unpack", "space_to_batch_nd", "batch_to_space_nd",
-              "reduce_max"}
-SHARED_QUANT = {"concatenation", "pack", "maximum", "minimum"}
-FIXED_OUTPUT = {"softmax": QuantParams((1 / 256,), (-128,)), "logistic": QuantParams((1 / 256,), (-128,)),
-                "tanh": QuantParams((1 / 128,), (0,)), "log_softmax": QuantParams((16 / 256,), (127,))}
-CALIBRATED = {"add", "sub", "mul", "squared_difference", "relu", "relu6", "relu_n1_to_1", "leaky_relu",
-              "prelu", "hard_swish", "mean"}
-QUANTIZABLE = set(WEIGHTED) | SAME_QUANT | SHARED_QUANT | set(FIXED_OUTPUT) | CALIBRATED
 IO_MODES = ("float32", "int8")
+
+
+def quantizable(op: str) -> bool:
+    """The op has an int8 form in TFLite's scheme (its `quant` trait)."""
+    return op in ops.REGISTRY and ops.get(op).quant is not None
 
 
 class UnquantizableOpError(UserError):
@@ -164,7 +157,7 @@ class _Builder:
 
 
 def unquantizable(g: Graph, keep_float=()) -> list[Node]:
-    return [n for n in g.nodes if n.op not in QUANTIZABLE and n.op not in keep_float and n.name not in keep_float
+    return [n for n in g.nodes if not quantizable(n.op) and n.op not in keep_float and n.name not in keep_float
             and any(g.tensors[i].dtype == "float32" for i in n.inputs if i)]
 
 
@@ -206,7 +199,7 @@ def quantize_graph(g: Graph, ranges: Callable[[str], Range], io: str = "float32"
             b.float_of[name] = b.add(t)
     float_outputs = set(g.outputs) if io == "float32" else set()
     for n in g.nodes:
-        if n.op in keep_float or n.name in keep_float or n.op not in QUANTIZABLE:
+        if n.op in keep_float or n.name in keep_float or not quantizable(n.op):
             _keep_float(b, n)
         else:
             _quantize_node(b, n, float_outputs)
@@ -233,18 +226,20 @@ def _keep_float(b: _Builder, n: Node) -> None:
 
 
 def _quantize_node(b: _Builder, n: Node, float_outputs: set) -> None:
-    if n.op in WEIGHTED:
+    kind = ops.get(n.op).quant
+    if kind == "weighted":
         inputs, qo = _weighted_inputs(b, n), b.act(n.outputs[0])
         out_q = [qo]
-    elif n.op in SAME_QUANT:
+    elif kind == "same":
         inputs = (b.as_int8(n.inputs[0]),) + tuple(b.passthrough(i) if i else "" for i in n.inputs[1:])
         out_q = [b.tensors[inputs[0]].quant] * len(n.outputs)
-    elif n.op in SHARED_QUANT:
+    elif kind == "shared":
         qo = b.act(n.outputs[0])
         inputs, out_q = tuple(b.as_int8(i, qo) for i in n.inputs), [qo]
     else:
         inputs = tuple(b.as_int8(i) if i else "" for i in n.inputs)
-        out_q = [FIXED_OUTPUT.get(n.op) or b.act(n.outputs[0])]
+        fixed = ops.get(n.op).fixed_output
+        out_q = [QuantParams((fixed[0],), (fixed[1],)) if fixed else b.act(n.outputs[0])]
     outputs = tuple(b.output_int8(o, q, o in float_outputs) for o, q in zip(n.outputs, out_q))
     b.nodes.append(n.replace(inputs=inputs, outputs=outputs))
 
@@ -256,7 +251,7 @@ def _weighted_inputs(b: _Builder, n: Node) -> tuple[str, ...]:
     if not w_t.is_const:
         raise UnquantizableOpError(f"{n.op} {n.name} has non-constant weights {w_t.name}",
                                    hint=f"keep it in float32 with --keep-float {n.name}")
-    wq, w_quant = symmetric_weights(w_t.data, WEIGHTED[n.op])
+    wq, w_quant = symmetric_weights(w_t.data, ops.get(n.op).weight_axis)
     w = b.add(w_t.replace(dtype="int8", quant=w_quant, data=wq))
     bias = ""
     if len(n.inputs) > 2 and n.inputs[2]:

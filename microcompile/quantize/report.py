@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import Graph, interp
+from ..ir import Graph
+from ..reference import interp
 from .ptq import dequantize_array, quantize_array
 
 DEFAULT_THRESHOLD_DB = 20.0

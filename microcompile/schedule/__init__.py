@@ -1,8 +1,10 @@
 """Schedules over the loop IR: primitives, replayable traces and the default schedule."""
 
-from . import cache, copy_intrin, gemm_intrin, loop_xform, tensorize as _tensorize  # noqa: F401  (register primitives, intrinsics)
-from .loop_xform import compute_at, vectorize  # noqa: F401
-from .default import default_schedule  # noqa: F401
-from .tensorize import TENSOR_INTRINS, TensorIntrin, affine, perfect_nest, register_tensor_intrin, tensorize  # noqa: F401
-from .primitives import PRIMITIVES, ScheduleError, reorder, split, unroll  # noqa: F401
+from .primitives import PRIMITIVES, ScheduleError, primitive, reorder, split, unroll  # noqa: F401
+from .tensorize import TENSOR_INTRINS, TensorIntrin, affine, perfect_nest, tensor_intrin, tensorize  # noqa: F401
 from .trace import Decision, Schedule, Trace  # noqa: F401
+
+# The modules that register primitives (@primitive) and tensor intrinsics (@tensor_intrin).
+from . import cache, copy_intrin, depthwise_intrin, gemm_intrin, loop_xform  # noqa: F401,E402
+from .loop_xform import compute_at, vectorize  # noqa: F401,E402
+from .default import default_schedule  # noqa: F401,E402

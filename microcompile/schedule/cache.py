@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.tir import (Allocate, BinOp, Buffer, Cast, IntImm, For, LetStmt, Load, PrimFunc, SeqStmt, Stmt, Store, Var,
-                      rewrite, simplify, substitute, walk)
-from ..ir.tir_verify import verify_primfunc
-from .primitives import PRIMITIVES, ScheduleError, _replace_loop, find_loop
+from ..tir.nodes import (Allocate, BinOp, Buffer, Cast, IntImm, For, LetStmt, Load, PrimFunc, SeqStmt, Stmt, Store,
+                         Var, rewrite, simplify, substitute, walk)
+from ..tir.verify import verify_primfunc
+from .primitives import primitive, ScheduleError, replace_loop, find_loop
 
 _WIDER = {"int8": ("int8", "int16", "int32"), "int16": ("int16", "int32"), "int32": ("int32",)}
 
@@ -39,6 +39,7 @@ def _chain_to(loop: For, pred) -> tuple[list[For], Stmt] | None:
     return None
 
 
+@primitive("fuse")
 def fuse(f: PrimFunc, outer: str, inner: str) -> PrimFunc:
     """Fuse two directly nested loops into one over their product.
 
@@ -54,7 +55,7 @@ def fuse(f: PrimFunc, outer: str, inner: str) -> PrimFunc:
         v, m = Var(name), n.body.extent
         body = substitute(n.body.body, {n.var: _div(v, m), n.body.var: _mod(v, m)})
         return For(v, n.extent * m, body, n.kind)
-    return _replace_loop(f, outer, do)
+    return replace_loop(f, outer, do)
 
 
 def _div(v: Var, m: int):
@@ -65,6 +66,7 @@ def _mod(v: Var, m: int):
     return BinOp("mod", v, IntImm(m)) if m > 1 else IntImm(0)
 
 
+@primitive("cache_write")
 def cache_write(f: PrimFunc, local: str, at: str) -> PrimFunc:
     """Expand the local scalar `local`, allocated inside the perfect loop chain starting at
     `at`, into a scratch tile indexed by those loops, and distribute the loops over the
@@ -109,6 +111,7 @@ def cache_write(f: PrimFunc, local: str, at: str) -> PrimFunc:
     return verify_primfunc(PrimFunc(f.name, (*f.buffers, tile), body, dict(f.attrs)))
 
 
+@primitive("cache_read")
 def cache_read(f: PrimFunc, let_var: str, at: str, dtype: str | None = None) -> PrimFunc:
     """Compute the let-bound value `let_var` for every iteration of the loops between `at`
     and the let that it depends on, into a scratch buffer filled at the start of `at`'s body
@@ -202,6 +205,7 @@ def _drop_dead_lets(s: Stmt) -> Stmt:
     return rewrite(s, fn)
 
 
+@primitive("pack_constant")
 def pack_constant(f: PrimFunc, buffer: str, dtype: str) -> PrimFunc:
     """Store constant `buffer` as `dtype` (computed now, on the host): a wider type lets a
     micro-kernel load operand pairs directly. Every read is rewritten so values are unchanged.
@@ -228,7 +232,3 @@ def pack_constant(f: PrimFunc, buffer: str, dtype: str) -> PrimFunc:
     body = rewrite(f.body, fn)
     return verify_primfunc(PrimFunc(f.name, tuple(new if b is old else b for b in f.buffers), simplify(body),
                                     dict(f.attrs)))
-
-
-PRIMITIVES.update({"fuse": fuse, "cache_write": cache_write, "cache_read": cache_read,
-                   "pack_constant": pack_constant})

@@ -1,4 +1,5 @@
-"""The copy micro-kernels of runtime_c/kernels/dsp/mc_copy_dsp.c as tensor intrinsics.
+"""The tensor intrinsic of the copy micro-kernels of runtime_c/kernels/dsp/mc_copy_dsp.c
+(declared in tir/intrinsics_copy.py).
 
     mc_widen_dsp_s8_s16(dst, src, n):   dst[i] = i16(src[i]) for i < n
 
@@ -16,24 +17,9 @@ the padding test out of it:
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..ir import intrinsics
-from ..ir.intrinsics import Intrinsic
-from ..ir.tir import Address, Call, Cast, Evaluate, For, IntImm, LetStmt, Load, Store, substitute
-from .tensorize import TensorIntrin, affine, register_tensor_intrin
-
-WIDEN_KERNEL = "mc_widen_dsp_s8_s16"
-
-
-def _widen_impl(dst_ptr, src_ptr, n):
-    (da, do), (sa, so) = dst_ptr, src_ptr
-    da[do:do + n] = sa[so:so + n].astype(np.int16)
-
-
-intrinsics.register(Intrinsic(WIDEN_KERNEL, ("handle", "handle", "int32"), "void", "mc_copy.h", _widen_impl,
-                              extern=True, writes=(0,)))
-
+from ..tir.intrinsics_copy import WIDEN_KERNEL
+from ..tir.nodes import Address, Call, Cast, Evaluate, For, IntImm, LetStmt, Load, Store, substitute
+from .tensorize import affine, tensor_intrin
 
 def _match_widen(loop: For) -> dict | None:
     body = loop.body
@@ -55,4 +41,4 @@ def _emit_widen(b: dict):
                                         IntImm(int(b["n"]))), "void"))
 
 
-register_tensor_intrin(TensorIntrin(WIDEN_KERNEL, _match_widen, _emit_widen, doc="int16 dst = int8 src (dsp)"))
+tensor_intrin(WIDEN_KERNEL, _emit_widen, doc="int16 dst = int8 src (dsp)")(_match_widen)

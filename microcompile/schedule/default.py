@@ -7,7 +7,7 @@ UNROLL_MAX_EXTENT_DOMAIN."""
 
 from __future__ import annotations
 
-from ..ir.tir import For, PrimFunc, walk
+from ..tir.nodes import For, PrimFunc, walk
 from .depthwise_intrin import DEPTHWISE_SCHEDULES
 from .gemm_schedule import GEMM_SCHEDULES
 from .trace import Schedule, Trace

@@ -23,53 +23,21 @@ import itertools
 
 import numpy as np
 
-from ..ir import intrinsics
-from ..ir.intrinsics import Intrinsic
-from ..ir.tir import (Address, add, Allocate, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, Load, PrimFunc, SeqStmt,
-                      Store, rewrite, simplify, walk)
-from ..ir.tir_interp import _compile_expr
-from ..ir.tir_verify import verify_primfunc
-from .primitives import PRIMITIVES, ScheduleError
-from .tensorize import TensorIntrin, affine, perfect_nest, register_tensor_intrin
+from ..tir.intrinsics_depthwise import DEPTHWISE_VARIANTS, ORDER, kernel_name
+from ..tir.nodes import (Address, add, Allocate, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, Load, PrimFunc,
+                         SeqStmt, Store, rewrite, simplify, walk)
+from ..tir.interp import compile_expr
+from ..tir.verify import verify_primfunc
+from .primitives import primitive, ScheduleError
+from .tensorize import affine, perfect_nest, tensor_intrin
 from .trace import Schedule
 
-DEPTHWISE_VARIANTS = ("c", "dsp")
 DEPTHWISE_KERNEL_DOMAIN = ("kernel", "loops")
-# Windows with a variant of their own (the sub-windows of a 3x3 filter at padding 1).
-FIXED_WINDOWS = {"dsp": ((3, 3), (2, 3), (3, 2), (2, 2)), "c": ()}
-FIXED_W_ROW = 12              # int16 elements from one filter row to the next: 3 taps * 4 lanes
-_ORDER = (0, 2, 1, 3)          # packed position of channel c % 4 (mc_depthwise.h); its own inverse
-
-
-def kernel_name(variant: str, kh: int, kw: int, w_row: int = FIXED_W_ROW) -> str:
-    """The variant for a kh x kw window; the fixed-window ones also fix the filter's width."""
-    fixed = f"{kh}x{kw}_" if (kh, kw) in FIXED_WINDOWS[variant] and w_row == FIXED_W_ROW else ""
-    return f"mc_depthwise_{fixed}{variant}_s8"
-
-
-def _impl(y, x, w, bias, mult, rshift, channels, kh, kw, x_row, x_col, w_row, w_group, out_offset, lo, hi):
-    """Python semantics of every variant (they differ only in speed)."""
-    from ..ir.fixedpoint import multiply_by_quantized_multiplier
-    (ya, yo), (xa, xo), (wa, wo), (ba, bo), (ma, mo), (sa, so) = y, x, w, bias, mult, rshift
-    c = np.arange(channels)
-    acc = ba[bo + c].astype(np.int64)
-    wc = wo + (c // 4) * w_group + np.array(_ORDER)[c % 4]
-    for i in range(kh):
-        for j in range(kw):
-            acc += xa[xo + i * x_row + j * x_col + c].astype(np.int64) * wa[wc + i * w_row + j * 4]
-    assert np.all(np.abs(acc) < 2**30) and np.all(sa[so + c] >= 1), "outside mc_mul_by_qm_pos_rshift's domain"
-    v = multiply_by_quantized_multiplier(acc, ma[mo + c].astype(np.int64), -sa[so + c].astype(np.int64))
-    ya[yo + c] = np.clip(np.asarray(v, np.int64) + out_offset, lo, hi).astype(np.int8)
-
-
-for _v in DEPTHWISE_VARIANTS:
-    for _name in sorted({kernel_name(_v, 0, 0), *(kernel_name(_v, *k) for k in FIXED_WINDOWS[_v])}):
-        intrinsics.register(Intrinsic(_name, ("handle",) * 6 + ("int32",) * 10, "void", "mc_depthwise.h", _impl,
-                                      extern=True, writes=(0,)))
 
 
 # ---------------------------------------------------------------- pack_depthwise_s16
 
+@primitive("pack_depthwise_s16")
 def pack_depthwise_s16(f: PrimFunc, buffer: str) -> PrimFunc:
     """Re-lay the depthwise filter `buffer` (int8 [1, KH, KW, C]) as the int16 groups of four
     channels that mc_depthwise.h's kernels read (zero-padded to a multiple of four). Every
@@ -84,7 +52,7 @@ def pack_depthwise_s16(f: PrimFunc, buffer: str) -> PrimFunc:
     taps, groups = kh * kw, -(-ch // 4)
     data = np.zeros((taps, groups * 4), np.int16)
     data[:, :ch] = np.asarray(old.data).reshape(taps, ch)
-    packed = data.reshape(taps, groups, 4)[:, :, _ORDER].transpose(1, 0, 2).reshape(-1)
+    packed = data.reshape(taps, groups, 4)[:, :, ORDER].transpose(1, 0, 2).reshape(-1)
     new = Buffer(old.name, "int16", (packed.size,), "const", data=packed,
                  comment=f"{old.comment} (int16, groups of 4 channels c,c+2,c+1,c+3 per tap)")
 
@@ -109,6 +77,7 @@ def pack_depthwise_s16(f: PrimFunc, buffer: str) -> PrimFunc:
 REQUANT_CALLS = ("mc_mul_by_qm_pos_rshift",)
 
 
+@primitive("requant_arrays")
 def requant_arrays(f: PrimFunc, loop_prefix: str = "ic_") -> PrimFunc:
     """Turn a per-tensor requantization's immediates into per-channel constant arrays, so one
     micro-kernel signature serves both: inside every loop named `loop_prefix`*, the
@@ -140,14 +109,12 @@ def requant_arrays(f: PrimFunc, loop_prefix: str = "ic_") -> PrimFunc:
     return verify_primfunc(PrimFunc(f.name, (*f.buffers, mult, rshift), body, dict(f.attrs)))
 
 
-PRIMITIVES["pack_depthwise_s16"] = pack_depthwise_s16
-PRIMITIVES["requant_arrays"] = requant_arrays
 
 
 # ---------------------------------------------------------------- the tensor intrinsic
 
 def _eval(e, env: dict) -> int:
-    return int(_compile_expr(e)(env, {}))
+    return int(compile_expr(e)(env, {}))
 
 
 def _unit_load(e, var: str) -> tuple[Buffer, object] | None:
@@ -231,7 +198,7 @@ def _match(loop: For) -> dict | None:
     for c, *pt in itertools.product(range(channels), *(range(f.extent) for f in tloops)):
         env = {ic: c, **dict(zip(names, pt))}
         i, j = (env[kh_loop.var.name] if kh_loop else 0), (env[kw_loop.var.name] if kw_loop else 0)
-        if _eval(wl.index, env) != w0 + (c // 4) * w_group + i * w_row + j * 4 + _ORDER[c % 4]:
+        if _eval(wl.index, env) != w0 + (c // 4) * w_group + i * w_row + j * 4 + ORDER[c % 4]:
             return None
     ya = affine(out.index, {ic})
     ep = _epilogue(out.value, acc, ic)
@@ -255,8 +222,8 @@ def _emit(variant: str):
 
 
 for _v in DEPTHWISE_VARIANTS:
-    register_tensor_intrin(TensorIntrin(f"mc_depthwise_{_v}_s8", _match, _emit(_v),
-                                        doc=f"one int8 depthwise output pixel, requantized ({_v})"))
+    tensor_intrin(f"mc_depthwise_{_v}_s8", _emit(_v),
+                  doc=f"one int8 depthwise output pixel, requantized ({_v})")(_match)
 
 
 # ---------------------------------------------------------------- the default schedule

@@ -28,9 +28,9 @@ Knobs: `max_cols` (COLS_DOMAIN), `col_bytes_max` (the im2col buffer's size cap),
 
 from __future__ import annotations
 
-from ..ir.tir import For, PrimFunc, Select, Store, walk
+from ..tir.nodes import For, PrimFunc, Select, Store, walk
 from .copy_intrin import WIDEN_KERNEL
-from .gemm_intrin import gemm_kernel_name
+from ..tir.intrinsics_gemm import gemm_kernel_name
 from .loop_xform import unswitch
 from .primitives import ScheduleError, find_loop
 from .trace import Schedule

@@ -5,16 +5,17 @@ unswitch (a test that does not change inside a loop taken out of it).
 
 from __future__ import annotations
 
-from ..ir.tir import (BinOp, Expr, For, IfThenElse, IntImm, LetStmt, Load, PrimFunc, Select, SeqStmt, Stmt, Store, Var,
-                      rewrite, simplify, substitute, walk)
-from ..ir.tir_verify import verify_primfunc
-from .primitives import PRIMITIVES, ScheduleError, find_loop, split, unroll
+from ..tir.nodes import (BinOp, Expr, For, IfThenElse, IntImm, LetStmt, Load, PrimFunc, Select, SeqStmt, Stmt,
+                         Store, Var, rewrite, simplify, substitute, walk)
+from ..tir.verify import verify_primfunc
+from .primitives import primitive, ScheduleError, find_loop, split, unroll
 from .tensorize import affine
 
 _BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16}
 VECTOR_LANES_DOMAIN = (2, 4)
 
 
+@primitive("vectorize")
 def vectorize(f: PrimFunc, loop: str, lanes: int) -> PrimFunc:
     """Group the innermost `loop` into runs of `lanes` adjacent int8/int16 elements (one 32-bit
     word) that are emitted as one straight-line group, so the C compiler sees whole words:
@@ -66,6 +67,7 @@ def _rows(stmt: Stmt, var: Var, inner: dict[str, int], buffers: set[int], what: 
             raise ScheduleError(f"{f.name}: {what} access to {n.buffer.name} leaves row {var.name}")
 
 
+@primitive("compute_at")
 def compute_at(f: PrimFunc, producer: str, consumer: str) -> PrimFunc:
     """Move the producer loop nest into the consumer loop that directly follows it, so each
     iteration produces the row of scratch it then consumes (smaller live data, one loop):
@@ -119,6 +121,7 @@ def _uses(e, names: set[str]) -> bool:
     return any(isinstance(n, Var) and n.name in names for n in walk(e))
 
 
+@primitive("unswitch")
 def unswitch(f: PrimFunc, loop: str) -> PrimFunc:
     """Take the terms of a Select's condition that do not change inside `loop` out of it, so
     the loop runs without them (e.g. the padding test of an im2col copy, once per run of
@@ -182,6 +185,3 @@ def unswitch(f: PrimFunc, loop: str) -> PrimFunc:
         new = LetStmt(let.var, let.value, new)
     return verify_primfunc(f.with_body(rewrite(f.body, lambda n: new if isinstance(n, For) and n.var.name == loop
                                                else None)))
-
-
-PRIMITIVES.update({"vectorize": vectorize, "compute_at": compute_at, "unswitch": unswitch})

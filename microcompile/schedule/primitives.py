@@ -6,8 +6,22 @@ checks what it requires and raises ScheduleError otherwise.
 
 from __future__ import annotations
 
-from ..ir.tir import For, IfThenElse, IntImm, PrimFunc, Stmt, Var, add, binop, mul, rewrite, substitute, walk
-from ..ir.tir_verify import verify_primfunc
+from ..tir.nodes import (For, IfThenElse, IntImm, PrimFunc, Stmt, Var, add, binop, mul, rewrite, substitute, walk)
+from ..tir.verify import verify_primfunc
+
+# primitive name -> fn(PrimFunc, *args) -> PrimFunc. Filled with @primitive here and by the
+# other modules of this package; a Trace replays its decisions through this table.
+PRIMITIVES: dict = {}
+
+
+def primitive(name: str):
+    """Register the decorated function as the schedule primitive `name`."""
+    def register(fn):
+        assert name not in PRIMITIVES, f"schedule primitive {name} registered twice"
+        PRIMITIVES[name] = fn
+        return fn
+    return register
+
 
 
 class ScheduleError(ValueError):
@@ -21,12 +35,13 @@ def find_loop(f: PrimFunc, name: str) -> For:
     raise ScheduleError(f"{f.name}: no loop named {name}")
 
 
-def _replace_loop(f: PrimFunc, name: str, fn) -> PrimFunc:
+def replace_loop(f: PrimFunc, name: str, fn) -> PrimFunc:
     find_loop(f, name)
     body = rewrite(f.body, lambda n: fn(n) if isinstance(n, For) and n.var.name == name else None)
     return verify_primfunc(f.with_body(body))
 
 
+@primitive("split")
 def split(f: PrimFunc, loop: str, factor: int) -> PrimFunc:
     """Split `loop` (extent n) into `loop_o` (ceil(n/factor)) and `loop_i` (factor).
 
@@ -46,9 +61,10 @@ def split(f: PrimFunc, loop: str, factor: int) -> PrimFunc:
             body = IfThenElse(binop("lt", fused, IntImm(n)), body)
         return For(outer, -(-n // factor), For(inner, factor, body, loop_node.kind))
 
-    return _replace_loop(f, loop, do)
+    return replace_loop(f, loop, do)
 
 
+@primitive("reorder")
 def reorder(f: PrimFunc, *order: str) -> PrimFunc:
     """Permute perfectly nested loops: the named loops take the positions they occupy in the
     nest, in the given order; loops of the nest that are not named stay where they are.
@@ -75,13 +91,11 @@ def reorder(f: PrimFunc, *order: str) -> PrimFunc:
     body = chain[-1].body
     for c in reversed(new_chain):
         body = For(c.var, c.extent, body, c.kind)
-    return _replace_loop(f, top.var.name, lambda _: body)
+    return replace_loop(f, top.var.name, lambda _: body)
 
 
+@primitive("unroll")
 def unroll(f: PrimFunc, loop: str) -> PrimFunc:
     """Mark `loop` unrolled: the emitter asks the C compiler to unroll it fully
     (`#pragma GCC unroll <extent>`). Semantics are unchanged."""
-    return _replace_loop(f, loop, lambda n: For(n.var, n.extent, n.body, "unrolled"))
-
-
-PRIMITIVES = {"split": split, "reorder": reorder, "unroll": unroll}
+    return replace_loop(f, loop, lambda n: For(n.var, n.extent, n.body, "unrolled"))

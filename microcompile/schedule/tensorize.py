@@ -8,7 +8,7 @@ A `TensorIntrin` says which loop nests a micro-kernel computes and how to call i
     emit(bindings) -> Stmt              the replacement, normally Evaluate(Call(kernel, ...))
                                         with Address arguments (never text)
 
-Register it with `register_tensor_intrin`; `tensorize(f, loop, intrin_name)` then rewrites
+Register it with `@tensor_intrin(name, emit)` on its match function; `tensorize(f, loop, intrin_name)` then rewrites
 the nest, verifies the result, and is recorded in traces like any primitive. The kernel's
 Python implementation (ir/intrinsics.py, `extern=True`) is what the loop-IR interpreter
 runs, so "tensorized == untensorized" is tested like every other primitive.
@@ -37,10 +37,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..ir.tir import (Address, BinOp, Expr, For, IntImm, Load, PrimFunc, Stmt, Var, add, mul, rewrite, simplify, sub,
-                      walk)
-from ..ir.tir_verify import verify_primfunc
-from .primitives import PRIMITIVES, ScheduleError, _replace_loop, find_loop
+from ..tir.nodes import (Address, BinOp, Expr, For, IntImm, Load, PrimFunc, Stmt, Var, add, mul, rewrite, simplify,
+                         sub, walk)
+from ..tir.verify import verify_primfunc
+from .primitives import primitive, ScheduleError, replace_loop, find_loop
 
 
 @dataclass(frozen=True)
@@ -54,12 +54,16 @@ class TensorIntrin:
 TENSOR_INTRINS: dict[str, TensorIntrin] = {}
 
 
-def register_tensor_intrin(ti: TensorIntrin) -> TensorIntrin:
-    assert ti.name not in TENSOR_INTRINS, f"tensor intrinsic {ti.name} registered twice"
-    TENSOR_INTRINS[ti.name] = ti
-    return ti
+def tensor_intrin(name: str, emit, doc: str = ""):
+    """Register the decorated match function, with `emit`, as the tensor intrinsic `name`."""
+    def register(match):
+        assert name not in TENSOR_INTRINS, f"tensor intrinsic {name} registered twice"
+        TENSOR_INTRINS[name] = TensorIntrin(name, match, emit, doc=doc)
+        return match
+    return register
 
 
+@primitive("tensorize")
 def tensorize(f: PrimFunc, loop: str, intrin: str) -> PrimFunc:
     """Replace loop `loop` (and its whole body) with the micro-kernel call of `intrin`.
     Raises ScheduleError when the nest is not what the kernel computes."""
@@ -71,7 +75,7 @@ def tensorize(f: PrimFunc, loop: str, intrin: str) -> PrimFunc:
         raise ScheduleError(f"{f.name}: loop {loop} does not match tensor intrinsic {intrin}")
     rebind = bindings.get("rebind")
     if not rebind:
-        return _replace_loop(f, loop, lambda _: ti.emit(bindings))
+        return replace_loop(f, loop, lambda _: ti.emit(bindings))
     body = rewrite(f.body, lambda n: ti.emit(bindings) if isinstance(n, For) and n.var.name == loop else None)
     for n in walk(body):
         if isinstance(n, (Load, Address)) and n.buffer in rebind:
@@ -116,6 +120,3 @@ def affine(e: Expr, nest_vars: set[str]) -> tuple[dict[str, int], Expr] | None:
                     return None
                 return {v: c * y.value for v, c in inner[0].items()}, simplify(mul(inner[1], y))
     return None
-
-
-PRIMITIVES["tensorize"] = tensorize

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..ir.tir import PrimFunc
+from ..tir.nodes import PrimFunc
 from .primitives import PRIMITIVES, ScheduleError
 
 

@@ -23,7 +23,8 @@ class Target:
     arch: str                 # "armv7e-m", "armv7-m", "native"
     toolchain: str            # "arm-none-eabi" or "host"
     cflags: tuple[str, ...]
-    dsp: bool
+    dsp: bool                 # Armv7E-M DSP extension (SMLAD, SXTB16, ...)
+    ssat: bool                # the SSAT/USAT saturating instructions (Armv7-M and later)
     fpu: bool
     mve: bool
     clock_hz: int             # the board's core clock
@@ -119,7 +120,8 @@ def _load_target(core: str, clock_hz: int) -> Target:
     d = _read(path)
     return Target(
         core=d["name"], arch=d["arch"], toolchain=d["toolchain"], cflags=tuple(d["cflags"]),
-        dsp=bool(d["dsp"]), fpu=bool(d["fpu"]), mve=bool(d.get("mve", False)), clock_hz=clock_hz,
+        dsp=bool(d["dsp"]), ssat=bool(d["ssat"]), fpu=bool(d["fpu"]), mve=bool(d.get("mve", False)),
+        clock_hz=clock_hz,
     )
 
 

@@ -21,14 +21,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import Graph, Node, Tensor
+from ..ir import Graph, Node, Tensor, ops
 
-# Ops that compute each output element from the same-index input elements (after NumPy
-# broadcasting of their operands): any permutation of all operands commutes with them.
-_ELEMENTWISE = {"add", "sub", "mul", "div", "maximum", "minimum", "squared_difference", "prelu",
-                "relu", "relu6", "relu_n1_to_1", "leaky_relu", "logistic", "tanh", "hard_swish",
-                "quantize", "dequantize"}
-_AXIS_OPS = {"concatenation", "split_v", "mean", "reduce_max", "pad", "pad_v2", "softmax", "log_softmax"}
+
+def _layout(op: str) -> str | None:
+    """The op's layout trait: "elementwise" (any permutation of all operands commutes with
+    it), "axis" (axis attributes to remap) or None (layout-sensitive)."""
+    return ops.get(op).layout
 
 
 @dataclass(frozen=True)
@@ -112,7 +111,7 @@ class _State:
     # --- 2. sink -------------------------------------------------------------------------
     def sink_once(self) -> bool:
         for k, n in enumerate(self.nodes):
-            if n.op not in _ELEMENTWISE and n.op not in _AXIS_OPS:
+            if _layout(n.op) is None:
                 continue
             perm = self._common_perm(n)
             if perm is None:
@@ -163,7 +162,7 @@ class _State:
                 continue
             t = self.tensors[i]
             if t.is_const:
-                if len(t.shape) > rank or (n.op not in _ELEMENTWISE and len(t.shape) != rank):
+                if len(t.shape) > rank or (_layout(n.op) != "elementwise" and len(t.shape) != rank):
                     return None
                 data = t.data.reshape((1,) * (rank - len(t.shape)) + tuple(t.shape)).transpose(inv)
                 name = self.fresh(i)
@@ -172,7 +171,7 @@ class _State:
                 inputs.append(name)
             else:
                 inputs.append(self.producer(i).inputs[0])
-        if n.op in _ELEMENTWISE and any(len(self.tensors[i].shape) != rank for i in n.inputs if i and
+        if _layout(n.op) == "elementwise" and any(len(self.tensors[i].shape) != rank for i in n.inputs if i and
                                         not self.tensors[i].is_const):
             return None
         new_outs, after = [], []

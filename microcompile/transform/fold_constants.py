@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir import Graph
-from ..ir import interp
+from ..reference import interp
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lower"))
 from lower_cases import hybrid_conv_graph  # noqa: E402
 from microcompile.codegen.c_emitter import float_literal
 from microcompile.codegen.model_emitter import c_string
-from microcompile.ir import Graph, Node, QuantParams, Tensor, interp, verify
+from microcompile.ir import Graph, Node, QuantParams, Tensor, verify
+from microcompile.reference import interp
 
 KERNEL_OPS = ("conv2d", "depthwise_conv2d", "fully_connected", "average_pool2d", "add", "softmax",
               "relu", "relu6", "relu_n1_to_1")

@@ -18,12 +18,15 @@ original set, so its tests skip (saying why) until those ops exist.
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
 import numpy as np
 
-from microcompile.frontend import tflite_writer
-from microcompile.ir import Graph, Node, QuantParams, Tensor, interp, ops, verify
+from microcompile.frontend.tflite import writer as tflite_writer
+from microcompile.ir import Graph, Node, QuantParams, Tensor, ops, verify
+from microcompile.reference import interp
 
 # Ops whose int8 output keeps the input's quantization (TFLite requires it; for RELU it
 # is our choice, so that FuseActivation can fuse it exactly).
@@ -273,7 +276,7 @@ def missing_ops(name: str) -> list[str]:
     from microcompile.lower import LOWERINGS
 
     return [op for op in REQUIRES[name]
-            if op not in ops.REGISTRY or op not in interp.KERNELS or op not in tflite_writer._BUILTIN
+            if op not in ops.REGISTRY or op not in interp.KERNELS or op not in tflite_writer.WRITERS
             or (op in _QIO and op not in LOWERINGS)]
 
 
@@ -284,20 +287,16 @@ _DYNAMIC_RESHAPE = {n: {"flatten/reshape": "flatten/target"} for n in MODELS if 
 def write(name: str, out_dir: Path) -> Path:
     """Write model `name` to out_dir/<name>.tflite."""
     graph, dynamic = MODELS[name](), _DYNAMIC_RESHAPE.get(name, {})
-    saved = tflite_writer.INPUT_BUILDERS.get("reshape")
+    saved = tflite_writer.WRITERS["reshape"]
 
     def reshape_inputs(g, n, tensors):
-        return [n.inputs[0], dynamic[n.name]] if n.name in dynamic else \
-            (saved(g, n, tensors) if saved else [n.inputs[0], f"{n.name}/shape"])
+        return [n.inputs[0], dynamic[n.name]] if n.name in dynamic else saved.inputs(g, n, tensors)
     if dynamic:
-        tflite_writer.INPUT_BUILDERS["reshape"] = reshape_inputs
+        tflite_writer.WRITERS["reshape"] = dataclasses.replace(saved, inputs=reshape_inputs)
     try:
         data = tflite_writer.write_tflite(graph)
     finally:
-        if dynamic and saved is None:
-            del tflite_writer.INPUT_BUILDERS["reshape"]
-        elif dynamic:
-            tflite_writer.INPUT_BUILDERS["reshape"] = saved
+        tflite_writer.WRITERS["reshape"] = saved
     path = Path(out_dir) / f"{name}.tflite"
     path.write_bytes(data)
     return path

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import model_path
 
-from microcompile.frontend.tflite_writer import write_tflite
+from microcompile.frontend.tflite.writer import write_tflite
 from microcompile.ir import Graph, Node, Tensor
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from microcompile import driver
-from microcompile.frontend.tflite_writer import write_tflite
+from microcompile.frontend.tflite.writer import write_tflite
 from microcompile.ir import Graph, Node, QuantParams, Tensor, ops, verify
 from microcompile.ir.compare import compare
 from tests.litert_ref import run_reference

@@ -18,8 +18,8 @@ ort = pytest.importorskip("onnxruntime")
 
 from c_harness import run_on_host  # noqa: E402
 from onnx_cases import CASES, build_model, onnx_inputs  # noqa: E402
-from microcompile.frontend.onnx_reader import load_onnx  # noqa: E402
-from microcompile.ir import interp  # noqa: E402
+from microcompile.frontend.onnx import load_onnx  # noqa: E402
+from microcompile.reference import interp  # noqa: E402
 from microcompile.ir.compare import compare  # noqa: E402
 from microcompile.transform import pipeline  # noqa: E402
 

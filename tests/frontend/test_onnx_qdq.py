@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "codegen"))
 from c_harness import run_on_host  # noqa: E402
 
 from microcompile.errors import UnsupportedOpError  # noqa: E402
-from microcompile.frontend.onnx_reader import load_onnx  # noqa: E402
+from microcompile.frontend.onnx import load_onnx  # noqa: E402
 from microcompile.transform import pipeline  # noqa: E402
 
 RNG = np.random.default_rng(7)

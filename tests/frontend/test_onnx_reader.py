@@ -20,8 +20,8 @@ from c_harness import run_on_host  # noqa: E402
 from microcompile import cli  # noqa: E402
 from microcompile.errors import ModelFormatError, UnsupportedOpError, UserError  # noqa: E402
 from microcompile.frontend import load_model  # noqa: E402
-from microcompile.frontend.onnx_reader import load_onnx  # noqa: E402
-from microcompile.ir import interp  # noqa: E402
+from microcompile.frontend.onnx import load_onnx  # noqa: E402
+from microcompile.reference import interp  # noqa: E402
 from microcompile.ir.compare import compare  # noqa: E402
 from microcompile.transform import pipeline  # noqa: E402
 

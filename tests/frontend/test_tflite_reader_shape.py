@@ -12,9 +12,10 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from litert_ref import run_reference  # noqa: E402
 
 from microcompile.errors import UnsupportedOpError  # noqa: E402
-from microcompile.frontend.tflite_reader import load_tflite  # noqa: E402
-from microcompile.frontend.tflite_writer import write_tflite  # noqa: E402
-from microcompile.ir import Graph, Node, QuantParams, Tensor, interp  # noqa: E402
+from microcompile.frontend.tflite.reader import load_tflite  # noqa: E402
+from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
+from microcompile.ir import Graph, Node, QuantParams, Tensor
+from microcompile.reference import interp  # noqa: E402
 
 
 def _q(s, zp):

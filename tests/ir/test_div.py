@@ -15,8 +15,9 @@ from c_harness import run_on_host  # noqa: E402
 from litert_ref import run_reference  # noqa: E402
 from microcompile.errors import UserError  # noqa: E402
 from microcompile.frontend import load_tflite  # noqa: E402
-from microcompile.frontend.tflite_writer import write_tflite  # noqa: E402
-from microcompile.ir import Graph, Node, Tensor, VerifyError, interp, verify  # noqa: E402
+from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
+from microcompile.ir import Graph, Node, Tensor, VerifyError, verify
+from microcompile.reference import interp  # noqa: E402
 from microcompile.ir.compare import compare  # noqa: E402
 
 PLAN = [((1, 4, 4, 3), (1, 4, 4, 3), "NONE"), ((2, 5), (5,), "RELU"), ((1, 3, 1, 2), (1, 3, 6, 1), "RELU6"),

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from litert_ref import run_reference
-from microcompile.frontend.tflite_writer import write_tflite
-from microcompile.ir import Graph, Node, QuantParams, Tensor, interp, verify
-from microcompile.ir import qparams_elementwise as qe
+from microcompile.frontend.tflite.writer import write_tflite
+from microcompile.ir import Graph, Node, QuantParams, Tensor, verify
+from microcompile.reference import interp
+from microcompile.reference import qparams_elementwise as qe
 
 # op -> fixed output quantization (LiteRT requires it), or None for a random one.
 TABLE_OPS = {"leaky_relu": None, "logistic": ((1 / 256,), (-128,)), "tanh": ((1 / 128,), (0,)),

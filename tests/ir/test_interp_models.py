@@ -2,7 +2,7 @@
 
 int8 models: every node output byte-equal. float32 models: every node output close
 (errors compound over layers, hence a looser tolerance than the single-op tests).
-Needs the TFLite reader (microcompile.frontend.tflite_reader) and ../shared/models.
+Needs ../shared/models.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pytest
 from conftest import ALL_MODELS, INT8_MODELS, model_path
 from litert_ref import load_model, run_reference
 from op_cases import random_inputs
-from microcompile.ir import interp, verify
+from microcompile.reference import interp
+from microcompile.ir import verify
 
-reader = pytest.importorskip("microcompile.frontend.tflite_reader",
-                             reason="the TFLite reader (frontend/tflite_reader.py) is not written yet")
+from microcompile.frontend.tflite import reader
 
 
 def _random_inputs(graph, seed=0):

@@ -12,8 +12,8 @@ import pytest
 
 from litert_ref import run_reference
 from op_cases import PLANS, build_graph, case_id, cases, random_inputs
-from microcompile.frontend.tflite_writer import write_tflite
-from microcompile.ir import interp
+from microcompile.frontend.tflite.writer import write_tflite
+from microcompile.reference import interp
 
 INT8_CASES_PER_OP = 24
 FLOAT_CASES_PER_OP = 12

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from microcompile.ir.tir import (Allocate, BinOp, Buffer, Cast, For, IfThenElse, IntImm, Load, PrimFunc,
-                                 Select, Store, Var, binop, loops, seq, simplify, substitute)
-from microcompile.ir.tir_interp import run_primfunc
-from microcompile.ir.tir_printer import tir_str
-from microcompile.ir.tir_verify import TirVerifyError, verify_primfunc
+from microcompile.tir.nodes import (Allocate, BinOp, Buffer, Cast, For, IfThenElse, IntImm, Load, PrimFunc, Select,
+                                    Store, Var, binop, loops, seq, simplify, substitute)
+from microcompile.tir.interp import run_primfunc
+from microcompile.tir.printer import tir_str
+from microcompile.tir.verify import TirVerifyError, verify_primfunc
 
 
 def _row_sum() -> PrimFunc:

@@ -12,9 +12,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ir"))
 
 from op_cases import build_graph, cases, random_inputs  # noqa: E402,F401
 
-from microcompile.ir import Graph, QuantParams, Tensor, interp  # noqa: E402
-from microcompile.ir.tir import PrimFunc  # noqa: E402
-from microcompile.ir.tir_interp import run_primfunc  # noqa: E402
+from microcompile.ir import Graph, QuantParams, Tensor
+from microcompile.reference import interp  # noqa: E402
+from microcompile.tir.nodes import PrimFunc  # noqa: E402
+from microcompile.tir.interp import run_primfunc  # noqa: E402
 
 KERNEL_OPS = ("conv2d", "depthwise_conv2d", "fully_connected", "average_pool2d", "add", "softmax",
               "relu", "relu6", "relu_n1_to_1")

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from microcompile import driver
-from microcompile.frontend.tflite_writer import write_tflite
+from microcompile.frontend.tflite.writer import write_tflite
 from microcompile.ir import Graph
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from lower_cases import build_graph, cases, matches, random_inputs, reference, run_lowered
-from microcompile.ir import tir
+from microcompile.tir import nodes as tir
 from microcompile.lower import lower_node
 from microcompile.lower.depthwise import tap_runs
 

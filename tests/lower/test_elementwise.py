@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lower_cases import build_graph, cases, matches, reference, run_lowered
-from microcompile.ir import tir
+from microcompile.tir import nodes as tir
 from microcompile.lower import lower_node
 
 SHAPES = {"equal": ((1, 16, 16, 2), (1, 16, 16, 2)), "broadcast-channel": ((1, 8, 8, 4), (4,)),

@@ -8,7 +8,8 @@ import pytest
 from lower_cases import (FLOAT_ONLY_OPS, KERNEL_OPS, build_graph, cases, hybrid_conv_graph, matches, random_inputs, reference,
                          run_lowered)
 from microcompile.errors import UnsupportedOpError
-from microcompile.ir import Graph, Node, Tensor, tir
+from microcompile.ir import Graph, Node, Tensor
+from microcompile.tir import nodes as tir
 from microcompile.lower import LOWERINGS, lower_graph, lower_node, needs_kernel
 
 CASES = [c for op in KERNEL_OPS for dt in ("int8", "float32") for c in cases(op, dt, 6, seed=11)]

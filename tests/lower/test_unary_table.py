@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lower_cases import build_graph, cases, random_inputs, reference, run_lowered
-from microcompile.ir import tir
+from microcompile.tir import nodes as tir
 from microcompile.lower import lower_node
 
 TABLE_OPS = ("leaky_relu", "logistic", "tanh", "hard_swish", "quantize", "dequantize")

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "codegen"))
 from c_harness import CFLAGS, RUNTIME, compile_graph  # noqa: E402
 
 from microcompile.errors import UserError  # noqa: E402
-from microcompile.frontend.onnx_reader import load_onnx  # noqa: E402
+from microcompile.frontend.onnx import load_onnx  # noqa: E402
 from microcompile.ir import NP_DTYPES, Graph  # noqa: E402
 from microcompile.transform import pipeline  # noqa: E402
 

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from backend import HOST, MicrocompileBackend, compile_model  # noqa: E402
 from excluded import EXCLUDED  # noqa: E402
 
-from microcompile.frontend.onnx_reader import find_converter  # noqa: E402
+from microcompile.frontend.onnx import find_converter  # noqa: E402
 
 pytestmark = pytest.mark.slow
 MODEL_KINDS = ("pytorch-converted", "pytorch-operator")

@@ -18,10 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ir"))
 
 from litert_ref import run_reference  # noqa: E402
 from op_cases import PLANS, build_graph, case_id, cases  # noqa: E402
-from microcompile.frontend.tflite_writer import write_tflite  # noqa: E402
-from microcompile.ir import interp  # noqa: E402
+from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
+from microcompile.reference import interp  # noqa: E402
 from microcompile.quantize import quantize  # noqa: E402
-from microcompile.quantize.ptq import QUANTIZABLE  # noqa: E402
+from microcompile.quantize.ptq import quantizable  # noqa: E402
 from microcompile.quantize.report import sqnr  # noqa: E402
 
 CASES_PER_OP = 3
@@ -32,7 +32,7 @@ SQNR_FLOOR_DB = {"relu_n1_to_1": 10.0, "logistic": 25.0, "tanh": 25.0, "softmax"
                  "squared_difference": 15.0, "hard_swish": 20.0}
 DEFAULT_FLOOR_DB = 20.0
 
-OPS = sorted(op for op in PLANS if op in QUANTIZABLE)
+OPS = sorted(op for op in PLANS if quantizable(op))
 CASES = [c for op in OPS for c in cases(op, "float32", CASES_PER_OP, seed=7)]
 
 

@@ -16,8 +16,9 @@ from make_model import build_graph, load_digits_split, train  # noqa: E402
 
 from litert_ref import run_reference  # noqa: E402
 from microcompile.frontend import load_model  # noqa: E402
-from microcompile.frontend.tflite_writer import write_tflite  # noqa: E402
-from microcompile.ir import Graph, Node, Tensor, interp  # noqa: E402
+from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
+from microcompile.ir import Graph, Node, Tensor
+from microcompile.reference import interp  # noqa: E402
 
 
 def run_cli(*args):

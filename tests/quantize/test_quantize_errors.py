@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from microcompile.ir import Graph, Node, Tensor, interp
+from microcompile.ir import Graph, Node, Tensor
+from microcompile.reference import interp
 from microcompile.quantize import CalibrationDataError, UnquantizableOpError, load_calibration, quantize
 
 

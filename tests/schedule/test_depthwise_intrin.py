@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "lower"))
 from lower_cases import build_graph, matches, random_inputs, reference, run_lowered  # noqa: E402
 from test_depthwise import SPLITS, _case  # noqa: E402
 
-from microcompile.ir import tir  # noqa: E402
-from microcompile.ir.tir_printer import tir_str  # noqa: E402
+from microcompile.tir import nodes as tir  # noqa: E402
+from microcompile.tir.printer import tir_str  # noqa: E402
 from microcompile.lower import lower_node  # noqa: E402
 from microcompile.schedule import ScheduleError, Trace, tensorize  # noqa: E402
 from microcompile.schedule.depthwise_intrin import (pack_depthwise_s16, requant_arrays,  # noqa: E402

@@ -18,11 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lower"))
 
 from lower_cases import build_graph, cases, matches, random_inputs, run_lowered  # noqa: E402
 
-from microcompile.ir import tir  # noqa: E402
-from microcompile.ir.tir_printer import tir_str  # noqa: E402
+from microcompile.tir import nodes as tir  # noqa: E402
+from microcompile.tir.printer import tir_str  # noqa: E402
 from microcompile.lower import lower_node  # noqa: E402
 from microcompile.schedule import Schedule, ScheduleError, Trace, default_schedule, tensorize  # noqa: E402
-from microcompile.schedule.gemm_intrin import _gemm_impl, pack_panels4, unpack_panels4  # noqa: E402
+from microcompile.tir.intrinsics_gemm import _gemm_impl, pack_panels4, unpack_panels4  # noqa: E402
 from microcompile.target import load_board  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lower"))
 
 from lower_cases import build_graph, cases, matches, random_inputs, run_lowered  # noqa: E402
 
-from microcompile.ir import tir  # noqa: E402
-from microcompile.ir.tir_printer import tir_str  # noqa: E402
+from microcompile.tir import nodes as tir  # noqa: E402
+from microcompile.tir.printer import tir_str  # noqa: E402
 from microcompile.lower import lower_node  # noqa: E402
 from microcompile.schedule import Schedule, ScheduleError, Trace, compute_at, vectorize  # noqa: E402
 

@@ -18,9 +18,10 @@ from c_harness import run_on_host  # noqa: E402
 from litert_ref import run_reference  # noqa: E402
 from op_cases import _Builder, random_inputs  # noqa: E402
 
-from microcompile.frontend.tflite_reader import load_tflite  # noqa: E402
-from microcompile.frontend.tflite_writer import write_tflite  # noqa: E402
-from microcompile.ir import Graph, Node, interp, ops, verify  # noqa: E402
+from microcompile.frontend.tflite.reader import load_tflite  # noqa: E402
+from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
+from microcompile.ir import Graph, Node, ops, verify
+from microcompile.reference import interp  # noqa: E402
 from microcompile.ir.compare import compare  # noqa: E402
 from microcompile.transform import pipeline  # noqa: E402
 from microcompile.transform.fold_dilated_conv import FoldDilatedConv  # noqa: E402

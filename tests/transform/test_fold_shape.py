@@ -4,6 +4,8 @@ SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE folds away, and the model still equals
 import pathlib
 import sys
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -13,9 +15,10 @@ sys.path[:0] = [str(HERE.parent), str(HERE.parent / "ir")]
 from litert_ref import run_reference  # noqa: E402
 from op_cases import _Builder, random_inputs  # noqa: E402
 
-from microcompile.frontend import tflite_writer  # noqa: E402
-from microcompile.frontend.tflite_reader import load_tflite  # noqa: E402
-from microcompile.ir import Graph, Node, Tensor, interp, verify  # noqa: E402
+from microcompile.frontend.tflite import writer as tflite_writer  # noqa: E402
+from microcompile.frontend.tflite.reader import load_tflite  # noqa: E402
+from microcompile.ir import Graph, Node, Tensor, verify
+from microcompile.reference import interp  # noqa: E402
 from microcompile.transform import pipeline  # noqa: E402
 from microcompile.transform.fold_constants import FoldConstants  # noqa: E402
 from microcompile.transform.fold_shape import FoldShape  # noqa: E402
@@ -46,7 +49,8 @@ def flatten_model(dtype: str) -> bytes:
     g = Graph("flatten", b.tensors, nodes, (x,), ("y",))
     # Our RESHAPE has one input; write the converter's form, whose shape operand is the PACK.
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(tflite_writer.INPUT_BUILDERS, "reshape", lambda g, n, tensors: list(n.inputs))
+        entry = tflite_writer.WRITERS["reshape"]
+        mp.setitem(tflite_writer.WRITERS, "reshape", dataclasses.replace(entry, inputs=None))
         return tflite_writer.write_tflite(g)
 
 

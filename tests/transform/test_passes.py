@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from microcompile.ir import Graph, Node, QuantParams, Tensor, interp, verify
+from microcompile.ir import Graph, Node, QuantParams, Tensor, verify
+from microcompile.reference import interp
 from microcompile.transform import pipeline
 from microcompile.transform.fold_constants import FoldConstants
 from microcompile.transform.fuse_activation import FuseActivation

@@ -1,0 +1,486 @@
+"""TFLite flatbuffer → Graph.
+
+Reading happens in three steps, so that a malformed file can never leak a raw
+exception and an unsupported model fails before any conversion work:
+
+1. `_parse` reads subgraph 0 of the flatbuffer into plain records (`_RawModel`). All
+   flatbuffer access happens here, under one guard that turns IndexError, struct.error
+   and friends into `ModelFormatError`.
+2. `_check_supported` collects every unsupported op (and unsupported fused activation)
+   and raises one `UnsupportedOpError` listing all of them.
+3. The converters in `CONVERTERS` (one function per TFLite builtin, registered by the
+   op-family modules read_*.py with `@converter`) turn each raw op into
+   a `Node`; the tensors the nodes use become `Tensor`s; `verify()` checks the result.
+
+Hybrid (dynamic-range quantized) models, such as kws_ref_model_float32, have float
+activations and int8 weights with a scale. They are read as they are: a float op whose
+constant weights are int8 with quantization parameters. TFLite runs such ops with hybrid
+kernels that quantize the input on the fly.
+
+Only the `tflite` package (the flatc-generated reader for the schema) is used; it is
+imported lazily so that `microcompile.frontend` imports without it.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ...errors import ModelFormatError, UnsupportedOpError, UserError
+from ...ir import NP_DTYPES, Graph, Node, QuantParams, Tensor, VerifyError, ops, verify
+
+FILE_IDENTIFIER = b"TFL3"
+
+# TFLite TensorType enum value -> (our dtype, little-endian numpy dtype of the stored bytes).
+RAW_DTYPES = {0: ("float32", "<f4"), 2: ("int32", "<i4"), 9: ("int8", "<i1")}
+_TENSOR_TYPE_NAMES = {0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "INT64", 5: "STRING",
+                      6: "BOOL", 7: "INT16", 8: "COMPLEX64", 9: "INT8", 10: "FLOAT64",
+                      11: "COMPLEX128", 12: "UINT64", 13: "RESOURCE", 14: "VARIANT",
+                      15: "UINT32", 16: "UINT16", 17: "INT4", 18: "BFLOAT16"}
+# ActivationFunctionType enum; only the clamps in ops.ACTIVATIONS are supported.
+_ACTIVATIONS = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
+_PADDING_SAME, _PADDING_VALID = 0, 1
+
+
+# ---------------------------------------------------------------------------------------
+# Step 1: flatbuffer -> plain records
+
+@dataclass
+class _RawTensor:
+    index: int
+    name: str            # as in the file (maybe empty or repeated)
+    shape: tuple[int, ...]
+    type: int            # TFLite TensorType
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    quantized_dimension: int
+    data: bytes | None   # constant bytes, little-endian, or None
+
+
+@dataclass
+class _RawOp:
+    index: int
+    opname: str          # TFLite builtin name, e.g. "CONV_2D"; "CUSTOM(name)" for custom ops
+    inputs: tuple[int, ...]   # tensor indices; -1 = absent optional input
+    outputs: tuple[int, ...]
+    options: dict | None = None   # the builtin options table as a dict; None when absent
+
+
+@dataclass
+class _RawModel:
+    tensors: list[_RawTensor]
+    ops: list[_RawOp]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+# ---------------------------------------------------------------------------------------
+# The converter table, filled by the op-family modules (read_*.py) with @converter
+
+@dataclass(frozen=True)
+class OpConverter:
+    """How to read one TFLite builtin.
+
+    fn(ctx, raw_op) -> (our op, input names, attrs); `options` is (options class, fields)
+    for `_read_options`; `problem(raw, raw_op)` says why a use of the op is unsupported
+    (None when it is supported), so that every problem of a model is reported at once."""
+
+    fn: Callable
+    options: tuple[str, tuple[str, ...]] | None = None
+    problem: Callable | None = None
+
+
+CONVERTERS: dict[str, OpConverter] = {}
+
+
+def converter(*builtins: str, options: tuple[str, tuple[str, ...]] | None = None, problem: Callable | None = None):
+    """Register the decorated fn(ctx, raw_op) as the converter of each TFLite builtin named."""
+    def register(fn: Callable) -> Callable:
+        for name in builtins:
+            assert name not in CONVERTERS, f"TFLite converter for {name} registered twice"
+            CONVERTERS[name] = OpConverter(fn, options, problem)
+        return fn
+    return register
+
+
+def _builtin_names() -> dict[int, str]:
+    from tflite.BuiltinOperator import BuiltinOperator
+    return {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
+
+
+def _read_options(op, opname: str) -> dict | None:
+    """Read the builtin options of a supported op into a dict (None when absent)."""
+    import tflite
+    from tflite.BuiltinOptions import BuiltinOptions
+
+    spec = CONVERTERS[opname].options if opname in CONVERTERS else None
+    if spec is None or op.BuiltinOptionsType() == BuiltinOptions.NONE:
+        return None
+    cls_name, fields = spec
+    if op.BuiltinOptionsType() != getattr(BuiltinOptions, cls_name):
+        raise ModelFormatError(f"op {opname} carries options of type {op.BuiltinOptionsType()}, "
+                               f"expected {cls_name}")
+    table = op.BuiltinOptions()
+    opts = getattr(tflite, cls_name)()
+    opts.Init(table.Bytes, table.Pos)
+    out = {}
+    for f in fields:
+        if hasattr(opts, f"{f}IsNone"):   # a vector field (NewShape, SqueezeDims): None when absent
+            out[f] = None if getattr(opts, f"{f}IsNone")() else tuple(int(v) for v in getattr(opts, f"{f}AsNumpy")())
+        else:
+            out[f] = getattr(opts, f)()
+    return out
+
+
+def _vector(obj, name: str) -> tuple:
+    if getattr(obj, f"{name}IsNone")():
+        return ()
+    return tuple(getattr(obj, f"{name}AsNumpy")().tolist())
+
+
+def _buffer_bytes(buf: bytes, model, index: int) -> bytes | None:
+    """The bytes of buffer `index`: inline data, or (models >2GB) offset/size into the file."""
+    if index == 0:
+        return None   # buffer 0 is the schema's empty sentinel
+    if not 0 <= index < model.BuffersLength():
+        raise ModelFormatError(f"tensor refers to buffer {index}, but the model has "
+                               f"{model.BuffersLength()} buffers")
+    b = model.Buffers(index)
+    if b.DataLength() > 0:
+        return b.DataAsNumpy().tobytes()
+    offset = b.Offset() if hasattr(b, "Offset") else 0
+    # An offset of 0 or 1 marks "no external data" (1 is the writer's placeholder).
+    if offset > 1:
+        size = b.Size()
+        if offset + size > len(buf):
+            raise ModelFormatError(f"buffer {index} spans bytes {offset}..{offset + size}, "
+                                   f"past the end of the {len(buf)}-byte file")
+        return bytes(buf[offset:offset + size])
+    return None
+
+
+def _parse(buf: bytes) -> _RawModel:
+    import tflite
+
+    model = tflite.Model.GetRootAs(buf, 0)
+    if model.SubgraphsLength() < 1:
+        raise ModelFormatError("the model has no subgraph")
+    names = _builtin_names()
+    opnames = []
+    for i in range(model.OperatorCodesLength()):
+        oc = model.OperatorCodes(i)
+        # Schema v3a moved the code to `builtin_code`; old files only set the int8 field.
+        code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
+        # The version is unused, but reading it makes a file cut inside the opcode table
+        # (the converter writes that table last) fail here instead of parsing silently.
+        oc.Version()
+        if names.get(code) == "CUSTOM":
+            custom = oc.CustomCode()
+            opnames.append(f"CUSTOM({custom.decode('utf-8', 'replace') if custom else '?'})")
+        else:
+            opnames.append(names.get(code, f"BUILTIN_{code}"))
+
+    sg = model.Subgraphs(0)
+    n_tensors = sg.TensorsLength()
+    tensors = []
+    for i in range(n_tensors):
+        t = sg.Tensors(i)
+        shape = _vector(t, "Shape")
+        if not shape and t.ShapeSignatureLength() > 0:
+            shape = _vector(t, "ShapeSignature")
+        q = t.Quantization()
+        scale, zp, qdim = (), (), 0
+        if q is not None:
+            scale = tuple(float(s) for s in _vector(q, "Scale"))
+            zp = tuple(int(z) for z in _vector(q, "ZeroPoint"))
+            qdim = q.QuantizedDimension()
+        raw_name = t.Name()
+        tensors.append(_RawTensor(
+            index=i, name=raw_name.decode("utf-8", "replace") if raw_name else "",
+            # A dynamic (-1) dimension, in practice the batch, is taken as 1.
+            shape=tuple(1 if d < 0 else int(d) for d in shape),
+            type=t.Type(), scale=scale, zero_point=zp, quantized_dimension=qdim,
+            data=_buffer_bytes(buf, model, t.Buffer())))
+
+    def indices(vals, what):
+        for v in vals:
+            if not -1 <= v < n_tensors:
+                raise ModelFormatError(f"{what} refers to tensor {v}, but subgraph 0 has "
+                                       f"{n_tensors} tensors")
+        return tuple(int(v) for v in vals)
+
+    raw_ops = []
+    for i in range(sg.OperatorsLength()):
+        op = sg.Operators(i)
+        idx = op.OpcodeIndex()
+        if not 0 <= idx < len(opnames):
+            raise ModelFormatError(f"operator {i} has opcode index {idx}, but the model "
+                                   f"declares {len(opnames)} opcodes")
+        opname = opnames[idx]
+        raw_ops.append(_RawOp(i, opname, indices(_vector(op, "Inputs"), f"operator {i}"),
+                              indices(_vector(op, "Outputs"), f"operator {i}"),
+                              _read_options(op, opname)))
+    return _RawModel(tensors, raw_ops, indices(_vector(sg, "Inputs"), "subgraph input"),
+                     indices(_vector(sg, "Outputs"), "subgraph output"))
+
+
+def _read_bytes(path_or_bytes) -> tuple[bytes, str]:
+    """The model bytes and a label for messages."""
+    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        return bytes(path_or_bytes), "<bytes>"
+    path = Path(os.fspath(path_or_bytes))
+    if not path.exists():
+        raise ModelFormatError(f"model file {path} does not exist",
+                               hint="check the path (relative paths are taken from the current directory)")
+    if path.is_dir():
+        raise ModelFormatError(f"{path} is a directory, not a .tflite file",
+                               hint="pass the path of the .tflite file itself")
+    try:
+        return path.read_bytes(), str(path)
+    except OSError as e:
+        raise ModelFormatError(f"cannot read model file {path}: {e.strerror or e}") from e
+
+
+_HINT_FORMAT = "the file may be truncated or not a TFLite model; re-export it with the TFLite converter"
+
+
+def _parse_checked(buf: bytes, label: str) -> _RawModel:
+    if len(buf) == 0:
+        raise ModelFormatError(f"{label} is empty", hint=_HINT_FORMAT)
+    if len(buf) < 8 or buf[4:8] != FILE_IDENTIFIER:
+        found = buf[4:8] if len(buf) >= 8 else buf[:8]
+        raise ModelFormatError(f"{label} is not a TFLite flatbuffer (expected identifier "
+                               f"{FILE_IDENTIFIER!r} at bytes 4..8, found {found!r})", hint=_HINT_FORMAT)
+    try:
+        return _parse(buf)
+    except ModelFormatError as e:
+        raise ModelFormatError(f"{label}: {e.message}", hint=e.hint or _HINT_FORMAT) from e
+    except (IndexError, struct.error, ValueError, TypeError, OverflowError, UnicodeDecodeError,
+            AttributeError, MemoryError) as e:
+        raise ModelFormatError(f"{label} is truncated or malformed: cannot parse the flatbuffer "
+                               f"({type(e).__name__}: {e})", hint=_HINT_FORMAT) from e
+
+
+# ---------------------------------------------------------------------------------------
+# Step 2: unsupported ops
+
+TFL_FLOAT32, TFL_INT8 = 0, 9
+
+
+def _op_problem(raw: _RawModel, op: _RawOp) -> str | None:
+    """Why `op` is unsupported (the "X" of the message), or None when it is supported."""
+    if op.opname not in CONVERTERS:
+        return op.opname
+    check = CONVERTERS[op.opname].problem
+    if check is not None and (problem := check(raw, op)) is not None:
+        return problem
+    if len(op.inputs) > 1 and min(op.inputs[:2]) >= 0:
+        x, w = raw.tensors[op.inputs[0]], raw.tensors[op.inputs[1]]
+        # Dynamic-range ("hybrid") quantization: float activations, int8 weights. TFLite
+        # quantizes the input on the fly; we model its per-tensor CONV_2D kernel only.
+        if x.type == TFL_FLOAT32 and w.type == TFL_INT8 and (op.opname != "CONV_2D" or len(w.scale) != 1):
+            kind = "per-channel " if len(w.scale) > 1 else ""
+            return f"hybrid {op.opname} (float32 input, {kind}int8 weights)"
+    act = (op.options or {}).get("FusedActivationFunction", 0)
+    if _ACTIVATIONS.get(act) not in ops.ACTIVATIONS:
+        return f"{op.opname} with fused activation {_ACTIVATIONS.get(act, act)}"
+    if (op.options or {}).get("WeightsFormat", 0) != 0:
+        return f"{op.opname} with shuffled weights format"
+    return None
+
+
+def out_name(raw: _RawModel, op: _RawOp) -> str:
+    return raw.tensors[op.outputs[0]].name if op.outputs and op.outputs[0] >= 0 else "?"
+
+
+def _check_supported(raw: _RawModel) -> None:
+    problems = [f"unsupported op {p} at layer {op.index} ({out_name(raw, op)})"
+                for op in raw.ops if (p := _op_problem(raw, op)) is not None]
+    if problems:
+        raise UnsupportedOpError(
+            f"the model uses {len(problems)} unsupported op(s):\n  " + "\n  ".join(problems),
+            hint="microcompile supports " + ", ".join(sorted(CONVERTERS))
+            + f" (fused activations {', '.join(ops.ACTIVATIONS)})")
+
+
+# ---------------------------------------------------------------------------------------
+# Step 3: converters, one per TFLite builtin
+
+@dataclass
+class Ctx:
+    raw: _RawModel
+    names: dict[int, str]                     # TFLite tensor index -> unique tensor name
+    shape_override: dict[int, tuple] = field(default_factory=dict)
+
+    def name(self, index: int) -> str:
+        return "" if index < 0 else self.names[index]
+
+    def shape(self, index: int) -> tuple[int, ...]:
+        return self.shape_override.get(index, self.raw.tensors[index].shape)
+
+
+def need_options(op: _RawOp) -> dict:
+    if op.options is None:
+        raise ModelFormatError(f"op {op.opname} at layer {op.index} has no options")
+    return op.options
+
+
+def fused_activation(op: _RawOp) -> str:
+    return _ACTIVATIONS[(op.options or {}).get("FusedActivationFunction", 0)]
+
+
+def padding(kind: int, in_hw, k_hw, stride, dilation) -> tuple[int, int, int, int]:
+    """TFLite SAME/VALID as explicit (top, left, bottom, right); SAME puts the odd pixel last."""
+    if kind == _PADDING_VALID:
+        return (0, 0, 0, 0)
+    if kind != _PADDING_SAME:
+        raise ModelFormatError(f"unknown padding kind {kind}")
+    top, bottom = ops.same_padding(in_hw[0], k_hw[0], stride[0], dilation[0])
+    left, right = ops.same_padding(in_hw[1], k_hw[1], stride[1], dilation[1])
+    return (top, left, bottom, right)
+
+
+def op_inputs(ctx: Ctx, op: _RawOp, n: int, required: int) -> tuple[str, ...]:
+    """The first `n` inputs as names, "" for absent optional ones."""
+    if len(op.inputs) < required or any(i < 0 for i in op.inputs[:required]):
+        raise ModelFormatError(f"op {op.opname} at layer {op.index} has {len(op.inputs)} inputs, "
+                               f"needs at least {required}")
+    padded = tuple(op.inputs[:n]) + (-1,) * (n - len(op.inputs[:n]))
+    return tuple(ctx.name(i) for i in padded)
+
+
+def conv_attrs(ctx: Ctx, op: _RawOp, k_hw) -> dict:
+    o = need_options(op)
+    stride = (o["StrideH"], o["StrideW"])
+    dilation = (o.get("DilationHFactor", 1), o.get("DilationWFactor", 1))
+    if min(stride + dilation) < 1:
+        raise ModelFormatError(f"op {op.opname} at layer {op.index} has stride {stride} and "
+                               f"dilation {dilation}; both must be >= 1")
+    in_shape = ctx.shape(op.inputs[0])
+    if len(in_shape) != 4:
+        raise ModelFormatError(f"op {op.opname} at layer {op.index} expects a 4-D NHWC input, "
+                               f"got shape {in_shape}")
+    return {"stride": stride, "dilation": dilation,
+            "padding": padding(o["Padding"], in_shape[1:3], k_hw, stride, dilation),
+            "activation": fused_activation(op)}
+
+
+def standalone(our_op: str) -> Callable:
+    def convert(ctx, op):
+        return our_op, op_inputs(ctx, op, 1, 1), {}
+    return convert
+
+
+def _unique_names(raw: _RawModel) -> dict[int, str]:
+    return dict(enumerate(unique_tensor_names([t.name for t in raw.tensors])))
+
+
+def unique_tensor_names(names: list[str]) -> list[str]:
+    """Our names for a subgraph's tensors, given their TFLite names in index order.
+
+    TFLite tensor names are not guaranteed unique (or present); ours are dict keys. Public
+    so that tools matching LiteRT's tensors to ours (`microcompile verify`) name them alike."""
+    out, used = [], set()
+    for index, base in enumerate(names):
+        base = base or f"tensor_{index}"
+        name, k = base, 1
+        while name in used:
+            name, k = f"{base}_{k}", k + 1
+        used.add(name)
+        out.append(name)
+    return out
+
+
+def _quant(t: _RawTensor, dtype: str, label: str) -> QuantParams | None:
+    if not t.scale or dtype == "float32":
+        if dtype == "int8":
+            raise ModelFormatError(f"{label}: int8 tensor {t.name!r} has no quantization parameters",
+                                   hint="use a fully integer-quantized model or a float32 model")
+        return None
+    zp = t.zero_point or (0,)
+    if len(zp) == 1 and len(t.scale) > 1:
+        zp = zp * len(t.scale)
+    if len(zp) != len(t.scale):
+        raise ModelFormatError(f"{label}: tensor {t.name!r} has {len(t.scale)} scales but "
+                               f"{len(zp)} zero points")
+    axis = t.quantized_dimension if len(t.scale) > 1 else None
+    if axis is not None and not (0 <= axis < len(t.shape) and t.shape[axis] == len(t.scale)):
+        raise ModelFormatError(f"{label}: tensor {t.name!r} has {len(t.scale)} scales along axis "
+                               f"{axis}, but its shape is {t.shape}")
+    return QuantParams(t.scale, zp, axis)
+
+
+def _tensor(t: _RawTensor, name: str, shape: tuple[int, ...], label: str) -> Tensor:
+    if t.type not in RAW_DTYPES:
+        raise UserError(f"{label}: tensor {t.name!r} has dtype "
+                        f"{_TENSOR_TYPE_NAMES.get(t.type, t.type)}, which microcompile does not support",
+                        hint="use a float32 model, or an int8 model (full-integer quantization with "
+                             "int8 input/output and int32 biases)")
+    dtype, le = RAW_DTYPES[t.type]
+    data = None
+    if t.data is not None:
+        expected = int(np.prod(shape, dtype=np.int64)) * np.dtype(le).itemsize
+        if len(t.data) != expected:
+            raise ModelFormatError(f"{label}: constant {t.name!r} of shape {shape} needs {expected} "
+                                   f"bytes, its buffer has {len(t.data)}", hint=_HINT_FORMAT)
+        # Stored little-endian; astype gives a native-order copy independent of the file.
+        data = np.frombuffer(t.data, le).reshape(shape).astype(NP_DTYPES[dtype])
+    return Tensor(name, shape, dtype, _quant(t, dtype, label), data)
+
+
+def _build(raw: _RawModel, name: str, label: str) -> Graph:
+    ctx = Ctx(raw, _unique_names(raw))
+    nodes = []
+    for op in raw.ops:
+        our_op, ins, attrs = CONVERTERS[op.opname].fn(ctx, op)
+        outs = tuple(ctx.name(i) for i in op.outputs)
+        nodes.append(Node(our_op, f"{op.opname.lower()}_{op.index}", ins, outs, attrs,
+                          origin=(out_name(raw, op),)))
+    used = {i for op in raw.ops for i in op.outputs} | set(raw.inputs) | set(raw.outputs)
+    # By name, not position: a converter may reorder inputs (TRANSPOSE_CONV) or drop constant ones.
+    read = {nm for n in nodes for nm in n.inputs if nm}
+    used |= {idx for idx, nm in ctx.names.items() if nm in read}
+    tensors = {}
+    for idx in sorted(used):
+        if idx < 0:
+            continue
+        tname = ctx.names[idx]
+        tensors[tname] = _tensor(raw.tensors[idx], tname, ctx.shape(idx), label)
+    return Graph(name, tensors, tuple(nodes), tuple(ctx.name(i) for i in raw.inputs),
+                 tuple(ctx.name(i) for i in raw.outputs))
+
+
+# ---------------------------------------------------------------------------------------
+# Public API
+
+def load_tflite(path_or_bytes, name: str | None = None) -> Graph:
+    """Read subgraph 0 of a .tflite model (a path or the file's bytes) into a verified Graph.
+
+    Raises ModelFormatError for anything that is not a well-formed TFLite file and
+    UnsupportedOpError (listing every offending layer) for ops microcompile cannot compile.
+    """
+    buf, label = _read_bytes(path_or_bytes)
+    raw = _parse_checked(buf, label)
+    _check_supported(raw)
+    if name is None:
+        name = Path(label).stem if label != "<bytes>" else "model"
+    try:
+        g = _build(raw, name, label)
+        return verify(g)
+    except VerifyError as e:
+        raise ModelFormatError(f"{label}: the model is inconsistent: {e}",
+                               hint="the file may be corrupted; if TFLite runs it, this is a "
+                                    "microcompile bug, please report it") from e
+
+
+def list_ops(path_or_bytes) -> list[tuple[int, str, str, bool]]:
+    """(layer index, TFLite op name, output tensor name, supported) for every op of
+    subgraph 0, without converting anything; for `inspect` on unsupported models."""
+    buf, label = _read_bytes(path_or_bytes)
+    raw = _parse_checked(buf, label)
+    return [(op.index, op.opname, out_name(raw, op), _op_problem(raw, op) is None) for op in raw.ops]

@@ -1,0 +1,117 @@
+"""TFLite writers of the core NN family (ops.py): CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
+AVERAGE_POOL_2D, ADD, RESHAPE, SOFTMAX and the standalone RELU, RELU6, RELU_N1_TO_1."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import tflite
+
+from ...ir.graph import Graph, Node, QuantParams, Tensor
+from .writer import activation_code, add_const, no_options, tflite_padding, writer
+
+
+def _zero_bias(g: Graph, n: Node, name: str) -> Tensor:
+    """LiteRT's DEPTHWISE_CONV_2D requires a bias: zeros with the conventional quantization."""
+    x, w = g.tensors[n.inputs[0]], g.tensors[n.inputs[1]]
+    channels = w.shape[3]
+    if x.dtype == "float32":
+        return Tensor(name, (channels,), "float32", data=np.zeros(channels, np.float32))
+    scales = tuple(float(np.float32(x.quant.s) * np.float32(s)) for s in w.quant.scale)
+    quant = QuantParams(scales, (0,) * len(scales), 0 if len(scales) > 1 else None)
+    return Tensor(name, (channels,), "int32", quant, data=np.zeros(channels, np.int32))
+
+
+def _depthwise_inputs(g: Graph, n: Node, tensors: dict) -> list[str]:
+    if n.inputs[2]:
+        return list(n.inputs)
+    bias = _zero_bias(g, n, f"{n.name}/zero_bias")
+    return [n.inputs[0], n.inputs[1], add_const(tensors, bias.name, bias.data, bias.quant)]
+
+
+def _reshape_inputs(g: Graph, n: Node, tensors: dict) -> list[str]:
+    """TFLite's RESHAPE takes the target shape as an int32 input too."""
+    shape = np.array(g.tensors[n.outputs[0]].shape, dtype=np.int32)
+    return list(n.inputs) + [add_const(tensors, f"{n.name}/shape", shape)]
+
+
+@writer("conv2d", "CONV_2D")
+@writer("depthwise_conv2d", "DEPTHWISE_CONV_2D", inputs=_depthwise_inputs)
+def _conv_options(b, g: Graph, n: Node):
+    x, w = g.tensors[n.inputs[0]], g.tensors[n.inputs[1]]
+    padding = tflite_padding(n, x.shape[1:3], w.shape[1:3])
+    sh, sw = n.attrs.get("stride", (1, 1))
+    dh, dw = n.attrs.get("dilation", (1, 1))
+    act = activation_code(n)
+    if n.op == "conv2d":
+        tflite.Conv2DOptionsStart(b)
+        tflite.Conv2DOptionsAddPadding(b, padding)
+        tflite.Conv2DOptionsAddStrideH(b, sh)
+        tflite.Conv2DOptionsAddStrideW(b, sw)
+        tflite.Conv2DOptionsAddDilationHFactor(b, dh)
+        tflite.Conv2DOptionsAddDilationWFactor(b, dw)
+        tflite.Conv2DOptionsAddFusedActivationFunction(b, act)
+        return tflite.BuiltinOptions.Conv2DOptions, tflite.Conv2DOptionsEnd(b)
+    tflite.DepthwiseConv2DOptionsStart(b)
+    tflite.DepthwiseConv2DOptionsAddPadding(b, padding)
+    tflite.DepthwiseConv2DOptionsAddStrideH(b, sh)
+    tflite.DepthwiseConv2DOptionsAddStrideW(b, sw)
+    tflite.DepthwiseConv2DOptionsAddDilationHFactor(b, dh)
+    tflite.DepthwiseConv2DOptionsAddDilationWFactor(b, dw)
+    tflite.DepthwiseConv2DOptionsAddDepthMultiplier(b, n.attrs.get("depth_multiplier", 1))
+    tflite.DepthwiseConv2DOptionsAddFusedActivationFunction(b, act)
+    return tflite.BuiltinOptions.DepthwiseConv2DOptions, tflite.DepthwiseConv2DOptionsEnd(b)
+
+
+@writer("fully_connected", "FULLY_CONNECTED")
+def _fc_options(b, g, n):
+    tflite.FullyConnectedOptionsStart(b)
+    tflite.FullyConnectedOptionsAddFusedActivationFunction(b, activation_code(n))
+    tflite.FullyConnectedOptionsAddKeepNumDims(b, bool(n.attrs.get("keep_num_dims", False)))
+    return tflite.BuiltinOptions.FullyConnectedOptions, tflite.FullyConnectedOptionsEnd(b)
+
+
+@writer("average_pool2d", "AVERAGE_POOL_2D")
+def pool_options(b, g, n):
+    x = g.tensors[n.inputs[0]]
+    kh, kw = n.attrs["filter"]
+    padding = tflite_padding(n, x.shape[1:3], (kh, kw))
+    sh, sw = n.attrs.get("stride", (1, 1))
+    tflite.Pool2DOptionsStart(b)
+    tflite.Pool2DOptionsAddPadding(b, padding)
+    tflite.Pool2DOptionsAddStrideH(b, sh)
+    tflite.Pool2DOptionsAddStrideW(b, sw)
+    tflite.Pool2DOptionsAddFilterHeight(b, kh)
+    tflite.Pool2DOptionsAddFilterWidth(b, kw)
+    tflite.Pool2DOptionsAddFusedActivationFunction(b, activation_code(n))
+    return tflite.BuiltinOptions.Pool2DOptions, tflite.Pool2DOptionsEnd(b)
+
+
+@writer("add", "ADD")
+def _add_options(b, g, n):
+    tflite.AddOptionsStart(b)
+    tflite.AddOptionsAddFusedActivationFunction(b, activation_code(n))
+    return tflite.BuiltinOptions.AddOptions, tflite.AddOptionsEnd(b)
+
+
+@writer("reshape", "RESHAPE", inputs=_reshape_inputs)
+def _reshape_options(b, g, n):
+    shape = g.tensors[n.outputs[0]].shape
+    tflite.ReshapeOptionsStartNewShapeVector(b, len(shape))
+    for d in reversed(shape):
+        b.PrependInt32(d)
+    vec = b.EndVector()
+    tflite.ReshapeOptionsStart(b)
+    tflite.ReshapeOptionsAddNewShape(b, vec)
+    return tflite.BuiltinOptions.ReshapeOptions, tflite.ReshapeOptionsEnd(b)
+
+
+@writer("softmax", "SOFTMAX")
+def _softmax_options(b, g, n):
+    tflite.SoftmaxOptionsStart(b)
+    tflite.SoftmaxOptionsAddBeta(b, float(n.attrs.get("beta", 1.0)))
+    return tflite.BuiltinOptions.SoftmaxOptions, tflite.SoftmaxOptionsEnd(b)
+
+
+for _op, _builtin in (("relu", "RELU"), ("relu6", "RELU6"), ("relu_n1_to_1", "RELU_N1_TO_1")):
+    writer(_op, _builtin)(no_options)

@@ -1,0 +1,75 @@
+"""Pieces the interpreter kernels share: the int8 store and float clamp, requantization by
+rounding mode, the im2col window view, and the hybrid (dynamic-range) input quantization."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..ir import fixedpoint as fp
+from ..ir.graph import Graph, Node
+from . import qparams as qp
+
+
+def is_hybrid(graph: Graph, node: Node) -> bool:
+    """Dynamic-range quantized op: float32 activations, int8 weights."""
+    return (graph.tensors[node.inputs[0]].dtype == "float32" and len(node.inputs) > 1 and bool(node.inputs[1])
+            and graph.tensors[node.inputs[1]].dtype == "int8")
+
+
+def is_int8(graph: Graph, node: Node) -> bool:
+    """int8 kernel; refuses hybrid ops other than the per-tensor conv2d (the frontend rejects them)."""
+    if is_hybrid(graph, node) and node.op != "conv2d":
+        raise NotImplementedError(f"{node.name}: hybrid {node.op} (float32 input, int8 weights) is not "
+                                  "supported by the interpreter")
+    return graph.tensors[node.inputs[0]].dtype == "int8"
+
+
+def hybrid_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite's per-batch SymmetricQuantizeFloats: q = round(x * (127 / range)) clamped to
+    +-127, with range = max|x| of the batch; returns (q, range / 127) in float32 arithmetic."""
+    flat = x.reshape(x.shape[0], -1).astype(np.float32)
+    rng = np.abs(flat).max(axis=1)
+    safe = np.where(rng == 0, np.float32(1), rng).astype(np.float32)
+    inv = (np.float32(127) / safe).astype(np.float32)
+    q = fp.tflite_round((flat * inv[:, None]).astype(np.float32).astype(np.float64))  # exact std::round
+    q = np.where(rng[:, None] == 0, 0, np.clip(q, -127, 127)).astype(np.int8)
+    scale = np.where(rng == 0, np.float32(1), (safe / np.float32(127)).astype(np.float32)).astype(np.float32)
+    return q.reshape(x.shape), scale
+
+
+_REQUANTIZE = {qp.DOUBLE: fp.multiply_by_quantized_multiplier,
+               qp.SINGLE: fp.multiply_by_quantized_multiplier_single_round,
+               qp.SINGLE_AWAY: fp.multiply_by_quantized_multiplier_single_round_away}
+
+
+def requantize(acc, mult, shift, rounding: str) -> np.ndarray:
+    return _REQUANTIZE[rounding](acc, mult, shift)
+
+
+def store_int8(acc, output_offset: int, act_min: int, act_max: int) -> np.ndarray:
+    return np.clip(acc + output_offset, act_min, act_max).astype(np.int8)
+
+
+def clamp_float(x, p: qp.FloatActParams) -> np.ndarray:
+    return np.clip(x, np.float32(p.act_min), np.float32(p.act_max)).astype(np.float32)
+
+
+def windows(x: np.ndarray, node: Node, kh: int, kw: int) -> np.ndarray:
+    """(N, OH, OW, KH, KW, C) view of zero-padded x: im2col without the copy."""
+    sh, sw = node.attrs.get("stride", (1, 1))
+    dh, dw = node.attrs.get("dilation", (1, 1))
+    top, left, bottom, right = node.attrs.get("padding", (0, 0, 0, 0))
+    xp = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))
+    n, h, w, c = xp.shape
+    oh = (h - ((kh - 1) * dh + 1)) // sh + 1
+    ow = (w - ((kw - 1) * dw + 1)) // sw + 1
+    s = xp.strides
+    return as_strided(xp, (n, oh, ow, kh, kw, c), (s[0], s[1] * sh, s[2] * sw, s[1] * dh, s[2] * dw, s[3]),
+                      writeable=False)
+
+
+def offset_input(x: np.ndarray, offset: int) -> np.ndarray:
+    # Zero padding of (x + offset) is what the reference kernels do: they skip
+    # out-of-bounds taps, i.e. those taps contribute 0 after the offset.
+    return x.astype(np.float64) + offset

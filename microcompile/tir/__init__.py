@@ -1,0 +1,8 @@
+"""The loop IR: nodes (nodes.py), verifier, printer, interpreter, and the declarations of
+every intrinsic it may call (the scalar helpers and the runtime_c micro-kernels, each with
+its Python semantics), so that codegen and the verifier need nothing from schedule/."""
+
+from . import intrinsics  # noqa: F401
+
+# The micro-kernel families, each declaring its intrinsics with @intrinsic.
+from . import intrinsics_copy, intrinsics_depthwise, intrinsics_elementwise, intrinsics_gemm  # noqa: F401,E402

@@ -1,0 +1,129 @@
+"""Intrinsics the loop IR may `Call`: pure scalar helpers and extern micro-kernels.
+
+Each entry gives the C symbol's signature, the header that defines it, and a Python
+implementation that the loop-IR interpreter runs. Pure helpers mirror `ir/fixedpoint.py`
+(which mirrors the TFLite reference kernels) and are defined in C as `static inline`
+functions in runtime_c/include/mc_fixedpoint.h; extern micro-kernels live in
+runtime_c/kernels/ and take pointers (`Address` arguments).
+
+This module holds the table, its decorator and the scalar helpers; the micro-kernels are
+declared by family in intrinsics_*.py. The C emitter, the verifier and the interpreter
+need nothing else: a kernel's declaration is complete without the schedule that reaches it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..ir import fixedpoint as fp
+
+
+@dataclass(frozen=True)
+class Intrinsic:
+    name: str
+    arg_dtypes: tuple[str, ...]     # "handle" for a pointer argument
+    dtype: str                      # result dtype; "void" for extern kernels
+    header: str
+    impl: Callable                  # Python semantics; pointers arrive as (flat ndarray, offset)
+    extern: bool = False            # an extern micro-kernel (used under Evaluate), not a pure helper
+    writes: tuple[int, ...] = ()    # indices of the pointer arguments an extern kernel writes
+
+
+REGISTRY: dict[str, Intrinsic] = {}
+
+
+def intrinsic(name: str, arg_dtypes: tuple[str, ...], dtype: str, header: str, *, extern: bool = False,
+              writes: tuple[int, ...] = ()):
+    """Declare the intrinsic `name` (its C signature and header) with the decorated function
+    as its Python semantics."""
+    def register(impl: Callable) -> Callable:
+        assert name not in REGISTRY, f"intrinsic {name} registered twice"
+        REGISTRY[name] = Intrinsic(name, tuple(arg_dtypes), dtype, header, impl, extern, tuple(writes))
+        return impl
+    return register
+
+
+def get(name: str) -> Intrinsic:
+    return REGISTRY[name]
+
+
+_FP_H = "mc_fixedpoint.h"
+_I32x3 = ("int32", "int32", "int32")
+
+
+@intrinsic("mc_mul_by_qm", _I32x3, "int32", _FP_H)
+def _mul_by_qm(x, m, s):
+    return int(fp.multiply_by_quantized_multiplier(x, m, s))
+
+
+@intrinsic("mc_mul_by_qm_single_round", _I32x3, "int32", _FP_H)
+def _mul_by_qm_single_round(x, m, s):
+    return int(fp.multiply_by_quantized_multiplier_single_round(x, m, s))
+
+
+@intrinsic("mc_mul_by_qm_single_round_away", _I32x3, "int32", _FP_H)
+def _mul_by_qm_single_round_away(x, m, s):
+    return int(fp.multiply_by_quantized_multiplier_single_round_away(x, m, s))
+
+
+@intrinsic("mc_mul_by_qm_smaller_than_one_exp", _I32x3, "int32", _FP_H)
+def _mul_by_qm_smaller_than_one_exp(x, m, s):
+    return int(fp.multiply_by_quantized_multiplier_smaller_than_one_exp(x, m, s))
+
+
+# expf as the C library computes it in float32; numpy's float32 exp agrees to within an ulp,
+# which the float32 tests' tolerance covers.
+@intrinsic("expf", ("float32",), "float32", "math.h")
+def _expf(x):
+    return np.float32(math.exp(float(x)))
+
+
+# roundf: half away from zero (std::round), exact on float32 inputs.
+@intrinsic("roundf", ("float32",), "float32", "math.h")
+def _roundf(x):
+    return np.float32(fp.tflite_round(np.float64(x)))
+
+
+@intrinsic("mc_softmax_s8", ("handle", "handle") + ("int32",) * 5, "void", "mc_softmax.h", extern=True, writes=(1,))
+def _softmax_s8(x_ptr, y_ptr, rows, depth, mult, left_shift, diff_min):
+    """Python twin of runtime_c/kernels/mc_softmax.c (TFLite reference_ops::Softmax, int8)."""
+    (xa, xo), (ya, yo) = x_ptr, y_ptr
+    x = xa[xo:xo + rows * depth].reshape(rows, depth).astype(np.int64)
+    diff = x - x.max(axis=-1, keepdims=True)
+    live = diff >= diff_min
+    scaled = fp.multiply_by_quantized_multiplier_greater_than_one(np.where(live, diff, 0), mult, left_shift)
+    exps = fp.exp_on_negative_values(scaled, 5)                       # Q5.26 in, Q0.31 out
+    sums = np.where(live, fp.rescale(exps, 0, 12), 0).sum(axis=-1, keepdims=True)   # Q12.19
+    recip, bits = fp.get_reciprocal(sums, 12)
+    unsat = fp.rounding_divide_by_pot(fp.saturating_rounding_doubling_high_mul(recip, exps), bits + 31 - 8)
+    out = np.where(live, np.clip(unsat - 128, -128, 127), -128)
+    ya[yo:yo + rows * depth] = out.reshape(-1).astype(np.int8)
+
+
+# Bit-identical cheaper forms of mc_mul_by_qm for multipliers >= 0 (runtime_c/include/mc_requant.h
+# derives why). The lowering only emits them for multipliers it has checked are >= 0.
+@intrinsic("mc_mul_by_qm_pos", _I32x3, "int32", "mc_requant.h")
+def _qm_pos(x, m, s):
+    assert m >= 0, f"mc_mul_by_qm_pos needs a multiplier >= 0, got {m}"
+    return int(fp.multiply_by_quantized_multiplier(x, m, s))
+
+
+@intrinsic("mc_mul_by_qm_pos_right", _I32x3, "int32", "mc_requant.h")
+def _qm_pos_right(x, m, r):
+    return _qm_pos(x, m, -r)
+
+
+@intrinsic("mc_mul_by_qm_pos_rshift", _I32x3, "int32", "mc_requant.h")
+def _qm_pos_rshift(x, m, r):
+    assert r >= 1 and abs(int(x)) < 2**30, f"mc_mul_by_qm_pos_rshift: right {r}, x {x} out of its domain"
+    return _qm_pos(x, m, -r)
+
+
+# SSAT #8 (runtime_c/include/mc_ssat.h); emitted only for cores with the SSAT instruction.
+@intrinsic("mc_ssat8", ("int32",), "int32", "mc_ssat.h")
+def _ssat8(x):
+    return int(min(max(int(x), -128), 127))

@@ -1,0 +1,78 @@
+"""The GEMM micro-kernels of runtime_c/include/mc_gemm.h: their declarations, their Python
+semantics, and the panel layout the packed variants read.
+
+    mc_gemm_nt_<variant>_<dtype>(c, a, b, m, n, k, lda, ldb, ldc):
+        for j < n, i < m:  c[j*ldc + i] += sum_{p < k} a[i*lda + p] * b[j*ldb + p]
+
+variant "c" (portable) or "dsp" (SMLAD/SXTB16), dtype s8 (both operands int8) or s16 (both
+int16). mc_gemm_p4_dsp_<dtype> compute the same on an A packed in panels of four rows
+(`pack_panels4`). The tensor intrinsics that reach them are in schedule/gemm_intrin.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .intrinsics import intrinsic
+
+GEMM_DTYPES = {"s8": "int8", "s16": "int16"}
+GEMM_VARIANTS = ("c", "dsp")
+
+
+def gemm_kernel_name(variant: str, dtype: str) -> str:
+    return f"mc_gemm_nt_{variant}_{dtype}"
+
+
+def _gemm_impl(c_ptr, a_ptr, b_ptr, m, n, k, lda, ldb, ldc):
+    """Python semantics of every variant (they differ only in speed)."""
+    (ca, co), (aa, ao), (ba, bo) = c_ptr, a_ptr, b_ptr
+    ai = ao + np.arange(m)[:, None] * lda + np.arange(k)[None, :]
+    bi = bo + np.arange(n)[:, None] * ldb + np.arange(k)[None, :]
+    prod = ba[bi].astype(np.int64) @ aa[ai].astype(np.int64).T          # [n, m]
+    ci = co + np.arange(n)[:, None] * ldc + np.arange(m)[None, :]
+    ca[ci] = ((ca[ci].astype(np.int64) + prod + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+_GEMM_ARGS = ("handle",) * 3 + ("int32",) * 6
+for _v in GEMM_VARIANTS:
+    for _d in GEMM_DTYPES:
+        intrinsic(gemm_kernel_name(_v, _d), _GEMM_ARGS, "void", "mc_gemm.h", extern=True, writes=(0,))(_gemm_impl)
+
+
+PANEL_ROWS = 4
+# kernel -> (operand dtype, k elements per row group in the packed layout)
+P4_KERNELS = {"mc_gemm_p4_dsp_s16": ("int16", 2), "mc_gemm_p4_dsp_s8": ("int8", 4)}
+
+
+def _rup(v: int, q: int) -> int:
+    return -(-v // q) * q
+
+
+def pack_panels4(a: np.ndarray, group: int = 2) -> np.ndarray:
+    """[m, k] -> the flat panel layout of mc_gemm_p4_dsp_* (mc_gemm.h): panels of four rows,
+    inside a panel groups of `group` k of each row in turn; zeros pad m to a multiple of 4
+    and k to a multiple of `group`."""
+    m, k = a.shape
+    mp, kp = _rup(m, PANEL_ROWS), _rup(k, group)
+    pad = np.zeros((mp, kp), a.dtype)
+    pad[:m, :k] = a
+    # [panel, row, group, g] -> [panel, group, row, g]
+    return pad.reshape(mp // PANEL_ROWS, PANEL_ROWS, kp // group, group).transpose(0, 2, 1, 3).reshape(-1)
+
+
+def unpack_panels4(flat: np.ndarray, m: int, k: int, group: int = 2) -> np.ndarray:
+    mp, kp = _rup(m, PANEL_ROWS), _rup(k, group)
+    return flat[:mp * kp].reshape(mp // PANEL_ROWS, kp // group, PANEL_ROWS, group) \
+        .transpose(0, 2, 1, 3).reshape(mp, kp)[:m, :k]
+
+
+def _gemm_p4_impl(group: int):
+    def impl(c_ptr, a_ptr, b_ptr, m, n, k, lda, ldb, ldc):
+        (aa, ao) = a_ptr
+        a = np.ascontiguousarray(unpack_panels4(aa[ao:], m, k, group)).reshape(-1)
+        _gemm_impl(c_ptr, (a, 0), b_ptr, m, n, k, k, ldb, ldc)
+    return impl
+
+
+for _name, (_dt, _group) in P4_KERNELS.items():
+    intrinsic(_name, _GEMM_ARGS, "void", "mc_gemm.h", extern=True, writes=(0,))(_gemm_p4_impl(_group))
