@@ -52,7 +52,8 @@ def compile_model(model_path: str | Path, board: Board, artifact_dir: Path,
         func, trace = default_schedule(lower_node(graph, node, board.target), board.target)
         kernels.append((node, func, trace))
     plan = plan_memory(graph, scratch={n.name: f.scratch_bytes for n, f, _ in kernels if f.scratch_bytes})
-    manifest = emit_artifact(graph, [(n, f) for n, f, _ in kernels], plan, artifact_dir)
+    manifest = emit_artifact(graph, [(n, f) for n, f, _ in kernels], plan, artifact_dir,
+                             traces=[t for _, _, t in kernels])
     return Compiled(graph, plan, manifest, kernels)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..tir import intrinsics
-from ..tir.nodes import (Address, Allocate, BinOp, Call, Cast, Evaluate, FloatImm, For, IfThenElse, IntImm,
+from ..tir.nodes import (Address, ParamStruct, Allocate, BinOp, Call, Cast, Evaluate, FloatImm, For, IfThenElse, IntImm,
                          LetStmt, Load, PrimFunc, Select, SeqStmt, Store, Var, scratch_layout, walk)
 
 C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "float32": "float", "bool": "int"}
@@ -62,6 +62,7 @@ def _strip(s: str) -> str:
 @dataclass
 class _Ctx:
     names: dict[int, str]      # id(Buffer) -> C identifier
+    structs: dict = None       # ParamStruct -> the name of its static const definition
 
 
 class CEmitter:
@@ -104,6 +105,9 @@ class CEmitter:
         if isinstance(e.index, IntImm) and e.index.value == 0:
             return name
         return f"({name} + {self.expr(e.index, ctx)})"
+
+    def _e_ParamStruct(self, e: ParamStruct, ctx):
+        return f"&{ctx.structs[e]}"
 
     def _e_Call(self, e: Call, ctx):
         return f"{e.name}({', '.join(_strip(self.expr(a, ctx)) for a in e.args)})"
@@ -160,9 +164,14 @@ class CEmitter:
         written |= {id(n.call.args[k].buffer) for n in walk(f.body) if isinstance(n, Evaluate)
                     for k in intrinsics.get(n.call.name).writes}
         used = {id(n.buffer) for n in walk(f.body) if isinstance(n, (Load, Store, Address))}
-        ctx = _Ctx(dict(self.const_symbols))
-        lines = ["/*"] + [comment(f" * {h}".rstrip()) for h in header] + [" */",
-                                                                          f"static void {c_name}(uint8_t *arena)", "{"]
+        # Each distinct parameter struct of a micro-kernel call is a static const in flash.
+        structs = list(dict.fromkeys(n for n in walk(f.body) if isinstance(n, ParamStruct)))
+        ctx = _Ctx(dict(self.const_symbols), {s: f"{c_name}_params{i}" for i, s in enumerate(structs)})
+        lines = ["/*"] + [comment(f" * {h}".rstrip()) for h in header] + [" */"]
+        for s in structs:
+            fields = ", ".join(f".{k} = {int_literal(v)}" for k, v in s.fields)
+            lines.append(f"static const {s.ctype} {ctx.structs[s]} = {{{fields}}};")
+        lines += [f"static void {c_name}(uint8_t *arena)", "{"]
         decls = []
         for b in f.buffers:
             if b.scope == "const" or id(b) not in used:
@@ -192,6 +201,10 @@ def kernel_arena_offsets(f: PrimFunc, plan, node_name: str) -> dict[str, int]:
     return out
 
 
-def schedule_comment(trace) -> str:
-    return json.dumps(trace.to_json() if trace is not None else [], sort_keys=True)
+def schedule_comment(trace) -> list[str]:
+    """The kernel comment's schedule lines: one per decision of its trace, in order."""
+    decisions = trace.to_json() if trace is not None else []
+    if not decisions:
+        return ["  schedule: none (the lowering's loop nest as it is)"]
+    return ["  schedule:"] + [f"    {d['primitive']}({', '.join(json.dumps(a) for a in d['args'])})" for d in decisions]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+# 2: kernels carry their schedule "trace".
+SCHEMA_VERSION = 2
 
 
 def tensor_entry(t, offset: int) -> dict:

@@ -58,12 +58,28 @@ class _Kernel:
     code: str
 
 
+# A constant's role (its buffer name in the lowering) as it reads in a symbol name.
+_ROLES = {"w": "weights", "mult": "requant_mult", "shift": "requant_shift", "rshift": "requant_rshift"}
+
+
+def weight_symbol(kernel: str, buffer_name: str) -> str:
+    """The C symbol of a kernel's constant: mc_<kernel>_<role>, e.g. mc_k0_conv2d_weights, so
+    that model_weights.c and the map file say which layer owns which bytes."""
+    role = _ROLES.get(buffer_name, buffer_name)
+    return f"mc_{kernel}_{''.join(ch if ch.isalnum() else '_' for ch in role)}"
+
+
 def _collect_weights(kernels: list[tuple[Node, PrimFunc]]) -> list[WeightArray]:
-    out = []
-    for _, f in kernels:
+    out, used = [], set()
+    for i, (node, f) in enumerate(kernels):
         for b in f.buffers:
             if b.scope == "const":
-                out.append(WeightArray(f"mc_w{len(out)}", b))
+                symbol = base = weight_symbol(f"k{i}_{node.op}", b.name)
+                k = 1
+                while symbol in used:
+                    symbol, k = f"{base}_{k}", k + 1
+                used.add(symbol)
+                out.append(WeightArray(symbol, b))
     return out
 
 
@@ -77,8 +93,7 @@ def _header_lines(k_name: str, node: Node, f: PrimFunc, trace) -> list[str]:
     if "activation" in a:
         lines.append(f"  activation: {a['activation']}")
     lines.append(f"  MACs: {a.get('macs', 0)}")
-    lines.append(f"  schedule: {schedule_comment(trace)}")
-    return lines
+    return lines + schedule_comment(trace)
 
 
 def _tensor_row(g: Graph, name: str, plan: MemoryPlan, symbol: str) -> tuple[dict, dict]:
@@ -98,7 +113,8 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
                   out_dir: str | Path, traces: list | None = None) -> dict:
     """Write model.c, model.h, model_weights.c, model_weights.h and manifest.json into
     `out_dir` for the scheduled `kernels` (in execution order) and the arena `plan`.
-    `traces` (one schedule Trace per kernel, optional) are printed in the kernel comments.
+    `traces` (one schedule Trace per kernel, optional) are printed in the kernel comments and
+    recorded in the manifest.
     Returns the manifest. Output is byte-for-byte deterministic."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -142,8 +158,9 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
         graph.name, plan.arena_bytes, weights_bytes, man_in, man_out,
         # "outputs": where each kernel leaves its results, for trace builds that dump them.
         [{"name": k.name, "layer": node.name, "op": node.op, "macs": k.macs,
-          "outputs": [tensor_entry(graph.tensors[o], plan.offset(o)) for o in node.outputs]}
-         for k, (node, _) in zip(rendered, kernels)],
+          "outputs": [tensor_entry(graph.tensors[o], plan.offset(o)) for o in node.outputs],
+          "trace": traces[i].to_json() if traces is not None else []}
+         for i, (k, (node, _)) in enumerate(zip(rendered, kernels))],
         SOURCES, HEADERS)
     write_manifest(manifest, out_dir)
     return manifest

@@ -11,7 +11,7 @@
   quantize                      float32 -> int8, or int8 -> int8 (requantize)
   dequantize                    int8 -> float32
 
-int8 semantics (what LiteRT BUILTIN_REF computes) live in `qparams_elementwise`.
+int8 semantics (what LiteRT BUILTIN_REF computes) live in `reference.elementwise`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from .verify import VerifyError
 
 BINARY_OPS = ("sub", "mul", "maximum", "minimum", "squared_difference")
 # Unary int8 ops whose output is a pure function of the input byte: they run as a
-# 256-entry table built on the host (qparams_elementwise.int8_table).
+# 256-entry table built on the host (reference.elementwise.int8_table).
 TABLE_OPS = ("leaky_relu", "logistic", "tanh", "hard_swish", "quantize", "dequantize")
 
 

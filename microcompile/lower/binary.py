@@ -1,7 +1,7 @@
 """sub, mul, maximum, minimum, squared_difference and prelu, with NumPy broadcasting.
 
 One loop per output dimension; an input dimension of size 1 drops out of that input's
-index (stride 0). int8 arithmetic is qparams_elementwise's (the interpreter's):
+index (stride 0). int8 arithmetic is reference.elementwise's (the interpreter's):
 
   sub                 ADD's rescaling (left shift 20) with a difference instead of a sum
   mul                 MBQM((a - zp_a) * (b - zp_b)) + zp_out
@@ -12,7 +12,7 @@ index (stride 0). int8 arithmetic is qparams_elementwise's (the interpreter's):
 
 from __future__ import annotations
 
-from ..reference import qparams_elementwise as qe
+from ..reference import elementwise as qe
 from ..ir.graph import Graph, Node
 from ..tir.nodes import BinOp, Expr, Load, Select, Var, add, binop, loops, mul
 from .common import (arena, broadcast_index, clamp, i32, i8, lowering, make_func, operand, requantize,

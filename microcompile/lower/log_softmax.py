@@ -12,8 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import fixedpoint_log
-from ..reference import qparams_elementwise as qe
+from ..reference import elementwise as qe
 from ..ir.graph import Graph, Node
+from ..tir.intrinsics_elementwise import LOG_SOFTMAX_PARAMS
 from ..tir.nodes import (Address, Allocate, BinOp, Buffer, Call, Evaluate, FloatImm, IntImm, LetStmt, Var, add,
                          binop, loops, seq, sub)
 from .common import arena, constant, lowering, make_func
@@ -36,10 +37,11 @@ def lower_log_softmax(g: Graph, node: Node, target=None):
     if yt.dtype != "float32":
         p = qe.log_softmax_params(g, node)
         table = constant("exp_table", exp_table(p), "exp(-k * input_scale) in Q12.19, k = max - x")
-        call = Call("mc_log_softmax_s8", (Address(x, IntImm(0)), Address(y, IntImm(0)), IntImm(rows),
-                                          IntImm(depth), Address(table, IntImm(0)), IntImm(p.input_multiplier),
-                                          IntImm(p.input_left_shift), IntImm(p.reverse_multiplier),
-                                          IntImm(p.reverse_shift), IntImm(p.diff_min)), "void")
+        params = LOG_SOFTMAX_PARAMS(rows=rows, depth=depth, input_multiplier=p.input_multiplier,
+                                    input_left_shift=p.input_left_shift, reverse_multiplier=p.reverse_multiplier,
+                                    reverse_shift=p.reverse_shift, diff_min=p.diff_min)
+        call = Call("mc_log_softmax_s8", (Address(x, IntImm(0)), Address(y, IntImm(0)), Address(table, IntImm(0)),
+                                          params), "void")
         return make_func(g, node, [x, table, y], Evaluate(call))
     r, c1, c2, c3 = Var("r"), Var("c"), Var("c_exp"), Var("c_out")
     mx, total = Buffer("max_in_row", "float32", (), "local"), Buffer("sum", "float32", (), "local")

@@ -6,7 +6,7 @@ compared and stored as they are. Padding taps are skipped, never compared.
 
 from __future__ import annotations
 
-from ..reference import qparams_vision as qv
+from ..reference import vision as qv
 from ..ir.graph import Graph, Node
 from ..tir.nodes import Allocate, BinOp, Buffer, FloatImm, IfThenElse, IntImm, LetStmt, loops, seq
 from .common import clamp, i32, i8, lowering, make_func, pool_window

@@ -1,14 +1,14 @@
 """mean over any set of axes: one loop per kept dimension outside, one per reduced
 dimension inside, one accumulator per output element.
 
-int8 (reference_ops::QuantizedMeanOrSum, see qparams_vision.MeanParams): the int32 sum
+int8 (reference_ops::QuantizedMeanOrSum, see reference.vision.MeanParams): the int32 sum
 of the raw inputs, minus zp_in * count, requantized by a multiplier that already holds
 1/count. float32: sum, then divide by count, as TFLite.
 """
 
 from __future__ import annotations
 
-from ..reference import qparams_vision as qv
+from ..reference import vision as qv
 from ..ir.graph import Graph, Node
 from ..tir.nodes import Allocate, Buffer, FloatImm, IntImm, add, binop, loops, seq
 from .common import clamp, i32, i8, lowering, make_func, reduction, requantize

@@ -1,12 +1,12 @@
 """pad / pad_v2: every output element is its input element or the fill value.
 
-The fill (qparams_vision.pad_value) is the output zero point for int8 PAD, 0.0 for float
+The fill (reference.vision.pad_value) is the output zero point for int8 PAD, 0.0 for float
 PAD, and PADV2's constant as it is stored. Only dimensions with padding get a bounds test.
 """
 
 from __future__ import annotations
 
-from ..reference import qparams_vision as qv
+from ..reference import vision as qv
 from ..ir.graph import Graph, Node
 from ..tir.nodes import FloatImm, IntImm, LetStmt, Select, Var, loops, sub
 from .common import arena, in_bounds, lowering, make_func

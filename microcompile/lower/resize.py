@@ -1,7 +1,7 @@
 """resize_nearest_neighbor and resize_bilinear (NHWC).
 
 The source coordinates depend only on the output row/column, so they are computed once
-on the host (qparams_vision, in TFLite's exact arithmetic) and stored as small flash
+on the host (reference.vision, in TFLite's exact arithmetic) and stored as small flash
 tables: the kernel only gathers. Bilinear int8 (ResizeBilinearInteger) weights are in
 1/1024 units, the 4-tap sum fits int32 (|x| <= 128, weights <= 1536), and the result is
 (sum +/- 2^19) / 2^20 with C's truncating division. Bilinear float32 uses TFLite's
@@ -10,7 +10,7 @@ float expression with the float32 source fractions.
 
 from __future__ import annotations
 
-from ..reference import qparams_vision as qv
+from ..reference import vision as qv
 from ..ir.graph import Graph, Node
 from ..tir.nodes import FloatImm, IntImm, LetStmt, Select, Var, add, binop, loops, mul, sub
 from .common import arena, constant, i32, i8, lowering, make_func

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..reference import qparams
 from ..ir.graph import Graph, Node
+from ..tir.intrinsics import SOFTMAX_PARAMS
 from ..tir.nodes import (Address, Allocate, BinOp, Buffer, Call, Evaluate, FloatImm, IntImm, Var, add, binop,
                          loops, mul, seq, sub)
 from .common import arena, lowering, make_func
@@ -26,9 +27,9 @@ def lower_softmax(g: Graph, node: Node, target=None):
     y = arena(g, yt.name, "y", shape=(rows, depth))
     if yt.dtype != "float32":
         p = qparams.softmax_params(g, node)
-        call = Call("mc_softmax_s8", (Address(x, IntImm(0)), Address(y, IntImm(0)), IntImm(rows),
-                                      IntImm(depth), IntImm(p.input_multiplier),
-                                      IntImm(p.input_left_shift), IntImm(p.diff_min)), "void")
+        params = SOFTMAX_PARAMS(rows=rows, depth=depth, input_multiplier=p.input_multiplier,
+                                input_left_shift=p.input_left_shift, diff_min=p.diff_min)
+        call = Call("mc_softmax_s8", (Address(x, IntImm(0)), Address(y, IntImm(0)), params), "void")
         return make_func(g, node, [x, y], Evaluate(call))
     beta = float(np.float32(node.attr("beta", 1.0)))
     r, c1, c2, c3 = Var("r"), Var("c"), Var("c_exp"), Var("c_norm")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..reference import qparams_vision as qv
+from ..reference import vision as qv
 from ..ir.graph import Graph, Node
 from ..tir.nodes import (Allocate, Buffer, FloatImm, IfThenElse, IntImm, LetStmt, Var, add, all_of, binop, loops,
                          mul, seq, sub)

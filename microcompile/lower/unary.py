@@ -1,7 +1,7 @@
 """leaky_relu, logistic, tanh, hard_swish, quantize and dequantize: one loop over the elements.
 
 int8 inputs: the output is a pure function of the input byte, so the kernel is a lookup in
-a 256-entry table that qparams_elementwise.int8_table computes on the host with LiteRT's
+a 256-entry table that reference.elementwise.int8_table computes on the host with LiteRT's
 exact arithmetic (tested over all 256 inputs against LiteRT): y[i] = table[x[i] + 128].
 That is one load per element in flash, faster than any of the fixed-point formulas.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..reference import qparams_elementwise as qe
+from ..reference import elementwise as qe
 from ..ir.graph import Graph, Node
 from ..tir.nodes import BinOp, Call, Cast, Expr, FloatImm, Load, Select, Var, add, binop, loops
 from .common import arena, clamp, constant, i32, lowering, make_func

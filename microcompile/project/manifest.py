@@ -1,4 +1,4 @@
-"""Reading the artifact's manifest.json (written by codegen, schema_version 1).
+"""Reading the artifact's manifest.json (written by codegen.manifest, SCHEMA_VERSION).
 
 project/ reads nothing else of the artifact but the C files the manifest lists.
 """
@@ -12,7 +12,7 @@ import numpy as np
 
 from microcompile.errors import UserError
 
-SCHEMA_VERSION = 1
+from ..codegen.manifest import SCHEMA_VERSION
 MANIFEST_NAME = "manifest.json"
 DTYPES = {"int8": np.dtype("int8"), "float32": np.dtype("<f4"), "int32": np.dtype("<i4")}
 

@@ -1,8 +1,8 @@
 """The numpy reference interpreter (the oracle of every other stage) and the per-op integer
-parameters it shares with the lowering (TFLM's "Prepare")."""
+parameters it shares with the lowering (TFLM's "Prepare"), one module per op family, each
+holding an op's parameters (@prepare) next to its kernel (@kernel), as TFLM's kernels do."""
 
 from . import interp, qparams  # noqa: F401
 
-# The op families: interpreter kernels (@kernel) and their parameters (@prepare).
+# The op families.
 from . import nn, shape, vision, elementwise, reduce  # noqa: F401,E402
-from . import qparams_vision, qparams_elementwise  # noqa: F401,E402

@@ -1,25 +1,306 @@
-"""Reference-interpreter kernels of the elementwise family (ops_elementwise).
+"""The elementwise family (ops_elementwise): kernel parameters, TFLM "Prepare" style, and the
+interpreter kernels that use them.
 
-int8 numbers come from `qparams_elementwise` (the same records the C lowering reads);
-float32 follows TFLite's reference kernels in float32 arithmetic.
+Each record holds every integer the int8 kernel needs; the numpy interpreter and the C
+lowering both read them. What LiteRT BUILTIN_REF computes, measured op by op (power-of-two
+and random scales; tests/ir/test_interp_ops.py keeps both in its plans):
+
+  sub                 ADD's arithmetic (AddParams, left_shift 20), x1' - x2'
+  mul                 out = MBQM((x1 - zp1) * (x2 - zp2), M, shift) + zp_out, DOUBLE rounding;
+                      M from float32(s1 * s2) / s_out (float arithmetic, then widened)
+  maximum, minimum    raw int8 max/min: no rescaling even when the scales differ
+  squared_difference  inputs << 7, rescaled to 2*max(s1,s2) (smaller-than-one-exp), the
+                      int32 difference squared, rescaled by (2*max)^2 / (2^14 * s_out)
+  prelu               x >= zp: MBQM(x - zp, M1, s1); else MBQM((x - zp) * (a - zp_a), M2, s2);
+                      M1 = float32(s_in / s_out), M2 = float32(s_in * s_a / s_out)
+  log_softmax         reference_integer_ops::LogSoftmax (gemmlowp exp, log, Q5.26), output
+                      scale 16/256, zero point 127
+
+Unary ops whose output is a pure function of the input byte run as a 256-entry table
+(`int8_table`): the table IS the reference arithmetic evaluated once per possible input.
+
+  leaky_relu          x >= zp: MBQM(x - zp, M_id); else MBQM(x - zp, M_alpha) (QuantizeLeakyRelu)
+  logistic, tanh      LiteRT's LUTPopulate: dequantize, f(x) in float32, round(f * (1/s_out)) + zp
+  hard_swish          reference_ops::HardSwish: int16 fixed point, "reluish" multiplier
+  quantize int8->int8 MBQM(x - zp_in, M, shift) + zp_out, M = double(s_in) / double(s_out)
+  dequantize          float32(double(s) * (x - zp))
+
+float32 -> int8 quantize is computed, not tabled: round_half_away(x / s) + zp, clamped.
+float32 kernels follow TFLite's reference kernels in float32 arithmetic.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..ir import fixedpoint as fp
-from . import qparams_elementwise as qe
+from ..ir.fixedpoint_log import LogSoftmaxParams, log_softmax_int8
+from ..ir.graph import Graph, Node
+from . import qparams as qp
 from .common import clamp_float, store_int8
 from .interp import kernel
 
 _f32 = np.float32
 
 
+@dataclass(frozen=True)
+class MulParams:
+    input1_offset: int
+    input2_offset: int
+    output_offset: int
+    output_multiplier: int
+    output_shift: int
+    act_min: int
+    act_max: int
+    rounding: str = qp.DOUBLE
+
+
+@dataclass(frozen=True)
+class PreluParams:
+    input_offset: int
+    alpha_offset: int
+    output_offset: int
+    identity_multiplier: int
+    identity_shift: int
+    alpha_multiplier: int
+    alpha_shift: int
+    rounding: str = qp.DOUBLE
+
+
+@dataclass(frozen=True)
+class QuantizeParams:
+    """float32 -> int8: q = clamp(round_half_away(x / scale) + zero_point)."""
+
+    scale: float
+    zero_point: int
+
+
+def _q(g: Graph, name: str):
+    return qp._q(g, name)
+
+
+def _is_float(g: Graph, n: Node) -> bool:
+    return g.tensors[n.inputs[0]].dtype == "float32"
+
+
+@qp.prepare("sub")
+def sub_params(g: Graph, n: Node):
+    """SUB's Prepare is ADD's (left shift 20, both inputs rescaled to 2*max scale)."""
+    return qp.add_params(g, n)
+
+
+@qp.prepare("mul")
+def mul_params(g: Graph, n: Node):
+    if _is_float(g, n):
+        return qp._float_act(n)
+    q1, q2, qo = _q(g, n.inputs[0]), _q(g, n.inputs[1]), _q(g, n.outputs[0])
+    m, s = fp.quantize_multiplier(float(_f32(q1.s) * _f32(q2.s) / _f32(qo.s)))
+    return MulParams(-q1.zp, -q2.zp, qo.zp, m, s, **qp._act_kw(g, n))
+
+
+SQUARED_DIFFERENCE_LEFT_SHIFT = 7
+
+
+@qp.prepare("squared_difference")
+def squared_difference_params(g: Graph, n: Node):
+    """AddParams layout with left_shift 7; no fused activation (full int8 range)."""
+    if _is_float(g, n):
+        return None
+    q1, q2, qo = _q(g, n.inputs[0]), _q(g, n.inputs[1]), _q(g, n.outputs[0])
+    s1, s2, so = (float(_f32(q.s)) for q in (q1, q2, qo))
+    twice_max = 2.0 * max(s1, s2)
+    m1, sh1 = fp.quantize_multiplier_smaller_than_one_exp(s1 / twice_max)
+    m2, sh2 = fp.quantize_multiplier_smaller_than_one_exp(s2 / twice_max)
+    real_out = twice_max * twice_max / ((1 << (2 * SQUARED_DIFFERENCE_LEFT_SHIFT)) * so)
+    mo, sho = fp.quantize_multiplier_smaller_than_one_exp(real_out)
+    return qp.AddParams(input1_offset=-q1.zp, input2_offset=-q2.zp, output_offset=qo.zp,
+                        left_shift=SQUARED_DIFFERENCE_LEFT_SHIFT, input1_multiplier=m1, input1_shift=sh1,
+                        input2_multiplier=m2, input2_shift=sh2, output_multiplier=mo, output_shift=sho,
+                        act_min=-128, act_max=127)
+
+
+@qp.prepare("prelu")
+def prelu_params(g: Graph, n: Node):
+    if _is_float(g, n):
+        return None
+    qi, qa, qo = _q(g, n.inputs[0]), _q(g, n.inputs[1]), _q(g, n.outputs[0])
+    m1, s1 = fp.quantize_multiplier(float(_f32(qi.s) / _f32(qo.s)))
+    m2, s2 = fp.quantize_multiplier(float(_f32(qi.s) * _f32(qa.s) / _f32(qo.s)))
+    return PreluParams(-qi.zp, -qa.zp, qo.zp, m1, s1, m2, s2)
+
+
+LOG_SOFTMAX_SCALED_DIFF_INTEGER_BITS = 5
+LOG_SOFTMAX_OUTPUT_SCALE = 16.0 / 256
+LOG_SOFTMAX_OUTPUT_ZERO_POINT = 127
+
+
+@qp.prepare("log_softmax")
+def log_softmax_params(g: Graph, n: Node):
+    if _is_float(g, n):
+        return None
+    qi, qo = _q(g, n.inputs[0]), _q(g, n.outputs[0])
+    if qo.zp != LOG_SOFTMAX_OUTPUT_ZERO_POINT or float(_f32(qo.s)) != LOG_SOFTMAX_OUTPUT_SCALE:
+        raise ValueError(f"{n.name}: int8 log_softmax output must be scale 16/256, zero point 127")
+    bits = LOG_SOFTMAX_SCALED_DIFF_INTEGER_BITS
+    mult, left_shift = fp.preprocess_softmax_scaling(1.0, float(_f32(qi.s)), bits)
+    # PreprocessLogSoftmaxScalingExp: the inverse of the input scaling, for the cutoff.
+    reverse = float(1 << (31 - left_shift)) / float(mult)
+    rmult, rshift = fp.quantize_multiplier_smaller_than_one_exp(reverse)
+    return LogSoftmaxParams(mult, left_shift, rmult, -rshift,
+                            -fp.calculate_input_radius(bits, left_shift))
+
+
+@qp.prepare("quantize")
+def quantize_params(g: Graph, n: Node):
+    """float32 -> int8 only; int8 -> int8 requantization is a table (int8_table)."""
+    if not _is_float(g, n):
+        return None
+    qo = _q(g, n.outputs[0])
+    return QuantizeParams(float(_f32(qo.s)), qo.zp)
+
+
+# --- 256-entry tables for the pure unary int8 ops ------------------------------------------
+
+INT8_VALUES = np.arange(-128, 128, dtype=np.int64)
+
+
+def _clamp8(v) -> np.ndarray:
+    return np.clip(v, -128, 127).astype(np.int8)
+
+
+def _leaky_relu_table(g, n, qi, qo):
+    alpha = _f32(n.attr("alpha", 0.2))
+    m_a, s_a = fp.quantize_multiplier(float(_f32(qi.s) * alpha / _f32(qo.s)))
+    m_i, s_i = fp.quantize_multiplier(float(_f32(qi.s) / _f32(qo.s)))
+    x = INT8_VALUES - qi.zp
+    out = np.where(x >= 0, fp.multiply_by_quantized_multiplier(x, m_i, s_i),
+                   fp.multiply_by_quantized_multiplier(x, m_a, s_a))
+    return _clamp8(out + qo.zp)
+
+
+def _float_lut(qi, qo, transform):
+    """LiteRT LUTPopulate: every step in float32, round half away from zero."""
+    x = (_f32(qi.s) * (INT8_VALUES - qi.zp).astype(np.float32)).astype(np.float32)
+    y = transform(x).astype(np.float32)
+    rescaled = fp.tflite_round((y * (_f32(1.0) / _f32(qo.s))).astype(np.float32))
+    return _clamp8(rescaled.astype(np.float64) + qo.zp)
+
+
+def _correctly_rounded(fn):
+    """libm's float functions are correctly rounded for these inputs in practice: evaluate
+    in double, round once to float32."""
+    return lambda x: fn(x.astype(np.float64)).astype(np.float32)
+
+
+def _sigmoid_f32(x):
+    e = _correctly_rounded(np.exp)(-x)
+    return (_f32(1.0) / (_f32(1.0) + e).astype(np.float32)).astype(np.float32)
+
+
+def _logistic_table(g, n, qi, qo):
+    return _float_lut(qi, qo, _sigmoid_f32)
+
+
+def _tanh_table(g, n, qi, qo):
+    return _float_lut(qi, qo, _correctly_rounded(np.tanh))
+
+
+def _requantize_table(g, n, qi, qo):
+    m, s = fp.quantize_multiplier(float(_f32(qi.s)) / float(_f32(qo.s)))
+    return _clamp8(fp.multiply_by_quantized_multiplier(INT8_VALUES - qi.zp, m, s) + qo.zp)
+
+
+def _dequantize_table(g, n, qi, qo):
+    return ((INT8_VALUES - qi.zp).astype(np.float64) * float(_f32(qi.s))).astype(np.float32)
+
+
+def _hard_swish_table(g, n, qi, qo):
+    return fp_hard_swish(INT8_VALUES, qi.zp, float(_f32(qi.s)), qo.zp, float(_f32(qo.s)))
+
+
+_TABLES = {"leaky_relu": _leaky_relu_table, "logistic": _logistic_table, "tanh": _tanh_table,
+           "hard_swish": _hard_swish_table, "quantize": _requantize_table, "dequantize": _dequantize_table}
+
+
+def int8_table(g: Graph, n: Node) -> np.ndarray:
+    """out[k] = op(int8 value k - 128): int8 for the int8 -> int8 ops, float32 for dequantize."""
+    qi = _q(g, n.inputs[0])
+    qo = g.tensors[n.outputs[0]].quant
+    return _TABLES[n.op](g, n, qi, qo)
+
+
+def uses_table(g: Graph, n: Node) -> bool:
+    return n.op in _TABLES and g.tensors[n.inputs[0]].dtype == "int8"
+
+
+# --- hard_swish (reference_ops::HardSwish), int16 fixed point ---------------------------
+
+def _sat16(x):
+    return np.clip(x, -32768, 32767)
+
+
+def _srdhm16(a, b):
+    """gemmlowp SaturatingRoundingDoublingHighMul on int16: round(a*b / 2^15)."""
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    ab = a * b
+    nudge = np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
+    num = ab + nudge
+    high = np.where(num >= 0, num >> 15, -((-num) >> 15))
+    return np.where((a == -32768) & (b == -32768), 32767, high)
+
+
+def _sdhm16(a, b):
+    """SaturatingDoublingHighMul (no rounding): (a*b) / 2^15 truncated toward zero."""
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    ab = a * b
+    high = np.where(ab >= 0, ab >> 15, -((-ab) >> 15))
+    return np.where((a == -32768) & (b == -32768), 32767, high)
+
+
+def _sat_left_shift16(x, e: int):
+    return _sat16(np.asarray(x, np.int64) << e)
+
+
+def _down_scale_to_int16(m32: int) -> int:
+    """DownScaleInt32ToInt16Multiplier."""
+    if m32 >= (1 << 31) - 1 - (1 << 15):
+        return 32767
+    return (m32 + (1 << 15)) >> 16
+
+
+def hard_swish_multipliers(in_s: float, out_s: float) -> tuple[int, int, int, int]:
+    """(output_multiplier_int16, output_exponent, reluish_multiplier_int16, reluish_exponent),
+    from float32 arithmetic as HardSwishPrepare."""
+    hires = _f32(1.0 / 128.0) * _f32(in_s)
+    om, oe = fp.quantize_multiplier(float(_f32(hires / _f32(out_s))))
+    rm, re = fp.quantize_multiplier(float(_f32(hires / _f32(3.0 / 32768.0))))
+    return _down_scale_to_int16(om), oe, _down_scale_to_int16(rm), re
+
+
+def fp_hard_swish(x, in_zp: int, in_s: float, out_zp: int, out_s: float) -> np.ndarray:
+    om, oe, rm, re = hard_swish_multipliers(in_s, out_s)
+    v = np.asarray(x, np.int64) - in_zp
+    hires = _sat16(v * 128)   # int16 wraps in C; |v| <= 255 so v*128 fits
+    preshift = _srdhm16(hires, om)
+    reluish = hires
+    if re > 0:
+        reluish = _sat_left_shift16(reluish, re - 1)
+    reluish = _srdhm16(reluish, rm)
+    if re > 0:
+        reluish = _sat_left_shift16(reluish, 1)
+    if re < 0:
+        reluish = fp.rounding_divide_by_pot(reluish, -re)
+    reluish = (reluish + (1 << 15)) >> 1
+    out = fp.rounding_divide_by_pot(_sdhm16(reluish, preshift), -oe)
+    return _clamp8(out + out_zp)
+
+
+# --- interpreter kernels --------------------------------------------------------------
+
 def _int8(graph, node) -> bool:
     return graph.tensors[node.inputs[0]].dtype == "int8"
-
-
 
 
 def _rescaled_inputs(p, a, b):
@@ -33,7 +314,7 @@ def _rescaled_inputs(p, a, b):
 
 @kernel("sub")
 def _sub(graph, node, a, b):
-    p = qe.sub_params(graph, node)
+    p = sub_params(graph, node)
     if not _int8(graph, node):
         return clamp_float(a.astype(_f32) - b.astype(_f32), p)
     x1, x2 = _rescaled_inputs(p, a, b)
@@ -43,7 +324,7 @@ def _sub(graph, node, a, b):
 
 @kernel("mul")
 def _mul(graph, node, a, b):
-    p = qe.mul_params(graph, node)
+    p = mul_params(graph, node)
     if not _int8(graph, node):
         return clamp_float(a.astype(_f32) * b.astype(_f32), p)
     prod = (a.astype(np.int64) + p.input1_offset) * (b.astype(np.int64) + p.input2_offset)
@@ -54,7 +335,7 @@ def _mul(graph, node, a, b):
 @kernel("div")
 def _div(graph, node, a, b):
     # float32 only (verify rejects int8): IEEE division, then the fused clamp.
-    return clamp_float(a.astype(_f32) / b.astype(_f32), qe.mul_params(graph, node))
+    return clamp_float(a.astype(_f32) / b.astype(_f32), mul_params(graph, node))
 
 
 @kernel("maximum")
@@ -72,7 +353,7 @@ def _squared_difference(graph, node, a, b):
     if not _int8(graph, node):
         d = (a.astype(_f32) - b.astype(_f32)).astype(_f32)
         return (d * d).astype(_f32)
-    p = qe.squared_difference_params(graph, node)
+    p = squared_difference_params(graph, node)
     x1, x2 = _rescaled_inputs(p, a, b)
     diff = x1 - x2
     out = fp.multiply_by_quantized_multiplier_smaller_than_one_exp(diff * diff, p.output_multiplier,
@@ -85,7 +366,7 @@ def _prelu(graph, node, x, alpha):
     if not _int8(graph, node):
         xf = x.astype(_f32)
         return np.where(xf >= 0, xf, (xf * alpha.astype(_f32)).astype(_f32))
-    p = qe.prelu_params(graph, node)
+    p = prelu_params(graph, node)
     v = x.astype(np.int64) + p.input_offset
     va = alpha.astype(np.int64) + p.alpha_offset
     pos = fp.multiply_by_quantized_multiplier(v, p.identity_multiplier, p.identity_shift)
@@ -94,8 +375,8 @@ def _prelu(graph, node, x, alpha):
 
 
 def _table(graph, node, x):
-    """Any int8 op of qe.TABLES: index its 256-entry table."""
-    return qe.int8_table(graph, node)[x.astype(np.int64) + 128]
+    """Any int8 op of TABLES: index its 256-entry table."""
+    return int8_table(graph, node)[x.astype(np.int64) + 128]
 
 
 def _float_unary(fn):
@@ -127,7 +408,7 @@ def _hard_swish_f(node, x):
 def _quantize(graph, node, x):
     if _int8(graph, node):
         return _table(graph, node, x)
-    p = qe.quantize_params(graph, node)
+    p = quantize_params(graph, node)
     q = fp.tflite_round((x.astype(_f32) / _f32(p.scale)).astype(_f32).astype(np.float64))
     return np.clip(q + p.zero_point, -128, 127).astype(np.int8)
 
@@ -144,8 +425,7 @@ def _log_softmax(graph, node, x):
         shifted = (xf - xf.max(axis=-1, keepdims=True)).astype(_f32)
         log_sum = np.log(np.exp(shifted).astype(_f32).sum(axis=-1, keepdims=True, dtype=_f32)).astype(_f32)
         return (shifted - log_sum).astype(_f32)
-    from ..ir.fixedpoint_log import log_softmax_int8
-    return log_softmax_int8(x, qe.log_softmax_params(graph, node))
+    return log_softmax_int8(x, log_softmax_params(graph, node))
 
 
 kernel("leaky_relu")(_float_unary(_leaky_relu_f))

@@ -23,7 +23,7 @@ import itertools
 
 import numpy as np
 
-from ..tir.intrinsics_depthwise import DEPTHWISE_VARIANTS, ORDER, kernel_name
+from ..tir.intrinsics_depthwise import DEPTHWISE_PARAMS, DEPTHWISE_VARIANTS, ORDER, kernel_name
 from ..tir.nodes import (Address, add, Allocate, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, Load, PrimFunc,
                          SeqStmt, Store, rewrite, simplify, walk)
 from ..tir.interp import compile_expr
@@ -213,10 +213,12 @@ def _match(loop: For) -> dict | None:
 
 def _emit(variant: str):
     def emit(b: dict):
+        params = DEPTHWISE_PARAMS(channels=b["channels"], kh=b["kh"], kw=b["kw"], x_row=b["x_row"], x_col=b["x_col"],
+                                  w_row=b["w_row"], w_group=b["w_group"], out_offset=b["off"], act_min=b["lo"],
+                                  act_max=b["hi"])
         args = (Address(b["y"], b["ybase"]), Address(b["x"], b["xbase"]), Address(b["w"], b["wbase"]),
                 Address(b["bias"], IntImm(0)), Address(b["mult"], IntImm(0)), Address(b["rshift"], IntImm(0)),
-                *(IntImm(int(b[k])) for k in ("channels", "kh", "kw", "x_row", "x_col", "w_row", "w_group",
-                                              "off", "lo", "hi")))
+                params)
         return Evaluate(Call(kernel_name(variant, b["kh"], b["kw"], b["w_row"]), args, "void"))
     return emit
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tir.intrinsics_gemm import (GEMM_DTYPES, GEMM_VARIANTS, P4_KERNELS, PANEL_ROWS, gemm_kernel_name,
+from ..tir.intrinsics_gemm import (GEMM_DTYPES, GEMM_PARAMS, GEMM_VARIANTS, P4_KERNELS, PANEL_ROWS, gemm_kernel_name,
                                    pack_panels4)
 from ..tir.nodes import (Address, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, LetStmt, Load, Store, Var,
                          substitute, walk)
@@ -90,8 +90,8 @@ def _match_gemm(dtype: str):
 
 def _emit_gemm(kernel: str):
     def emit(b: dict):
-        args = (Address(b["c"], b["cbase"]), Address(b["a"], b["abase"]), Address(b["b"], b["bbase"]),
-                *(IntImm(int(b[key])) for key in ("m", "n", "k", "lda", "ldb", "ldc")))
+        params = GEMM_PARAMS(**{key: b[key] for key in GEMM_PARAMS.fields})
+        args = (Address(b["c"], b["cbase"]), Address(b["a"], b["abase"]), Address(b["b"], b["bbase"]), params)
         return Evaluate(Call(kernel, args, "void"))
     return emit
 

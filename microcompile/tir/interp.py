@@ -11,7 +11,7 @@ import numpy as np
 
 from . import intrinsics
 from ..ir.graph import NP_DTYPES
-from .nodes import (Address, Allocate, BinOp, Call, Cast, Evaluate, FloatImm, For, IfThenElse, IntImm, LetStmt,
+from .nodes import (Address, ParamStruct, Allocate, BinOp, Call, Cast, Evaluate, FloatImm, For, IfThenElse, IntImm, LetStmt,
                     Load, PrimFunc, Select, SeqStmt, Store, Var)
 
 
@@ -82,6 +82,9 @@ def compile_expr(e):
     if isinstance(e, Address):
         key, idx = id(e.buffer), compile_expr(e.index)
         return lambda env, bufs: (bufs[key], idx(env, bufs))
+    if isinstance(e, ParamStruct):
+        fields = e.as_dict()
+        return lambda env, bufs: fields
     if isinstance(e, Call):
         impl = intrinsics.get(e.name).impl
         args = [compile_expr(a) for a in e.args]

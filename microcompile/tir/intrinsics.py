@@ -20,12 +20,30 @@ from typing import Callable
 import numpy as np
 
 from ..ir import fixedpoint as fp
+from .nodes import ParamStruct
+
+
+@dataclass(frozen=True)
+class StructType:
+    """A C parameter struct of int32 fields that a micro-kernel takes by const pointer."""
+
+    ctype: str
+    fields: tuple[str, ...]
+
+    @property
+    def dtype(self) -> str:
+        return f"struct {self.ctype}"
+
+    def __call__(self, **values: int) -> ParamStruct:
+        """The ParamStruct with these field values (every field, in declaration order)."""
+        assert set(values) == set(self.fields), f"{self.ctype}: fields {sorted(values)} != {sorted(self.fields)}"
+        return ParamStruct(self.ctype, tuple((f, int(values[f])) for f in self.fields))
 
 
 @dataclass(frozen=True)
 class Intrinsic:
     name: str
-    arg_dtypes: tuple[str, ...]     # "handle" for a pointer argument
+    arg_dtypes: tuple              # dtype strings; "handle" for a pointer; a StructType for a params struct
     dtype: str                      # result dtype; "void" for extern kernels
     header: str
     impl: Callable                  # Python semantics; pointers arrive as (flat ndarray, offset)
@@ -88,10 +106,15 @@ def _roundf(x):
     return np.float32(fp.tflite_round(np.float64(x)))
 
 
-@intrinsic("mc_softmax_s8", ("handle", "handle") + ("int32",) * 5, "void", "mc_softmax.h", extern=True, writes=(1,))
-def _softmax_s8(x_ptr, y_ptr, rows, depth, mult, left_shift, diff_min):
+SOFTMAX_PARAMS = StructType("mc_softmax_params_t", ("rows", "depth", "input_multiplier", "input_left_shift",
+                                                     "diff_min"))
+
+
+@intrinsic("mc_softmax_s8", ("handle", "handle", SOFTMAX_PARAMS), "void", "mc_softmax.h", extern=True, writes=(1,))
+def _softmax_s8(x_ptr, y_ptr, p):
     """Python twin of runtime_c/kernels/mc_softmax.c (TFLite reference_ops::Softmax, int8)."""
     (xa, xo), (ya, yo) = x_ptr, y_ptr
+    rows, depth, mult, left_shift, diff_min = (p[k] for k in SOFTMAX_PARAMS.fields)
     x = xa[xo:xo + rows * depth].reshape(rows, depth).astype(np.int64)
     diff = x - x.max(axis=-1, keepdims=True)
     live = diff >= diff_min

@@ -9,7 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.fixedpoint import multiply_by_quantized_multiplier
-from .intrinsics import intrinsic
+from .intrinsics import StructType, intrinsic
+
+DEPTHWISE_PARAMS = StructType("mc_depthwise_params_t", ("channels", "kh", "kw", "x_row", "x_col", "w_row", "w_group",
+                                                         "out_offset", "act_min", "act_max"))
 
 DEPTHWISE_VARIANTS = ("c", "dsp")
 # Windows with a variant of their own (the sub-windows of a 3x3 filter at padding 1).
@@ -24,8 +27,9 @@ def kernel_name(variant: str, kh: int, kw: int, w_row: int = FIXED_W_ROW) -> str
     return f"mc_depthwise_{fixed}{variant}_s8"
 
 
-def _impl(y, x, w, bias, mult, rshift, channels, kh, kw, x_row, x_col, w_row, w_group, out_offset, lo, hi):
+def _impl(y, x, w, bias, mult, rshift, p: dict):
     """Python semantics of every variant (they differ only in speed)."""
+    channels, kh, kw, x_row, x_col, w_row, w_group, out_offset, lo, hi = (p[f] for f in DEPTHWISE_PARAMS.fields)
     (ya, yo), (xa, xo), (wa, wo), (ba, bo), (ma, mo), (sa, so) = y, x, w, bias, mult, rshift
     c = np.arange(channels)
     acc = ba[bo + c].astype(np.int64)
@@ -40,4 +44,5 @@ def _impl(y, x, w, bias, mult, rshift, channels, kh, kw, x_row, x_col, w_row, w_
 
 for _v in DEPTHWISE_VARIANTS:
     for _name in sorted({kernel_name(_v, 0, 0), *(kernel_name(_v, *k) for k in FIXED_WINDOWS[_v])}):
-        intrinsic(_name, ("handle",) * 6 + ("int32",) * 10, "void", "mc_depthwise.h", extern=True, writes=(0,))(_impl)
+        intrinsic(_name, ("handle",) * 6 + (DEPTHWISE_PARAMS,), "void", "mc_depthwise.h", extern=True,
+                  writes=(0,))(_impl)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..ir import fixedpoint_log
-from .intrinsics import intrinsic
+from .intrinsics import StructType, intrinsic
 
 
 # tanhf / logf as the C library computes them in float32: within an ulp of the double
@@ -22,11 +22,16 @@ def _logf(x):
     return np.float32(math.log(float(x)))
 
 
-@intrinsic("mc_log_softmax_s8", ("handle", "handle", "int32", "int32", "handle", "int32", "int32", "int32", "int32",
-                                 "int32"), "void", "mc_log_softmax.h", extern=True, writes=(1,))
-def _log_softmax_s8(x_ptr, y_ptr, rows, depth, table_ptr, mult, left_shift, rmult, rshift, diff_min):
+LOG_SOFTMAX_PARAMS = StructType("mc_log_softmax_params_t", (
+    "rows", "depth", "input_multiplier", "input_left_shift", "reverse_multiplier", "reverse_shift", "diff_min"))
+
+
+@intrinsic("mc_log_softmax_s8", ("handle", "handle", "handle", LOG_SOFTMAX_PARAMS), "void", "mc_log_softmax.h",
+           extern=True, writes=(1,))
+def _log_softmax_s8(x_ptr, y_ptr, table_ptr, params):
     """Python twin of runtime_c/kernels/mc_log_softmax.c."""
     (xa, xo), (ya, yo) = x_ptr, y_ptr
+    rows, depth = params["rows"], params["depth"]
     x = xa[xo:xo + rows * depth].reshape(rows, depth)
-    p = fixedpoint_log.LogSoftmaxParams(mult, left_shift, rmult, rshift, diff_min)
+    p = fixedpoint_log.LogSoftmaxParams(*(params[k] for k in LOG_SOFTMAX_PARAMS.fields[2:]))
     ya[yo:yo + rows * depth] = fixedpoint_log.log_softmax_int8(x, p).reshape(-1)

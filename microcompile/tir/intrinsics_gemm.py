@@ -1,7 +1,7 @@
 """The GEMM micro-kernels of runtime_c/include/mc_gemm.h: their declarations, their Python
 semantics, and the panel layout the packed variants read.
 
-    mc_gemm_nt_<variant>_<dtype>(c, a, b, m, n, k, lda, ldb, ldc):
+    mc_gemm_nt_<variant>_<dtype>(c, a, b, &{m, n, k, lda, ldb, ldc}):
         for j < n, i < m:  c[j*ldc + i] += sum_{p < k} a[i*lda + p] * b[j*ldb + p]
 
 variant "c" (portable) or "dsp" (SMLAD/SXTB16), dtype s8 (both operands int8) or s16 (both
@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .intrinsics import intrinsic
+from .intrinsics import StructType, intrinsic
+
+GEMM_PARAMS = StructType("mc_gemm_params_t", ("m", "n", "k", "lda", "ldb", "ldc"))
 
 GEMM_DTYPES = {"s8": "int8", "s16": "int16"}
 GEMM_VARIANTS = ("c", "dsp")
@@ -33,10 +35,14 @@ def _gemm_impl(c_ptr, a_ptr, b_ptr, m, n, k, lda, ldb, ldc):
     ca[ci] = ((ca[ci].astype(np.int64) + prod + 2**31) % 2**32 - 2**31).astype(np.int32)
 
 
-_GEMM_ARGS = ("handle",) * 3 + ("int32",) * 6
+def _gemm_call(c_ptr, a_ptr, b_ptr, p: dict):
+    _gemm_impl(c_ptr, a_ptr, b_ptr, *(p[f] for f in GEMM_PARAMS.fields))
+
+
+_GEMM_ARGS = ("handle", "handle", "handle", GEMM_PARAMS)
 for _v in GEMM_VARIANTS:
     for _d in GEMM_DTYPES:
-        intrinsic(gemm_kernel_name(_v, _d), _GEMM_ARGS, "void", "mc_gemm.h", extern=True, writes=(0,))(_gemm_impl)
+        intrinsic(gemm_kernel_name(_v, _d), _GEMM_ARGS, "void", "mc_gemm.h", extern=True, writes=(0,))(_gemm_call)
 
 
 PANEL_ROWS = 4
@@ -67,7 +73,8 @@ def unpack_panels4(flat: np.ndarray, m: int, k: int, group: int = 2) -> np.ndarr
 
 
 def _gemm_p4_impl(group: int):
-    def impl(c_ptr, a_ptr, b_ptr, m, n, k, lda, ldb, ldc):
+    def impl(c_ptr, a_ptr, b_ptr, p: dict):
+        m, n, k, ldb, ldc = p["m"], p["n"], p["k"], p["ldb"], p["ldc"]
         (aa, ao) = a_ptr
         a = np.ascontiguousarray(unpack_panels4(aa[ao:], m, k, group)).reshape(-1)
         _gemm_impl(c_ptr, (a, 0), b_ptr, m, n, k, k, ldb, ldc)

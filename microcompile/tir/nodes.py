@@ -2,7 +2,7 @@
 
 Plain frozen records, as TVM's TIR but much smaller:
 
-  expressions  Var, IntImm, FloatImm, BinOp, Cast, Select, Load, Address, Call
+  expressions  Var, IntImm, FloatImm, BinOp, Cast, Select, Load, Address, ParamStruct, Call
   statements   For, Store, Allocate, LetStmt, IfThenElse, SeqStmt, Evaluate
   containers   Buffer (a flat, typed region: arena view, flash constant, scratch or local), PrimFunc
 
@@ -112,6 +112,25 @@ class Address(Expr):
     buffer: Buffer
     index: Expr
     dtype: str = "handle"
+
+
+@dataclass(frozen=True)
+class ParamStruct(Expr):
+    """The address of a `static const` parameter struct of compile-time integers: an
+    argument of an extern micro-kernel, the way CMSIS-NN passes cmsis_nn_conv_params.
+    `ctype` names the C struct (declared in the kernel's header, and as a StructType in
+    tir/intrinsics.py); `fields` are its (name, value) pairs in declaration order. It lives
+    in flash, so it costs no RAM, and the C names every field where it is set."""
+
+    ctype: str
+    fields: tuple[tuple[str, int], ...]
+
+    @property
+    def dtype(self) -> str:
+        return f"struct {self.ctype}"
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.fields)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ diff of two dumps shows exactly which decision changed.
 
 from __future__ import annotations
 
-from .nodes import (Address, Allocate, BinOp, Buffer, Call, Cast, Evaluate, FloatImm, For, IfThenElse, IntImm,
+from .nodes import (Address, ParamStruct, Allocate, BinOp, Buffer, Call, Cast, Evaluate, FloatImm, For, IfThenElse, IntImm,
                     LetStmt, Load, PrimFunc, Select, SeqStmt, Store, Var)
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "shl": "<<", "shr": ">>",
@@ -35,6 +35,8 @@ def expr_str(e) -> str:
         return f"{e.buffer.name}[{expr_str(e.index)}]"
     if isinstance(e, Address):
         return f"&{e.buffer.name}[{expr_str(e.index)}]"
+    if isinstance(e, ParamStruct):
+        return f"&{e.ctype}{{{', '.join(f'{k}={v}' for k, v in e.fields)}}}"
     if isinstance(e, Call):
         return f"{e.name}({', '.join(expr_str(a) for a in e.args)})"
     raise TypeError(f"not an expression: {type(e).__name__}")

@@ -4,7 +4,7 @@ PrimFunc that passes `verify_primfunc`."""
 from __future__ import annotations
 
 from . import intrinsics
-from .nodes import (SCALAR_DTYPES, SCOPES, FOR_KINDS, BIN_OPS, Address, Allocate, BinOp, Buffer, Call, Cast,
+from .nodes import (SCALAR_DTYPES, SCOPES, FOR_KINDS, BIN_OPS, Address, ParamStruct, Allocate, BinOp, Buffer, Call, Cast,
                     Evaluate, FloatImm, For, IfThenElse, IntImm, LetStmt, Load, PrimFunc, Select, SeqStmt, Store,
                     Var)
 from ..ir.graph import NP_DTYPES
@@ -67,6 +67,9 @@ def verify_primfunc(f: PrimFunc) -> PrimFunc:
                 fail(f"index of {e.buffer.name} is {e.index.dtype}")
         elif isinstance(e, Call):
             call(e, scope, bufs)
+        elif isinstance(e, ParamStruct):
+            if any(not -2**31 <= v < 2**31 for _, v in e.fields):
+                fail(f"{e.ctype}: a field is out of int32 range")
         else:
             fail(f"not an expression: {type(e).__name__}")
 
@@ -78,7 +81,11 @@ def verify_primfunc(f: PrimFunc) -> PrimFunc:
             fail(f"{c.name} takes {len(intr.arg_dtypes)} args, got {len(c.args)}")
         for a, dt in zip(c.args, intr.arg_dtypes):
             expr(a, scope, bufs)
-            if a.dtype != dt:
+            if isinstance(dt, intrinsics.StructType):
+                if not isinstance(a, ParamStruct) or a.ctype != dt.ctype \
+                        or tuple(name for name, _ in a.fields) != dt.fields:
+                    fail(f"{c.name} takes a {dt.ctype} with fields {dt.fields}, got {a}")
+            elif a.dtype != dt:
                 fail(f"{c.name} argument of dtype {a.dtype}, expected {dt}")
         if c.dtype != intr.dtype:
             fail(f"{c.name} returns {intr.dtype}, call says {c.dtype}")

@@ -34,10 +34,21 @@
 extern "C" {
 #endif
 
+/* The shape and output arithmetic of one call, a `static const` struct in flash (one per
+ * call site in the generated code, no RAM). */
+typedef struct {
+    int32_t channels;              /* output channels of the pixel (depth multiplier 1) */
+    int32_t kh, kw;                /* the in-bounds sub-window (ignored by the fixed variants) */
+    int32_t x_row, x_col;          /* int8 elements from one input row / column to the next */
+    int32_t w_row;                 /* int16 elements from one filter row to the next (packed) */
+    int32_t w_group;               /* int16 elements from one group of four channels to the next */
+    int32_t out_offset;            /* output zero point */
+    int32_t act_min, act_max;      /* the fused activation's clamp */
+} mc_depthwise_params_t;
+
 #define MC_DEPTHWISE_ARGS                                                                          \
     int8_t *y, const int8_t *x, const int16_t *w, const int32_t *bias, const int32_t *mult,         \
-        const int32_t *rshift, int32_t channels, int32_t kh, int32_t kw, int32_t x_row, int32_t x_col, \
-        int32_t w_row, int32_t w_group, int32_t out_offset, int32_t act_min, int32_t act_max
+        const int32_t *rshift, const mc_depthwise_params_t *params
 
 void mc_depthwise_c_s8(MC_DEPTHWISE_ARGS);
 void mc_depthwise_dsp_s8(MC_DEPTHWISE_ARGS);

@@ -1,9 +1,12 @@
 /* mc_gemm.h: int8/int16 GEMM micro-kernels ("nt": both operands row-major along k).
  *
  * Every variant computes, accumulating into c (which the caller initialises, e.g. with
- * the folded bias):
+ * the folded bias), with the shape in a parameter struct:
  *
  *   for j < n, i < m:   c[j*ldc + i] += sum_{p < k} a[i*lda + p] * b[j*ldb + p]
+ *
+ * The generated code passes the struct as a `static const` struct (flash, no RAM), one per call
+ * site, so every field is named where it is set.
  *
  * a holds the m rows of weights (one per output channel), b the n columns (one per
  * output pixel: an input row, or an im2col column in scratch). The code generator
@@ -28,18 +31,21 @@
 extern "C" {
 #endif
 
-void mc_gemm_nt_c_s8(int32_t *c, const int8_t *a, const int8_t *b, int32_t m, int32_t n, int32_t k,
-                     int32_t lda, int32_t ldb, int32_t ldc);
-void mc_gemm_nt_c_s16(int32_t *c, const int16_t *a, const int16_t *b, int32_t m, int32_t n, int32_t k,
-                      int32_t lda, int32_t ldb, int32_t ldc);
-void mc_gemm_nt_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, int32_t m, int32_t n, int32_t k,
-                       int32_t lda, int32_t ldb, int32_t ldc);
-void mc_gemm_nt_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, int32_t m, int32_t n, int32_t k,
-                        int32_t lda, int32_t ldb, int32_t ldc);
-void mc_gemm_p4_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, int32_t m, int32_t n, int32_t k,
-                        int32_t lda, int32_t ldb, int32_t ldc);
-void mc_gemm_p4_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, int32_t m, int32_t n, int32_t k,
-                       int32_t lda, int32_t ldb, int32_t ldc);
+typedef struct {
+    int32_t m;    /* rows of a: output channels */
+    int32_t n;    /* columns of b: output pixels (or input rows) */
+    int32_t k;    /* the reduction depth */
+    int32_t lda;  /* elements from one row of a to the next (ignored by the p4 variants) */
+    int32_t ldb;  /* elements from one column of b to the next */
+    int32_t ldc;  /* elements from one column of c to the next */
+} mc_gemm_params_t;
+
+void mc_gemm_nt_c_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params);
+void mc_gemm_nt_c_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc_gemm_params_t *params);
+void mc_gemm_nt_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params);
+void mc_gemm_nt_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc_gemm_params_t *params);
+void mc_gemm_p4_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc_gemm_params_t *params);
+void mc_gemm_p4_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params);
 
 #ifdef __cplusplus
 }

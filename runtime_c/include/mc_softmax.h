@@ -11,10 +11,16 @@ extern "C" {
 /* int8 softmax over the last axis of a [rows, depth] tensor, bit-exact with TFLite's
  * reference_ops::Softmax (gemmlowp fixed-point exp, no lookup table). The output is
  * quantized with scale 1/256 and zero point -128. The parameters come from
- * microcompile/ir/qparams.py softmax_params (PreprocessSoftmaxScaling and
+ * microcompile/reference/qparams.py softmax_params (PreprocessSoftmaxScaling and
  * CalculateInputRadius, computed on the host). depth <= 4096 keeps the Q12.19 sum in range. */
-void mc_softmax_s8(const int8_t *input, int8_t *output, int32_t rows, int32_t depth,
-                   int32_t input_multiplier, int32_t input_left_shift, int32_t diff_min);
+typedef struct {
+    int32_t rows, depth;           /* the tensor as [rows, depth]; softmax over depth */
+    int32_t input_multiplier;      /* beta * input scale as a Q31 multiplier ... */
+    int32_t input_left_shift;      /* ... and its left shift */
+    int32_t diff_min;              /* x - max below this gives exp 0 (CalculateInputRadius) */
+} mc_softmax_params_t;
+
+void mc_softmax_s8(const int8_t *input, int8_t *output, const mc_softmax_params_t *params);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,10 @@
 
 void mc_depthwise_c_s8(MC_DEPTHWISE_ARGS)
 {
+    const int32_t channels = params->channels, kh = params->kh, kw = params->kw;
+    const int32_t x_row = params->x_row, x_col = params->x_col, w_row = params->w_row, w_group = params->w_group;
+    const int32_t out_offset = params->out_offset, act_min = params->act_min, act_max = params->act_max;
+
     for (int32_t c = 0; c < channels; ++c) {
         /* Where channel c sits in its packed group (mc_depthwise.h). */
         const int16_t *wc = w + (c / 4) * w_group + (c % 2) * 2 + (c % 4) / 2;

@@ -47,14 +47,18 @@
         }                                                                                     \
     }
 
-void mc_gemm_nt_c_s8(int32_t *c, const int8_t *a, const int8_t *b, int32_t m, int32_t n, int32_t k,
-                     int32_t lda, int32_t ldb, int32_t ldc)
+void mc_gemm_nt_c_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params)
 {
+    const int32_t m = params->m, n = params->n, k = params->k;
+    const int32_t lda = params->lda, ldb = params->ldb, ldc = params->ldc;
+
     MC_GEMM_C_BODY(int8_t)
 }
 
-void mc_gemm_nt_c_s16(int32_t *c, const int16_t *a, const int16_t *b, int32_t m, int32_t n, int32_t k,
-                      int32_t lda, int32_t ldb, int32_t ldc)
+void mc_gemm_nt_c_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc_gemm_params_t *params)
 {
+    const int32_t m = params->m, n = params->n, k = params->k;
+    const int32_t lda = params->lda, ldb = params->ldb, ldc = params->ldc;
+
     MC_GEMM_C_BODY(int16_t)
 }

@@ -81,10 +81,12 @@ static int32_t log_q12_to_q5(int32_t z_a)
     return mc_rescale(total, LOG_ACCUM_INTEGER_BITS, INPUT_INTEGER_BITS);
 }
 
-void mc_log_softmax_s8(const int8_t *input, int8_t *output, int32_t rows, int32_t depth,
-                       const int32_t *exp_table, int32_t input_multiplier, int32_t input_left_shift,
-                       int32_t reverse_multiplier, int32_t reverse_shift, int32_t diff_min)
+void mc_log_softmax_s8(const int8_t *input, int8_t *output, const int32_t *exp_table,
+                       const mc_log_softmax_params_t *params)
 {
+    const int32_t rows = params->rows, depth = params->depth, diff_min = params->diff_min;
+    const int32_t input_multiplier = params->input_multiplier, input_left_shift = params->input_left_shift;
+    const int32_t reverse_multiplier = params->reverse_multiplier, reverse_shift = params->reverse_shift;
     int32_t r, c;
 
     for (r = 0; r < rows; r++) {

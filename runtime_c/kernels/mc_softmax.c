@@ -75,9 +75,10 @@ static int32_t rounding_divide_by_pot_wide(int32_t x, int32_t exponent)
     return (int32_t)(((int64_t)x >> exponent) + (remainder > threshold ? 1 : 0));
 }
 
-void mc_softmax_s8(const int8_t *input, int8_t *output, int32_t rows, int32_t depth,
-                   int32_t input_multiplier, int32_t input_left_shift, int32_t diff_min)
+void mc_softmax_s8(const int8_t *input, int8_t *output, const mc_softmax_params_t *params)
 {
+    const int32_t rows = params->rows, depth = params->depth, diff_min = params->diff_min;
+    const int32_t input_multiplier = params->input_multiplier, input_left_shift = params->input_left_shift;
     int32_t r, c;
 
     for (r = 0; r < rows; r++) {

@@ -9,6 +9,7 @@ through the real runtime (mc_init / mc_input / mc_run / mc_output) and writes ca
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -127,8 +128,14 @@ int main(int argc, char **argv)
 """
 
 
-def _wrapper(k: int, case_dir: Path, n_weights: int) -> str:
-    renames = [f"#define mc_model mc_model_{k}"] + [f"#define mc_w{i} mc_case{k}_w{i}" for i in range(n_weights)]
+def weight_symbols(case_dir: Path) -> list[str]:
+    """The global constant symbols a generated model defines (model_weights.h's externs)."""
+    return re.findall(r"^extern const \w+ (\w+)\[", (Path(case_dir) / "model_weights.h").read_text(), re.M)
+
+
+def _wrapper(k: int, case_dir: Path) -> str:
+    """Compile case k with its globals renamed, so that many models link into one program."""
+    renames = [f"#define mc_model mc_model_{k}"] + [f"#define {s} mc_case{k}_{s}" for s in weight_symbols(case_dir)]
     return "\n".join(renames + [f'#include "{case_dir}/model_weights.c"', f'#include "{case_dir}/model.c"', ""])
 
 
@@ -150,9 +157,7 @@ def run_on_host(graphs: list[Graph], work: Path, seed: int = 0) -> list[tuple[np
         cases.append(HostCase(g, ins, manifest, d))
     inc = ["-I", str(RUNTIME / "include")]
     for k, c in enumerate(cases):
-        n_weights = sum(1 for line in (c.dir / "model_weights.h").read_text().splitlines()
-                        if line.startswith("extern const"))
-        (work / f"wrap{k}.c").write_text(_wrapper(k, c.dir, n_weights))
+        (work / f"wrap{k}.c").write_text(_wrapper(k, c.dir))
     main = _MAIN % {
         "externs": "\n".join(f"extern const mc_model_t mc_model_{k};" for k in range(len(cases))),
         "models": ", ".join(f"&mc_model_{k}" for k in range(len(cases))),

@@ -100,7 +100,7 @@ def test_manifest(tmp_path):
     g = _chain_graph()
     m = compile_graph(g, tmp_path)
     assert json.loads((tmp_path / "manifest.json").read_text()) == m
-    assert m["schema_version"] == 1 and m["model"] == "chain"
+    assert m["schema_version"] == 2 and m["model"] == "chain"
     assert [k["name"] for k in m["kernels"]] == ["k0_conv2d", "k1_fully_connected", "k2_softmax"]
     assert [k["layer"] for k in m["kernels"]] == ["conv1", "fc", "prob"]
     assert m["kernels"][0]["macs"] == 3 * 3 * 4 * 3 * 3 * 2

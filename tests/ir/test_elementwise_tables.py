@@ -1,4 +1,4 @@
-"""The 256-entry tables of the pure unary int8 ops (qparams_elementwise.int8_table) against
+"""The 256-entry tables of the pure unary int8 ops (reference.elementwise.int8_table) against
 LiteRT BUILTIN_REF over every possible input byte, for random and power-of-two scales.
 
 The per-op plans feed random inputs; here each table entry is checked, so a table that is
@@ -14,7 +14,7 @@ from litert_ref import run_reference
 from microcompile.frontend.tflite.writer import write_tflite
 from microcompile.ir import Graph, Node, QuantParams, Tensor, verify
 from microcompile.reference import interp
-from microcompile.reference import qparams_elementwise as qe
+from microcompile.reference import elementwise as qe
 
 # op -> fixed output quantization (LiteRT requires it), or None for a random one.
 TABLE_OPS = {"leaky_relu": None, "logistic": ((1 / 256,), (-128,)), "tanh": ((1 / 128,), (0,)),

@@ -1,5 +1,5 @@
 """The int8 unary ops of the elementwise family lower to one table lookup per element: a
-256-entry constant and no arithmetic helper calls in the loop (qparams_elementwise.int8_table
+256-entry constant and no arithmetic helper calls in the loop (reference.elementwise.int8_table
 holds the reference arithmetic; tests/ir/test_elementwise_tables.py checks it over all
 inputs against LiteRT)."""
 

@@ -30,7 +30,7 @@ import onnx.version_converter
 from onnx.backend.base import Backend, BackendRep
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "codegen"))
-from c_harness import CFLAGS, RUNTIME, compile_graph  # noqa: E402
+from c_harness import CFLAGS, RUNTIME, compile_graph, weight_symbols  # noqa: E402
 
 from microcompile.errors import UserError  # noqa: E402
 from microcompile.frontend.onnx import load_onnx  # noqa: E402
@@ -213,10 +213,8 @@ class HostRunner:
     def _compile_units(self, work: Path, entries) -> list[str | None]:
         def one(k_entry):
             k, (key, _, d, _) = k_entry
-            n_weights = sum(1 for line in (d / "model_weights.h").read_text().splitlines()
-                            if line.startswith("extern const"))
             renames = [f"#define mc_model mc_model_{k}"]
-            renames += [f"#define mc_w{i} mc_case{k}_w{i}" for i in range(n_weights)]
+            renames += [f"#define {s} mc_case{k}_{s}" for s in weight_symbols(d)]
             (work / f"wrap{k}.c").write_text("\n".join(
                 renames + [f'#include "{d}/model_weights.c"', f'#include "{d}/model.c"', ""]))
             err = _gcc([*CFLAGS, "-I", str(RUNTIME / "include"), "-c", f"wrap{k}.c", "-o", f"wrap{k}.o"], work)

@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from microcompile.codegen.manifest import SCHEMA_VERSION
+
 MODEL_H = """\
 #ifndef MODEL_H
 #define MODEL_H
@@ -72,7 +74,7 @@ def write_artifact(root: Path, weights_bytes: int = 3) -> Path:
         f"extern const int8_t mc_weights[{weights_bytes}];\n#endif\n")
     (root / "model_weights.c").write_text(weights_c(weights_bytes))
     manifest = {
-        "schema_version": 1, "model": "fake_add_one", "arena_bytes": 48, "weights_bytes": weights_bytes,
+        "schema_version": SCHEMA_VERSION, "model": "fake_add_one", "arena_bytes": 48, "weights_bytes": weights_bytes,
         "sources": ["model.c", "model_weights.c"], "headers": ["model.h", "model_weights.h"],
         "inputs": [{"name": "input_1", "shape": [1, 4, 4, 1], "dtype": "int8", "scale": 0.5,
                     "zero_point": -3, "offset": 0, "bytes": 16}],
@@ -80,8 +82,8 @@ def write_artifact(root: Path, weights_bytes: int = 3) -> Path:
                      "zero_point": -2, "offset": 16, "bytes": 16},
                     {"name": "Sum", "shape": [1, 2], "dtype": "float32", "scale": 0.0,
                      "zero_point": 0, "offset": 32, "bytes": 8}],
-        "kernels": [{"name": "k0_add_one", "layer": "l0", "op": "add", "macs": 16},
-                    {"name": "k1_sum", "layer": "l1", "op": "sum", "macs": 16}],
+        "kernels": [{"name": "k0_add_one", "layer": "l0", "op": "add", "macs": 16, "trace": []},
+                    {"name": "k1_sum", "layer": "l1", "op": "sum", "macs": 16, "trace": []}],
     }
     (root / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return root

@@ -22,7 +22,7 @@ from microcompile.tir import nodes as tir  # noqa: E402
 from microcompile.tir.printer import tir_str  # noqa: E402
 from microcompile.lower import lower_node  # noqa: E402
 from microcompile.schedule import Schedule, ScheduleError, Trace, default_schedule, tensorize  # noqa: E402
-from microcompile.tir.intrinsics_gemm import _gemm_impl, pack_panels4, unpack_panels4  # noqa: E402
+from microcompile.tir.intrinsics_gemm import GEMM_PARAMS, _gemm_impl, pack_panels4, unpack_panels4  # noqa: E402
 from microcompile.target import load_board  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -169,7 +169,10 @@ def test_portable_gemm_kernels_equal_their_semantics(gemm_lib, dtype, m, n, k):
     _gemm_impl((want, 0), (a, 0), (b, 0), m, n, k, lda, ldb, ldc)
     fn = getattr(gemm_lib, f"mc_gemm_nt_c_{dtype}")
     ptr = lambda arr: arr.ctypes.data_as(ctypes.c_void_p)     # noqa: E731
-    fn(ptr(c), ptr(a), ptr(b), *(ctypes.c_int32(v) for v in (m, n, k, lda, ldb, ldc)))
+
+    class Params(ctypes.Structure):                           # mc_gemm_params_t
+        _fields_ = [(name, ctypes.c_int32) for name in GEMM_PARAMS.fields]
+    fn(ptr(c), ptr(a), ptr(b), ctypes.byref(Params(m, n, k, lda, ldb, ldc)))
     assert np.array_equal(c, want)
 
 

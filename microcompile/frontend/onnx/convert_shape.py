@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.ops_shape import nested_tuple
-from ...reference.qparams_vision import bilinear_axis, nearest_index
+from ...reference.vision import bilinear_axis, nearest_index
 from .registry import converter
 
 

@@ -48,8 +48,11 @@ static inline void store4(int8_t *y, int32_t v0, int32_t v1, int32_t v2, int32_t
     memcpy(y, &p, 4);   /* one STR */
 }
 
-/* The whole kernel; each exported variant inlines it with kh and kw fixed (or not). */
-static inline __attribute__((always_inline)) void depthwise_dsp(MC_DEPTHWISE_ARGS)
+/* The whole kernel; each exported variant inlines it with kh, kw and w_row fixed (or not). */
+static inline __attribute__((always_inline)) void depthwise_dsp(
+    int8_t *y, const int8_t *x, const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *rshift,
+    int32_t channels, int32_t kh, int32_t kw, int32_t x_row, int32_t x_col, int32_t w_row, int32_t w_group,
+    int32_t out_offset, int32_t act_min, int32_t act_max)
 {
     const int32_t c4 = channels & ~3;
     const int32_t lo4 = (int32_t)(((uint32_t)act_min & 0xFFu) * 0x01010101u);
@@ -101,8 +104,9 @@ static inline __attribute__((always_inline)) void depthwise_dsp(MC_DEPTHWISE_ARG
 
 void mc_depthwise_dsp_s8(MC_DEPTHWISE_ARGS)
 {
-    depthwise_dsp(y, x, w, bias, mult, rshift, channels, kh, kw, x_row, x_col, w_row, w_group, out_offset,
-                  act_min, act_max);
+    depthwise_dsp(y, x, w, bias, mult, rshift, params->channels, params->kh, params->kw, params->x_row,
+                  params->x_col, params->w_row, params->w_group, params->out_offset, params->act_min,
+                  params->act_max);
 }
 
 /* The windows of a 3x3 filter with padding 1: interior, edges, corners. The filter is 3
@@ -110,11 +114,9 @@ void mc_depthwise_dsp_s8(MC_DEPTHWISE_ARGS)
 #define MC_DEPTHWISE_FIXED(KH, KW)                                                                   \
     void mc_depthwise_##KH##x##KW##_dsp_s8(MC_DEPTHWISE_ARGS)                                        \
     {                                                                                                \
-        (void)kh;                                                                                    \
-        (void)kw;                                                                                    \
-        (void)w_row;                                                                                 \
-        depthwise_dsp(y, x, w, bias, mult, rshift, channels, KH, KW, x_row, x_col, 12, w_group,      \
-                      out_offset, act_min, act_max);                                                 \
+        depthwise_dsp(y, x, w, bias, mult, rshift, params->channels, KH, KW, params->x_row,           \
+                      params->x_col, 12, params->w_group, params->out_offset, params->act_min,       \
+                      params->act_max);                                                              \
     }
 
 MC_DEPTHWISE_FIXED(3, 3)

@@ -80,9 +80,10 @@ static void gemv_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, int32_t
     }
 }
 
-void mc_gemm_nt_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, int32_t m, int32_t n, int32_t k,
-                        int32_t lda, int32_t ldb, int32_t ldc)
+void mc_gemm_nt_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc_gemm_params_t *params)
 {
+    const int32_t m = params->m, n = params->n, k = params->k;
+    const int32_t lda = params->lda, ldb = params->ldb, ldc = params->ldc;
     const int32_t k2 = k & ~1;
     int32_t j = 0;
 
@@ -195,9 +196,10 @@ static void gemv_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, int32_t m,
     }
 }
 
-void mc_gemm_nt_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, int32_t m, int32_t n, int32_t k,
-                       int32_t lda, int32_t ldb, int32_t ldc)
+void mc_gemm_nt_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params)
 {
+    const int32_t m = params->m, n = params->n, k = params->k;
+    const int32_t lda = params->lda, ldb = params->ldb, ldc = params->ldc;
     const int32_t k4 = k & ~3;
     int32_t j = 0;
 
@@ -307,12 +309,11 @@ static inline const int16_t *p4_s16_panel(int32_t *s, const int16_t *w, const in
     return w;
 }
 
-void mc_gemm_p4_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, int32_t m, int32_t n, int32_t k,
-                        int32_t lda, int32_t ldb, int32_t ldc)
+void mc_gemm_p4_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc_gemm_params_t *params)
 {
+    const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldc = params->ldc;
     const int32_t m4 = m & ~3, k8 = k & ~7;
 
-    (void)lda;
     for (int32_t j = 0; j < n; ++j) {
         const int16_t *col = b + j * ldb, *col8 = col + k8, *w = a;
         int32_t *cj = c + j * ldc, *cend = cj + m4;
@@ -386,12 +387,11 @@ static inline const int8_t *p4_s8_panel(int32_t *s, const int8_t *w, const int8_
     return w;
 }
 
-void mc_gemm_p4_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, int32_t m, int32_t n, int32_t k,
-                       int32_t lda, int32_t ldb, int32_t ldc)
+void mc_gemm_p4_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params)
 {
+    const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldc = params->ldc;
     const int32_t m4 = m & ~3, k8 = k & ~7;
 
-    (void)lda;
     for (int32_t j = 0; j < n; ++j) {
         const int8_t *col = b + j * ldb, *col8 = col + k8, *w = a;
         int32_t *cj = c + j * ldc, *cend = cj + m4;

@@ -14,8 +14,19 @@
  *   out: out [1,3,4,2] int8 s=0.0174046 zp=-42
  *   activation: RELU
  *   MACs: 432
- *   schedule: [{"args": ["oh", "ow"], "primitive": "fuse"}, {"args": ["acc", "oh_ow"], "primitive": "cache_write"}, {"args": ["xv", null, "int16"], "primitive": "cache_read"}, {"args": ["ic_c"], "primitive": "unswitch"}, {"args": ["w", "int16"], "primitive": "pack_constant"}, {"args": ["oh_ow_1", "mc_gemm_nt_c_s16"], "primitive": "tensorize"}, {"args": ["ic_c"], "primitive": "unroll"}, {"args": ["ic_c_u"], "primitive": "unroll"}, {"args": ["oc"], "primitive": "unroll"}, {"args": ["oc_2"], "primitive": "unroll"}]
+ *   schedule:
+ *     fuse("oh", "ow")
+ *     cache_write("acc", "oh_ow")
+ *     cache_read("xv", null, "int16")
+ *     unswitch("ic_c")
+ *     pack_constant("w", "int16")
+ *     tensorize("oh_ow_1", "mc_gemm_nt_c_s16")
+ *     unroll("ic_c")
+ *     unroll("ic_c_u")
+ *     unroll("oc")
+ *     unroll("oc_2")
  */
+static const mc_gemm_params_t mc_k0_conv2d_params0 = {.m = 2, .n = 12, .k = 18, .lda = 18, .ldb = 18, .ldc = 2};
 static void mc_k0_conv2d(uint8_t *arena)
 {
     const int8_t *x = (const int8_t *)(arena + 0u);  /* x [1,3,4,2] int8 s=0.0243857 zp=23 */
@@ -44,14 +55,14 @@ static void mc_k0_conv2d(uint8_t *arena)
     for (int32_t oh_ow = 0; oh_ow < 12; ++oh_ow) {
         #pragma GCC unroll 2
         for (int32_t oc = 0; oc < 2; ++oc) {
-            acc_tile[(oh_ow * 2) + oc] = mc_w1[oc];
+            acc_tile[(oh_ow * 2) + oc] = mc_k0_conv2d_bias[oc];
         }
     }
-    mc_gemm_nt_c_s16(acc_tile, mc_w0, xv_cache, 2, 12, 18, 18, 18, 2);
+    mc_gemm_nt_c_s16(acc_tile, mc_k0_conv2d_weights, xv_cache, &mc_k0_conv2d_params0);
     for (int32_t oh_ow_2 = 0; oh_ow_2 < 12; ++oh_ow_2) {
         #pragma GCC unroll 2
         for (int32_t oc_2 = 0; oc_2 < 2; ++oc_2) {
-            y[((oh_ow_2 / 4) * 8) + (((oh_ow_2 % 4) * 2) + oc_2)] = (int8_t)mc_min_i32(mc_max_i32(mc_mul_by_qm_pos_rshift(acc_tile[(oh_ow_2 * 2) + oc_2], mc_w2[oc_2], mc_w3[oc_2]) - 42, -42), 127);
+            y[((oh_ow_2 / 4) * 8) + (((oh_ow_2 % 4) * 2) + oc_2)] = (int8_t)mc_min_i32(mc_max_i32(mc_mul_by_qm_pos_rshift(acc_tile[(oh_ow_2 * 2) + oc_2], mc_k0_conv2d_requant_mult[oc_2], mc_k0_conv2d_requant_shift[oc_2]) - 42, -42), 127);
         }
     }
 }
