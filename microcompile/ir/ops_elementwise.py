@@ -7,6 +7,7 @@
   leaky_relu                    attr alpha
   prelu                         input, alpha (a tensor broadcast against the input)
   logistic, tanh, hard_swish    unary
+  abs                           unary
   log_softmax                   over the last axis
   quantize                      float32 -> int8, or int8 -> int8 (requantize)
   dequantize                    int8 -> float32
@@ -25,7 +26,7 @@ from .verify import VerifyError
 BINARY_OPS = ("sub", "mul", "maximum", "minimum", "squared_difference")
 # Unary int8 ops whose output is a pure function of the input byte: they run as a
 # 256-entry table built on the host (reference.elementwise.int8_table).
-TABLE_OPS = ("leaky_relu", "logistic", "tanh", "hard_swish", "quantize", "dequantize")
+TABLE_OPS = ("leaky_relu", "logistic", "tanh", "hard_swish", "abs", "quantize", "dequantize")
 
 
 def _broadcast_shape(n: Node, a, b) -> tuple[int, ...]:
@@ -85,6 +86,7 @@ register(OpDef("logistic", ("input",), infer=same_as_input, quant="fixed", fixed
 register(OpDef("tanh", ("input",), infer=same_as_input, quant="fixed", fixed_output=(1 / 128, 0),
                layout="elementwise"))
 register(OpDef("hard_swish", ("input",), infer=same_as_input, quant="calibrated", layout="elementwise"))
+register(OpDef("abs", ("input",), infer=same_as_input, quant="calibrated", layout="elementwise"))
 register(OpDef("log_softmax", ("input",), infer=same_as_input, quant="fixed", fixed_output=(16 / 256, 127),
                layout="axis"))
 register(OpDef("quantize", ("input",), infer=_infer_quantize, layout="elementwise"))

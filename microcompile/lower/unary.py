@@ -36,6 +36,7 @@ _FLOAT = {
     "logistic": _logistic,
     "tanh": lambda node, x: Call("tanhf", (x,), "float32"),
     "hard_swish": _hard_swish,
+    "abs": lambda node, x: Select(binop("lt", x, 0.0), binop("sub", 0.0, x), x),
 }
 
 
@@ -46,7 +47,7 @@ def _quantize_float(g: Graph, node: Node, x: Expr) -> Expr:
     return Cast("int8", add(Cast("int32", r), p.zero_point))
 
 
-@lowering("leaky_relu", "logistic", "tanh", "hard_swish", "quantize", "dequantize")
+@lowering("leaky_relu", "logistic", "tanh", "hard_swish", "abs", "quantize", "dequantize")
 def lower_unary(g: Graph, node: Node, target=None):
     xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
     x = arena(g, xt.name, "x", shape=(xt.size,))

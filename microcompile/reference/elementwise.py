@@ -220,8 +220,19 @@ def _hard_swish_table(g, n, qi, qo):
     return fp_hard_swish(INT8_VALUES, qi.zp, float(_f32(qi.s)), qo.zp, float(_f32(qo.s)))
 
 
+def _abs_table(g, n, qi, qo):
+    """LiteRT's AbsEval: |x - zp_in|, then requantized with QuantizeMultiplier(s_in / s_out)
+    unless the scales are equal, + zp_out, clamped."""
+    value = np.abs(INT8_VALUES.astype(np.int64) - qi.zp)
+    if _f32(qi.s) != _f32(qo.s):
+        m, s = fp.quantize_multiplier(float(_f32(qi.s)) / float(_f32(qo.s)))
+        value = fp.multiply_by_quantized_multiplier(value, m, s)
+    return _clamp8(value + qo.zp)
+
+
 _TABLES = {"leaky_relu": _leaky_relu_table, "logistic": _logistic_table, "tanh": _tanh_table,
-           "hard_swish": _hard_swish_table, "quantize": _requantize_table, "dequantize": _dequantize_table}
+           "hard_swish": _hard_swish_table, "abs": _abs_table, "quantize": _requantize_table,
+           "dequantize": _dequantize_table}
 
 
 def int8_table(g: Graph, n: Node) -> np.ndarray:
@@ -432,3 +443,4 @@ kernel("leaky_relu")(_float_unary(_leaky_relu_f))
 kernel("logistic")(_float_unary(_logistic_f))
 kernel("tanh")(_float_unary(_tanh_f))
 kernel("hard_swish")(_float_unary(_hard_swish_f))
+kernel("abs")(_float_unary(lambda node, x: np.abs(x)))

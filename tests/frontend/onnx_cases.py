@@ -87,7 +87,7 @@ for op in ("Add", "Sub", "Mul", "Div", "Max", "Min"):
 case("Add", [(1, 4, 3, 3), (4, 1, 1)])
 case("Mul", [(5,), (2, 1, 5)])
 for op, attrs in (("Relu", {}), ("Sigmoid", {}), ("Tanh", {}), ("LeakyRelu", {"alpha": 0.1}), ("LeakyRelu", {}),
-                  ("HardSigmoid", {}), ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}), ("HardSwish", {}),
+                  ("HardSigmoid", {}), ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}), ("HardSwish", {}), ("Abs", {}),
                   ("Identity", {})):
     case(op, [(1, 3, 4, 4)], attrs, opset=14 if op == "HardSwish" else 13)
 case("PRelu", [(1, 3, 4, 4), w(3, 1, 1)])

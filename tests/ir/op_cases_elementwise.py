@@ -1,6 +1,6 @@
 """Test plans and graph builders of the elementwise family (microcompile/ir/ops_elementwise.py):
 sub, mul, maximum, minimum, squared_difference, leaky_relu, prelu, logistic, tanh,
-hard_swish, log_softmax, quantize, dequantize.
+hard_swish, abs, log_softmax, quantize, dequantize.
 
 Merged into op_cases.PLANS / op_cases.BUILDERS on import. dtype conventions for the ops
 that change dtype: quantize "int8" is int8 -> int8 (requantize) and "float32" is
@@ -36,6 +36,7 @@ PLANS.update({
     "logistic": {"shape": _UNARY_SHAPES, "pot_scales": (False, False, True)},
     "tanh": {"shape": _UNARY_SHAPES, "pot_scales": (False, False, True)},
     "hard_swish": dict(_REQUANT, requant=(True,)),
+    "abs": dict(_REQUANT),
     "log_softmax": {"shape": ((1, 10), (2, 7), (1, 3, 3, 12), (1, 1), (3, 40), (1, 100)),
                     "pot_scales": (False, False, True)},
     "quantize": {"shape": _UNARY_SHAPES, "pot_scales": (False, False, True)},
@@ -87,6 +88,11 @@ def _leaky_relu(case, b):
     return (x,), {"alpha": case["alpha"]}, out_q
 
 
+def _plain_unary(case, b):
+    x, out_q = _unary(case, b)
+    return (x,), {}, out_q
+
+
 def _prelu(case, b):
     x_shape, a_shape = case["case"]
     x = b.act("x", x_shape)
@@ -128,6 +134,7 @@ BUILDERS.update({
     "leaky_relu": _leaky_relu, "prelu": _prelu,
     "logistic": _fixed_out(1 / 256, -128), "tanh": _fixed_out(1 / 128, 0),
     "hard_swish": _fixed_out(None, None),
+    "abs": _plain_unary,
     "log_softmax": _fixed_out(16 / 256, 127),
     "quantize": _quantize, "dequantize": _dequantize,
 })

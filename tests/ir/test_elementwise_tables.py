@@ -18,7 +18,7 @@ from microcompile.reference import elementwise as qe
 
 # op -> fixed output quantization (LiteRT requires it), or None for a random one.
 TABLE_OPS = {"leaky_relu": None, "logistic": ((1 / 256,), (-128,)), "tanh": ((1 / 128,), (0,)),
-             "hard_swish": None, "quantize": None, "dequantize": None}
+             "hard_swish": None, "abs": None, "quantize": None, "dequantize": None}
 PARAM_SETS = 20
 
 

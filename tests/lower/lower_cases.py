@@ -22,7 +22,7 @@ KERNEL_OPS = ("conv2d", "depthwise_conv2d", "fully_connected", "average_pool2d",
 KERNEL_OPS += ("transpose_conv2d", "max_pool2d", "mean", "pad", "pad_v2", "resize_nearest_neighbor",
                "resize_bilinear")
 KERNEL_OPS += ("sub", "mul", "maximum", "minimum", "squared_difference", "prelu", "leaky_relu", "logistic",
-               "tanh", "hard_swish", "log_softmax", "quantize", "dequantize")
+               "tanh", "hard_swish", "abs", "log_softmax", "quantize", "dequantize")
 KERNEL_OPS += ("concatenation", "split", "split_v", "pack", "unpack", "transpose", "strided_slice", "slice",
                "gather", "depth_to_space", "space_to_depth", "space_to_batch_nd", "batch_to_space_nd")
 KERNEL_OPS += ("reduce_max",)

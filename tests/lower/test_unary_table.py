@@ -12,7 +12,7 @@ from lower_cases import build_graph, cases, random_inputs, reference, run_lowere
 from microcompile.tir import nodes as tir
 from microcompile.lower import lower_node
 
-TABLE_OPS = ("leaky_relu", "logistic", "tanh", "hard_swish", "quantize", "dequantize")
+TABLE_OPS = ("leaky_relu", "logistic", "tanh", "hard_swish", "abs", "quantize", "dequantize")
 
 
 @pytest.mark.parametrize("op", TABLE_OPS)

@@ -1,5 +1,5 @@
 """Add, Sub, Mul, Div, activations (Relu, LeakyRelu, PRelu, Clip, Sigmoid, Tanh,
-HardSigmoid, HardSwish), Softmax, LogSoftmax, Identity, Dropout.
+HardSigmoid, HardSwish), Abs, Softmax, LogSoftmax, Identity, Dropout.
 
 Broadcasting is NumPy's, as the IR's binary ops; an operand of lower rank is reshaped to
 the output's rank first (leading 1s), which keeps every kernel's index arithmetic simple.
@@ -93,6 +93,7 @@ _unary("Relu", "relu")
 _unary("Sigmoid", "logistic")
 _unary("Tanh", "tanh")
 _unary("HardSwish", "hard_swish")
+_unary("Abs", "abs")
 _unary("LeakyRelu", "leaky_relu", lambda ctx, node: {"alpha": float(np.float32(ctx.attr(node, "alpha", 0.01)))})
 
 

@@ -1,5 +1,5 @@
 """The elementwise family (ops_elementwise) in TFLite: SUB, MUL, DIV, MAXIMUM, MINIMUM,
-SQUARED_DIFFERENCE, LEAKY_RELU, PRELU, LOGISTIC, TANH, HARD_SWISH, LOG_SOFTMAX, QUANTIZE,
+SQUARED_DIFFERENCE, LEAKY_RELU, PRELU, LOGISTIC, TANH, HARD_SWISH, ABS, LOG_SOFTMAX, QUANTIZE,
 DEQUANTIZE: the converter of each builtin (@converter), then the writer of each op
 (@writer). All map one to one; only SUB/MUL/DIV carry a fused activation, LEAKY_RELU its
 alpha.
@@ -35,7 +35,7 @@ _BINARY = (("SUB", "sub", "SubOptions"), ("MUL", "mul", "MulOptions"),
 for _builtin, _op, _options in _BINARY:
     converter(_builtin, options=(_options, ("FusedActivationFunction",)) if _options else None)(
         _binary(_op, _options is not None))
-for _builtin in ("LOGISTIC", "TANH", "HARD_SWISH", "LOG_SOFTMAX", "QUANTIZE", "DEQUANTIZE"):
+for _builtin in ("LOGISTIC", "TANH", "HARD_SWISH", "ABS", "LOG_SOFTMAX", "QUANTIZE", "DEQUANTIZE"):
     converter(_builtin)(r.standalone(_builtin.lower()))
 
 
@@ -69,6 +69,6 @@ def _leaky_relu_options(b, g, n):
     return tflite.BuiltinOptions.LeakyReluOptions, tflite.LeakyReluOptionsEnd(b)
 
 
-for _op in ("maximum", "minimum", "squared_difference", "prelu", "logistic", "tanh", "hard_swish", "log_softmax",
-            "quantize", "dequantize"):
+for _op in ("maximum", "minimum", "squared_difference", "prelu", "logistic", "tanh", "hard_swish", "abs",
+            "log_softmax", "quantize", "dequantize"):
     writer(_op, _op.upper())(no_options)
