@@ -11,30 +11,10 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from microcompile import driver, project
+from microcompile import project
 from microcompile.device import (AgentError, BuildIdMismatch, DeviceTimeout, LinkError, PipeTransport, Session,
                                  frame as fr, protocol as P)
 from microcompile.reference import interp
-from tests.e2e import multi_op_models as M
-
-QUIET = lambda s: None  # noqa: E731
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("agent_host")
-    path = M.write("residual_int8", tmp)
-    rng = np.random.default_rng(1)
-    from microcompile.frontend import load_tflite
-
-    g = load_tflite(path)
-    x = rng.integers(-128, 128, g.tensors[g.inputs[0]].shape).astype(np.int8)
-    np.save(tmp / "x.npy", x)
-    result = driver.run_model(path, "host", tmp / "p", input_path=tmp / "x.npy", progress=QUIET)
-    assert result.report["verified"], result.report
-    compiled = driver.compile_model(path, driver.load_board("host"), tmp / "artifact")
-    return {"project": tmp / "p", "x": x, "graph": compiled.graph, "kernels": compiled.kernels,
-            "build_id": project.read_marker(tmp / "p")["build_id"]}
 
 
 class Faulty:
@@ -230,8 +210,10 @@ def _raw(s, type_, payload=b"", seq=None, version=fr.VERSION):
         s.transport.write(b"\0" + fr.encode(type_, seq, payload, version))
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        for item in s._frames(0.2):
+        items = s._frames(0.2)
+        for k, item in enumerate(items):
             if isinstance(item, fr.Frame) and item.type != P.MSG_BOOT:
+                s._queue = items[k + 1:] + s._queue
                 return item
     raise AssertionError("no reply")
 
