@@ -258,8 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "reference kernels (LiteRT BUILTIN_REF, when ai_edge_litert is installed). Prints one "
                     "row per layer: name, op, shape, max abs diff, differing elements, first mismatch. "
                     "Exits 1 on any mismatch. On a board (--emulate, or --port / its USB id) the tensors "
-                    "are read over the host agent, each right after its kernel ran; --board=host runs a "
-                    "trace build.")
+                    "are read over the serial link of the host agent, each right after its kernel ran; "
+                    "--board=host runs a trace build.")
     v.add_argument("model", help="a .tflite file")
     v.add_argument("--board", required=True, help="board name or alias (see `microcompile boards`)")
     v.add_argument("--emulate", action="store_true", help="run on the board's QEMU twin")

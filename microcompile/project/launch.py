@@ -82,7 +82,7 @@ def _sigterm_raises() -> Iterator[None]:
 def qemu_agent_command(board: Board, elf: str | Path, port: int) -> list[str]:
     emu = board.emulator
     return ["qemu-system-arm", "-machine", emu.machine, "-cpu", emu.cpu, *QEMU_FLAGS.split(),
-            "-serial", f"tcp:127.0.0.1:{port}", "-kernel", str(elf)]
+            "-serial", f"tcp:127.0.0.1:{port},nodelay=on", "-kernel", str(elf)]
 
 
 @contextmanager
