@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import struct
 import sys
 import tempfile
 import time
@@ -28,7 +27,6 @@ from pathlib import Path
 import numpy as np
 
 from microcompile import driver
-from microcompile.device import frame as fr
 from microcompile.device import protocol as P
 
 MODELS = Path(__file__).resolve().parent.parent.parent / "shared" / "models"

@@ -200,9 +200,6 @@ def verify_layers(model_path: str | Path, board_name: str, project_dir: str | Pa
     reference kernels (when installed). `verified` is True only when every layer (and so every
     output) matches both. On a board (QEMU twin or `port`) the tensors are read over the agent;
     the host board runs a trace build once, which prints them."""
-    from . import verify_layers as vl
-    from .ir.summary import format_pass_effects, pass_effects
-
     board = load_board(board_name)
     _check_target(board, emulate, port)
     if not board.is_host:
@@ -211,10 +208,18 @@ def verify_layers(model_path: str | Path, board_name: str, project_dir: str | Pa
 
     result = deploy(model_path, board_name, project_dir, emulate=emulate, input_path=input_path,
                     progress=progress, trace=True)
-    compiled, inputs = result.compiled, result.inputs
     manifest = project.load_manifest(result.project_dir)
     traced = [(e.kernel, e.output, a) for e, a in zip(project.trace_entries(manifest),
                                                       project.parse_trace(result.run.console, manifest))]
+    return _verify_result(model_path, result, traced, emulate, progress)
+
+
+def _verify_result(model_path, result: DeployResult, traced: list, emulate: bool, progress: Progress) -> VerifyResult:
+    """Compare the device's kernel outputs `traced` [(kernel, output, array)] layer by layer."""
+    from . import verify_layers as vl
+    from .ir.summary import format_pass_effects, pass_effects
+
+    compiled, inputs = result.compiled, result.inputs
     kernel_nodes = [n for n, _, _ in compiled.kernels]
     device = vl.device_tensors(compiled.graph, kernel_nodes, traced, inputs)
     progress("[verify] comparing every layer with the reference interpreter and LiteRT BUILTIN_REF")
@@ -579,9 +584,6 @@ def profile_model(model_path: str | Path, board_name: str, project_dir: str | Pa
 def _verify_over_agent(model_path, board: Board, project_dir: Path, *, emulate: bool, port: str | None,
                        input_path, timeout: float, progress: Progress) -> VerifyResult:
     """verify_layers on the agent firmware: every kernel's outputs read with GET_TENSOR."""
-    from . import verify_layers as vl
-    from .ir.summary import format_pass_effects, pass_effects
-
     compiled, sizes, model_path = _build_agent(model_path, board, project_dir, emulate=emulate, progress=progress)
     inputs = load_inputs(compiled.graph, input_path)
     ordered = [inputs[n] for n in compiled.graph.inputs]
@@ -593,17 +595,4 @@ def _verify_over_agent(model_path, board: Board, project_dir: Path, *, emulate: 
         for e in _iter_bar(entries, "read tensors", "tensor"):
             traced.append((e.kernel, e.output, session.tensor(e.spec["name"], ordered).numpy()))
     result = _deploy_result(compiled, board, emulate, model_path, sizes, run, inputs, project_dir)
-    kernel_nodes = [n for n, _, _ in compiled.kernels]
-    device = vl.device_tensors(compiled.graph, kernel_nodes, traced, inputs)
-    progress("[verify] comparing every layer with the reference interpreter and LiteRT BUILTIN_REF")
-    tflite = vl.tflite_tensors(model_path, inputs)
-    rows = vl.compare_layers(compiled.graph, kernel_nodes, device, inputs, tflite)
-    source = load_model(model_path)
-    effects = format_pass_effects(pass_effects(source, compiled.graph), len(source.nodes), len(compiled.graph.nodes))
-    table = vl.format_layer_table(rows, tflite is not None) + ("\n" + effects if effects else "")
-    verified = result.report["verified"] and all(r.equal for r in rows)
-    report = {"model": result.report["model"], "board": board.name, "emulated": bool(emulate),
-              "verified": verified, "tflite_compared": tflite is not None,
-              "layers": [r.to_json() for r in rows], "outputs": result.report["outputs"],
-              "project_dir": str(project_dir)}
-    return VerifyResult(report, rows, table, result)
+    return _verify_result(model_path, result, traced, emulate, progress)

@@ -2,7 +2,6 @@
 (the real-board code path, short of a USB cable), and finding a board by its USB VID:PID."""
 
 import os
-import subprocess
 from types import SimpleNamespace
 
 import pytest

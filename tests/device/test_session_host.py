@@ -8,7 +8,6 @@ import struct
 import time
 from contextlib import contextmanager
 
-import numpy as np
 import pytest
 
 from microcompile import project

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from microcompile import driver, project
-from microcompile.device import BuildIdMismatch, Session, SocketTransport, frame as fr, protocol as P
+from microcompile.device import BuildIdMismatch, frame as fr, protocol as P
 from microcompile.reference import interp
 from tests.conftest import model_path
 from tests.e2e import multi_op_models as M
