@@ -35,3 +35,18 @@ def test_repeat_over_one_session_with_labels(tmp_path):
                         str(tmp_path / "x.npy"), "--repeat", "9", "-o", str(tmp_path / "p")],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 2 and "--repeat 9 but" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_deploy_with_the_agent_reports_like_deploy(tmp_path):
+    path = M.write("multi_io_int8", tmp_path)
+    p = subprocess.run([sys.executable, "-m", "microcompile", "deploy", str(path), "--board=host", "--agent",
+                        "-o", str(tmp_path / "p"), "--report", str(tmp_path / "r.json"),
+                        "--output", str(tmp_path / "y.npz")], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    import json
+
+    r = json.loads((tmp_path / "r.json").read_text())
+    assert r["verified"] and r["instructions"] is None and len(r["outputs"]) == 3
+    assert "main.c" in (tmp_path / "p" / ".microcompile-project").read_text()
+    assert "mc_agent_serve" in (tmp_path / "p" / "main.c").read_text()
+    assert sorted(np.load(tmp_path / "y.npz").files) == sorted(r["outputs"])
