@@ -120,7 +120,7 @@ def deploy(model_path: str | Path, board_name: str, project_dir: str | Path, *, 
     project_dir/<model>_int8.tflite. `agent` builds the agent firmware instead of the
     self-test and runs the input over the serial protocol (QEMU socket, or `port`)."""
     board = load_board(board_name)
-    _check_target(board, emulate, port)
+    _check_target(board, emulate, port, agent)
     project_dir = Path(project_dir)
     if agent:
         compiled, sizes, model_path = _build_agent(model_path, board, project_dir, emulate=emulate,
@@ -300,7 +300,9 @@ def _quantize_for_deploy(model_path, scheme: str, calibration, out_dir: Path, pr
 
 # ---- the host agent: run, profile and verify over the serial protocol ----------------------
 
-def _check_target(board: Board, emulate: bool, port: str | None) -> None:
+def _check_target(board: Board, emulate: bool, port: str | None, agent: bool = True) -> None:
+    """Refuse impossible targets before anything is built; on a real board, find its serial
+    port first (a missing board is reported before a minute of compiling)."""
     if emulate and port:
         raise UserError("--emulate and --port exclude each other", hint="use --emulate for QEMU, --port for a board")
     if emulate and board.emulator is None and not board.is_host:
@@ -308,6 +310,8 @@ def _check_target(board: Board, emulate: bool, port: str | None) -> None:
                         hint="drop --emulate to flash it, or pick a board listed by `microcompile boards` with a twin")
     if port and board.is_host:
         raise UserError("the host board has no serial port", hint="drop --port")
+    if agent and not emulate and not board.is_host:
+        _serial_port(board, port)
 
 
 def _bar(total, desc: str, unit: str = "it"):
