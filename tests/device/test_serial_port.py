@@ -10,9 +10,10 @@ from microcompile import driver, project
 from microcompile.device import SerialTransport, Session, UsbId, find_serial_ports
 from microcompile.errors import DeviceError
 from microcompile.target import load_board
+from tests.device.host_agent_build import built  # noqa: F401  (fixture)
 
 
-def test_a_session_over_a_serial_port(built):
+def test_a_session_over_a_serial_port(built):  # noqa: F811
     master, slave = os.openpty()
     port = os.ttyname(slave)
     proc = project.launch.spawn([str(built["project"] / "firmware")], stdin=master, stdout=master)

@@ -1,4 +1,5 @@
-"""The host agent build the device tests share: multi_op_models' residual_int8 on the host board."""
+"""The host agent build the device tests use (a fixture; imported by name, as a conftest.py here would
+shadow the one other tests import): multi_op_models' residual_int8 on the host board."""
 
 import numpy as np
 import pytest
