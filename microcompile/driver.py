@@ -496,6 +496,8 @@ def run_model(model_path: str | Path, board_name: str, project_dir: str | Path, 
     With `labels_path` (class indices, or one-hot rows) the report has the top-1 accuracy."""
     board = load_board(board_name)
     _check_target(board, emulate, port)
+    if repeat and input_path is None:      # before a minute of building
+        raise UserError("--repeat needs --input with a batch of samples", hint="np.save('x.npy', batch)")
     project_dir = Path(project_dir)
     compiled, sizes, model_path = _build_agent(model_path, board, project_dir, emulate=emulate, progress=progress)
     samples = _batch(compiled.graph, input_path, repeat)
