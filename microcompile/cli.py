@@ -26,7 +26,8 @@ def _cmd_deploy(args) -> int:
     result = driver.deploy(args.model, args.board, project_dir, emulate=args.emulate,
                            input_path=args.input, dump_ir=dump, quantize=args.quantize,
                            calibration=args.calibration,
-                           input_shapes=parse_input_shapes(args.input_shape))
+                           input_shapes=parse_input_shapes(args.input_shape),
+                           agent=args.agent or bool(args.port), port=args.port, timeout=args.timeout)
     r = result.report
     if args.output:
         _save_outputs(result.outputs, args.output)
@@ -91,11 +92,68 @@ def _cmd_verify(args) -> int:
 
     project_dir = args.project_dir or Path("build") / f"{Path(args.model).stem}-trace"
     result = driver.verify_layers(args.model, args.board, project_dir, emulate=args.emulate,
-                                  input_path=args.input)
+                                  input_path=args.input, port=args.port, timeout=args.timeout)
     if args.report:
         driver.write_report(result.report, args.report)
     print(result.table)
     return 0 if result.report["verified"] else EXIT_MISMATCH
+
+
+def _cmd_run(args) -> int:
+    from . import driver
+
+    project_dir = args.project_dir or Path("build") / f"{Path(args.model).stem}-agent"
+    result = driver.run_model(args.model, args.board, project_dir, emulate=args.emulate, port=args.port,
+                              input_path=args.input, repeat=args.repeat, labels_path=args.labels,
+                              timeout=args.timeout)
+    r = result.report
+    if args.output:
+        _save_outputs(result.outputs, args.output)
+    if args.report:
+        driver.write_report(r, args.report)
+    lines = [f"model        {r['model']} on {r['board']}" + (" (emulated)" if r["emulated"] else "")
+             + f", build {r['build_id']}"]
+    if r["samples"] == 1:
+        outs = ", ".join(f"{n}: {o['n_diff']} differ, max |diff| {o['max_abs_diff']:g}" for n, o in r["outputs"].items())
+        lines.append(f"outputs match reference: {'yes' if r['verified'] else 'NO'} ({outs})")
+    else:
+        lines.append(f"samples      {r['samples']} over one session")
+        lines.append(f"agreement    {100 * r['agreement']:.2f}% of the samples equal the reference interpreter "
+                     f"(top-1 agrees on {100 * r['top1_agreement']:.2f}%)")
+    if "top1_accuracy" in r:
+        lines.append(f"accuracy     top-1 {100 * r['top1_accuracy']:.2f}% against the labels")
+    lines.append(f"{r['unit']:<12} {r['count_per_inference']:,} per inference (median)")
+    lines.append(f"project      {r['project_dir']}")
+    print("\n".join(lines))
+    return 0 if r["verified"] else EXIT_MISMATCH
+
+
+def _cmd_profile(args) -> int:
+    from . import driver, profile_report
+
+    project_dir = args.project_dir or Path("build") / f"{Path(args.model).stem}-agent"
+    result = driver.profile_model(args.model, args.board, project_dir, emulate=args.emulate, port=args.port,
+                                  input_path=args.input, timeout=args.timeout)
+    footer = [f"arena {result.arena_bytes:,} bytes, flash {result.sizes.flash:,} bytes, "
+              f"RAM {result.sizes.ram:,} bytes (static; agent frame buffers and stack included)"]
+    print(profile_report.format_table(result.rows, result.unit, result.total, result.plain_total, footer))
+    if args.json:
+        driver.write_report(result.report, args.json)
+    if args.csv:
+        profile_report.write_csv(result.rows, result.unit, args.csv)
+    if args.plot:
+        profile_report.write_plot(result.rows, result.unit, args.plot,
+                                  f"{Path(args.model).stem} on {args.board}: {result.unit} per layer")
+    return 0
+
+
+def _add_device_args(p, port_help: str) -> None:
+    p.add_argument("--board", required=True, help="board name or alias (see `microcompile boards`)")
+    p.add_argument("--emulate", action="store_true", help="run on the board's QEMU twin")
+    p.add_argument("--port", help=port_help)
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="seconds to wait for the device's answer to each command (default 10)")
+    p.add_argument("-o", "--project-dir", help="where the agent project goes (default build/<model>-agent)")
 
 
 def _cmd_quantize(args) -> int:
@@ -139,7 +197,39 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pin a dynamic ONNX input shape, e.g. input:1x3x32x32 (repeatable)")
     d.add_argument("--quantize", choices=["int8"], help="quantize a float32 model first (needs --calibration)")
     d.add_argument("--calibration", help="calibration samples for --quantize (.npz, .npy or a directory of .npy)")
+    d.add_argument("--agent", action="store_true",
+                   help="build the host agent firmware and run the input over the serial protocol")
+    d.add_argument("--port", help="the board's serial port (implies --agent); default: found by its USB id")
+    d.add_argument("--timeout", type=float, default=10.0, help="--agent: seconds per device command (default 10)")
     d.set_defaults(fn=_cmd_deploy)
+
+    port_help = "the board's serial port, e.g. /dev/ttyACM0 (default: found by the board's USB VID:PID)"
+    r = sub.add_parser("run", help="run inputs on the board (or its twin) over the host agent and check them",
+                       description="Build (or reuse) the agent firmware, start the QEMU twin or flash the board "
+                                   "when it does not run this build, send the input(s), write the outputs and "
+                                   "compare them with the reference interpreter. --repeat N runs the first N "
+                                   "samples of a batch file over one session.")
+    r.add_argument("model", help="a .tflite or .onnx file")
+    _add_device_args(r, port_help)
+    r.add_argument("--input", help=".npy / .npz input; with --repeat a batch [N, ...]; default: a deterministic "
+                                   "pattern")
+    r.add_argument("--output", help="write the device outputs here (.npy, or .npz for several outputs)")
+    r.add_argument("--repeat", type=int, help="run the first N samples of the --input batch")
+    r.add_argument("--labels", help="class labels of the batch (.npy, [N] or one-hot [N, C]): adds top-1 accuracy")
+    r.add_argument("--report", help="write a JSON report here")
+    r.set_defaults(fn=_cmd_run)
+
+    pr = sub.add_parser("profile", help="per-kernel instructions (QEMU) or cycles (board) over the host agent",
+                        description="Run the model once without and once with the per-kernel hooks and print "
+                                    "one row per kernel: name, source layers, op, output shape, MACs, count, "
+                                    "MACs per count and share of the total.")
+    pr.add_argument("model", help="a .tflite or .onnx file")
+    _add_device_args(pr, port_help)
+    pr.add_argument("--input", help=".npy / .npz input; default: a deterministic pattern")
+    pr.add_argument("--json", help='write {"unit", "total", "layers": [{"name", "op", "macs", "count"}]} here')
+    pr.add_argument("--csv", help="write the rows as CSV here")
+    pr.add_argument("--plot", help="write a bar chart of counts per layer here (.svg/.png; needs microcompile[plot])")
+    pr.set_defaults(fn=_cmd_profile)
 
     from .quantize import DEFAULT_METHOD, DEFAULT_THRESHOLD_DB, IO_MODES, METHODS
 
@@ -167,12 +257,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "each layer's device tensor with microcompile's reference interpreter and with TFLite's "
                     "reference kernels (LiteRT BUILTIN_REF, when ai_edge_litert is installed). Prints one "
                     "row per layer: name, op, shape, max abs diff, differing elements, first mismatch. "
-                    "Exits 1 on any mismatch. Runs under --emulate (QEMU) or on --board=host; on a real "
-                    "board it will read the tensors over the serial link once that exists.")
+                    "Exits 1 on any mismatch. On a board (--emulate, or --port / its USB id) the tensors "
+                    "are read over the serial link of the host agent, each right after its kernel ran; "
+                    "--board=host runs a trace build.")
     v.add_argument("model", help="a .tflite file")
     v.add_argument("--board", required=True, help="board name or alias (see `microcompile boards`)")
     v.add_argument("--emulate", action="store_true", help="run on the board's QEMU twin")
     v.add_argument("--input", help=".npy (one input) or .npz (by input name); default: a deterministic pattern")
+    v.add_argument("--port", help=port_help)
+    v.add_argument("--timeout", type=float, default=10.0, help="seconds per device command (default 10)")
     v.add_argument("--report", help="write the per-layer comparison as JSON here")
     v.add_argument("-o", "--project-dir", help="where the trace project goes (default build/<model>-trace)")
     v.set_defaults(fn=_cmd_verify)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -109,17 +111,27 @@ class DeployResult:
 def deploy(model_path: str | Path, board_name: str, project_dir: str | Path, *, emulate: bool = False,
            input_path=None, progress: Progress = print,
            dump_ir: Callable[[str, Graph], None] | None = None, trace: bool = False,
-           quantize: str | None = None, calibration=None, input_shapes: dict | None = None) -> DeployResult:
+           quantize: str | None = None, calibration=None, input_shapes: dict | None = None,
+           agent: bool = False, port: str | None = None, timeout: float = 10.0) -> DeployResult:
     """Compile, build, run once and compare the outputs with the reference interpreter.
     `trace` builds the trace firmware, which also prints every kernel's outputs
     (see verify_layers). `quantize="int8"` first quantizes the float model on the
     `calibration` samples (see quantize_model), deploys that int8 model and leaves it in
-    project_dir/<model>_int8.tflite."""
+    project_dir/<model>_int8.tflite. `agent` builds the agent firmware instead of the
+    self-test and runs the input over the serial protocol (QEMU socket, or `port`)."""
     board = load_board(board_name)
-    if emulate and board.emulator is None and not board.is_host:
-        raise UserError(f"board {board.name} has no emulated twin",
-                        hint="drop --emulate to flash it, or pick a board listed by `microcompile boards` with a twin")
+    _check_target(board, emulate, port, agent)
     project_dir = Path(project_dir)
+    if agent:
+        compiled, sizes, model_path = _build_agent(model_path, board, project_dir, emulate=emulate,
+                                                   progress=progress, quantize=quantize, calibration=calibration,
+                                                   input_shapes=input_shapes, dump_ir=dump_ir)
+        inputs = load_inputs(compiled.graph, input_path)
+        with open_session(project_dir, board, emulate=emulate, port=port, timeout=timeout,
+                          progress=progress) as session:
+            outs = session.run([inputs[n] for n in compiled.graph.inputs])
+            run = _agent_run_result(session, [o.numpy() for o in outs])
+        return _deploy_result(compiled, board, emulate, model_path, sizes, run, inputs, project_dir)
     with tempfile.TemporaryDirectory(prefix="microcompile-") as tmp:
         if quantize is not None:
             model_path = _quantize_for_deploy(model_path, quantize, calibration, Path(tmp) / "quantized", progress,
@@ -142,10 +154,14 @@ def deploy(model_path: str | Path, board_name: str, project_dir: str | Path, *, 
         run = project.run_emulated(project_dir, board)
     else:
         project.flash(project_dir, board, progress=progress)
-        raise DeviceError("flashed, but reading results back from a real board needs the serial host agent, "
-                          "which is not implemented yet",
-                          hint=f"watch the board's console UART ({board.console.get('uart', 'console')}) "
-                               "for the MC-OUTPUT lines, or use --emulate")
+        raise DeviceError("flashed the self-test firmware, which prints its result on the console UART "
+                          f"({board.console.get('uart', 'console')}) as MC-OUTPUT lines",
+                          hint="to read results back from the host, deploy with --agent (or use "
+                               "`microcompile run`), which talks to the board over its serial port")
+    return _deploy_result(compiled, board, emulate, model_path, sizes, run, inputs, project_dir)
+
+
+def _deploy_result(compiled, board, emulate, model_path, sizes, run, inputs, project_dir) -> DeployResult:
     reference = interp.run(compiled.graph, inputs)
     outputs = {name: run.outputs[i] for i, name in enumerate(compiled.graph.outputs)}
     comparisons = {name: compare(outputs[name], reference[name]) for name in compiled.graph.outputs}
@@ -160,6 +176,7 @@ def deploy(model_path: str | Path, board_name: str, project_dir: str | Path, *, 
         "ram_bytes": sizes.ram,
         "sections": sizes.sections,
         "instructions": run.instructions,
+        **({"cycles": run.ticks} if getattr(run, "unit", None) == "cycles" else {}),
         "macs": sum(k["macs"] for k in compiled.manifest["kernels"]),
         "layers": _layers(compiled, run),
         "outputs": {name: c.to_json() for name, c in comparisons.items()},
@@ -177,19 +194,32 @@ class VerifyResult:
 
 
 def verify_layers(model_path: str | Path, board_name: str, project_dir: str | Path, *, emulate: bool = False,
-                  input_path=None, progress: Progress = print) -> VerifyResult:
-    """Run a trace build once and compare every layer's device tensor with our reference
-    interpreter and with LiteRT's reference kernels (when installed). `verified` is True
-    only when every layer (and so every output) matches both."""
-    from . import verify_layers as vl
-    from .ir.summary import format_pass_effects, pass_effects
+                  input_path=None, progress: Progress = print, port: str | None = None,
+                  timeout: float = 10.0) -> VerifyResult:
+    """Compare every layer's device tensor with our reference interpreter and with LiteRT's
+    reference kernels (when installed). `verified` is True only when every layer (and so every
+    output) matches both. On a board (QEMU twin or `port`) the tensors are read over the agent;
+    the host board runs a trace build once, which prints them."""
+    board = load_board(board_name)
+    _check_target(board, emulate, port)
+    if not board.is_host:
+        return _verify_over_agent(model_path, board, Path(project_dir), emulate=emulate, port=port,
+                                  input_path=input_path, timeout=timeout, progress=progress)
 
     result = deploy(model_path, board_name, project_dir, emulate=emulate, input_path=input_path,
                     progress=progress, trace=True)
-    compiled, inputs = result.compiled, result.inputs
     manifest = project.load_manifest(result.project_dir)
     traced = [(e.kernel, e.output, a) for e, a in zip(project.trace_entries(manifest),
                                                       project.parse_trace(result.run.console, manifest))]
+    return _verify_result(model_path, result, traced, emulate, progress)
+
+
+def _verify_result(model_path, result: DeployResult, traced: list, emulate: bool, progress: Progress) -> VerifyResult:
+    """Compare the device's kernel outputs `traced` [(kernel, output, array)] layer by layer."""
+    from . import verify_layers as vl
+    from .ir.summary import format_pass_effects, pass_effects
+
+    compiled, inputs = result.compiled, result.inputs
     kernel_nodes = [n for n, _, _ in compiled.kernels]
     device = vl.device_tensors(compiled.graph, kernel_nodes, traced, inputs)
     progress("[verify] comparing every layer with the reference interpreter and LiteRT BUILTIN_REF")
@@ -266,3 +296,309 @@ def _quantize_for_deploy(model_path, scheme: str, calibration, out_dir: Path, pr
     progress(f"[quantize] {model_path} -> {out}")
     quantize_model(model_path, calibration, out, report=False, input_shapes=input_shapes)
     return out
+
+
+# ---- the host agent: run, profile and verify over the serial protocol ----------------------
+
+def _check_target(board: Board, emulate: bool, port: str | None, agent: bool = True) -> None:
+    """Refuse impossible targets before anything is built; on a real board, find its serial
+    port first (a missing board is reported before a minute of compiling)."""
+    if emulate and port:
+        raise UserError("--emulate and --port exclude each other", hint="use --emulate for QEMU, --port for a board")
+    if emulate and board.emulator is None and not board.is_host:
+        raise UserError(f"board {board.name} has no emulated twin",
+                        hint="drop --emulate to flash it, or pick a board listed by `microcompile boards` with a twin")
+    if port and board.is_host:
+        raise UserError("the host board has no serial port", hint="drop --port")
+    if agent and not emulate and not board.is_host:
+        _serial_port(board, port)
+
+
+def _bar(total, desc: str, unit: str = "it"):
+    """A tqdm progress bar on stderr; silent when stderr is not a terminal."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, disable=None, leave=False, file=sys.stderr)
+
+
+def _build_with_bar(project_dir: Path, progress: Progress, platform: str | None = None):
+    sources = len([p for p in project_dir.rglob("*.c") if "build" not in p.relative_to(project_dir).parts])
+    with _bar(sources, "build", "file") as bar:
+        def step(line: str) -> None:
+            if line.startswith("[build] CC"):
+                bar.update(1)
+            elif bar.disable:
+                progress(line)
+            else:
+                bar.write(line, file=sys.stderr)
+        sizes = project.build(project_dir, progress=step, platform=platform)
+        bar.update(bar.total - bar.n)
+    return sizes
+
+
+def _build_agent(model_path, board: Board, project_dir: Path, *, emulate: bool, progress: Progress,
+                 quantize=None, calibration=None, input_shapes=None, dump_ir=None):
+    """Compile the model and build its agent firmware in project_dir (files that did not change
+    are not rewritten, so an up-to-date build is reused). Returns (compiled, sizes, model_path)."""
+    with tempfile.TemporaryDirectory(prefix="microcompile-") as tmp:
+        if quantize is not None:
+            model_path = _quantize_for_deploy(model_path, quantize, calibration, Path(tmp) / "quantized", progress,
+                                              input_shapes)
+            input_shapes = None
+        progress(f"[compile] {model_path}")
+        compiled = compile_model(model_path, board, Path(tmp), dump_ir, input_shapes=input_shapes)
+        progress(f"[compile] {len(compiled.kernels)} kernels, arena {compiled.plan.arena_bytes} bytes")
+        project.check_fits(compiled.manifest, board)
+        project.generate(Path(tmp), board, project_dir, None, emulated=emulate, agent=True)
+        if quantize is not None:
+            model_path = Path(shutil.copy(model_path, project_dir / Path(model_path).name))
+    sizes = _build_with_bar(project_dir, progress)
+    progress(f"[build] agent firmware, build id {project.read_marker(project_dir)['build_id']}")
+    return compiled, sizes, model_path
+
+
+def _serial_port(board: Board, port: str | None) -> str:
+    from .device import UsbId, find_serial_ports
+
+    if port:
+        return port
+    ids = [UsbId(int(u["vid"]), int(u["pid"])) for u in board.usb]
+    if not ids:
+        raise DeviceError(f"board {board.name} lists no USB id to find its serial port by",
+                          hint="pass --port (e.g. /dev/ttyACM0), or --emulate for its QEMU twin")
+    found = find_serial_ports(ids)
+    if not found:
+        raise DeviceError(f"no serial port with USB id {', '.join(map(str, ids))} ({board.name}) is connected",
+                          hint="plug the board in (its ST-LINK USB port), or pass --port; --emulate runs its twin")
+    if len(found) > 1:
+        raise DeviceError(f"several {board.name} boards are connected: {', '.join(found)}",
+                          hint="choose one with --port")
+    return found[0]
+
+
+@contextmanager
+def open_session(project_dir: str | Path, board: Board | str, *, emulate: bool = False, port: str | None = None,
+                 timeout: float = 10.0, progress: Progress = print):
+    """A device.Session with the project's agent firmware running: a host process, the QEMU twin
+    (always stopped on leaving), or the board on its serial port, flashed first when it does
+    not run this build. The session checks the build id."""
+    from .device import BuildIdMismatch, DeviceTimeout, PipeTransport, SerialTransport, Session, SocketTransport
+
+    board = load_board(board) if isinstance(board, str) else board
+    project_dir = Path(project_dir)
+    build_id = project.read_marker(project_dir).get("build_id")
+    if board.is_host:
+        with project.host_agent(project_dir) as proc:
+            with Session(PipeTransport(proc.stdin, proc.stdout), timeout=timeout, expect_build_id=build_id) as s:
+                s.open()
+                yield s
+        return
+    if emulate:
+        progress(f"[run] {board.name} on QEMU {board.emulator.machine} (agent on a socket)")
+        with project.qemu_agent(project_dir, board) as sock:
+            with Session(SocketTransport(sock, f"QEMU {board.emulator.machine}"), timeout=timeout,
+                         expect_build_id=build_id) as s:
+                s.open()
+                yield s
+        return
+    port = _serial_port(board, port)
+    baud = int(board.console.get("baud", 115200))
+    session = Session(SerialTransport(port, baud), timeout=min(timeout, 3.0), expect_build_id=build_id)
+    try:
+        try:
+            session.open()
+            progress(f"[run] {board.name} on {port} already runs build {build_id}")
+        except (BuildIdMismatch, DeviceTimeout) as e:
+            session.close()
+            progress(f"[flash] {board.name} on {port}: {e.message.split(':')[0]}; flashing")
+            with _bar(None, "flash", "step"):
+                project.flash(project_dir, board, progress=progress)
+            session = Session(SerialTransport(port, baud), timeout=timeout, expect_build_id=build_id)
+            session.open()
+        session.timeout = timeout
+        yield session
+    finally:
+        session.close()
+
+
+@dataclass
+class AgentRun:
+    """What deploy reports of one inference over the agent (the fields of project.RunResult it reads)."""
+
+    outputs: list[np.ndarray]
+    ticks: int
+    unit: str
+    instructions: int | None
+    kernel_instructions: list[int] | None = None
+
+
+def _agent_run_result(session, outputs: list[np.ndarray]) -> AgentRun:
+    info = session.info()
+    count = session.last_ticks * info.per_count
+    return AgentRun(outputs, count, info.unit, count if info.unit == "instructions" else None)
+
+
+def _batch(graph: Graph, input_path, repeat: int | None) -> list[dict[str, np.ndarray]]:
+    """One input dict per sample: the single input of load_inputs, or the first `repeat` samples of
+    a batch file ([N, ...] with the model's shape, or with its leading 1 replaced by N)."""
+    if not repeat:
+        return [load_inputs(graph, input_path)]
+    if input_path is None:
+        raise UserError("--repeat needs --input with a batch of samples", hint="np.save('x.npy', batch)")
+    path = Path(input_path)
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise UserError(f"cannot read input file {path}: {e}") from None
+    names = list(graph.inputs)
+    arrays = {names[0]: loaded} if isinstance(loaded, np.ndarray) and len(names) == 1 else \
+        ({k: loaded[k] for k in loaded.files} if not isinstance(loaded, np.ndarray) else None)
+    if arrays is None:
+        raise UserError(f"{path} holds one array but the model has {len(names)} inputs",
+                        hint="pass a .npz with one batch per input name: " + ", ".join(names))
+    samples = [dict() for _ in range(repeat)]
+    for name in names:
+        t = graph.tensors[name]
+        if name not in arrays:
+            raise UserError(f"{path} has no array named {name!r}", hint=f"arrays found: {', '.join(arrays)}")
+        a = arrays[name]
+        want = np.dtype(NP_DTYPES[t.dtype])
+        shape = tuple(t.shape)
+        if a.ndim == len(shape) + 1 and tuple(a.shape[1:]) == shape:
+            batch = a
+        elif shape and shape[0] == 1 and tuple(a.shape[1:]) == shape[1:]:
+            batch = a.reshape((a.shape[0],) + shape)
+        else:
+            raise UserError(f"input {name!r} in {path} is {list(a.shape)}; --repeat wants a batch "
+                            f"[N, {', '.join(map(str, shape[1:] if shape and shape[0] == 1 else shape))}]")
+        if a.dtype != want:
+            raise UserError(f"input {name!r} in {path} is {a.dtype}, the model takes {want}")
+        if batch.shape[0] < repeat:
+            raise UserError(f"--repeat {repeat} but {path} holds {batch.shape[0]} samples of {name!r}",
+                            hint=f"use --repeat {batch.shape[0]} or fewer")
+        for k in range(repeat):
+            samples[k][name] = batch[k]
+    return samples
+
+
+@dataclass
+class RunModelResult:
+    report: dict
+    outputs: dict[str, np.ndarray]      # stacked over the samples when repeat is given
+    project_dir: Path
+
+
+def run_model(model_path: str | Path, board_name: str, project_dir: str | Path, *, emulate: bool = False,
+              port: str | None = None, input_path=None, repeat: int | None = None, labels_path=None,
+              timeout: float = 10.0, progress: Progress = print) -> RunModelResult:
+    """Build (or reuse) the agent firmware, start the twin or flash the board, run one input or
+    `repeat` inputs of a batch over one session, and compare each with the reference interpreter.
+    With `labels_path` (class indices, or one-hot rows) the report has the top-1 accuracy."""
+    board = load_board(board_name)
+    _check_target(board, emulate, port)
+    if repeat and input_path is None:      # before a minute of building
+        raise UserError("--repeat needs --input with a batch of samples", hint="np.save('x.npy', batch)")
+    project_dir = Path(project_dir)
+    compiled, sizes, model_path = _build_agent(model_path, board, project_dir, emulate=emulate, progress=progress)
+    samples = _batch(compiled.graph, input_path, repeat)
+    labels = _labels(labels_path, len(samples)) if labels_path is not None else None
+    names = list(compiled.graph.outputs)
+    got: dict[str, list] = {n: [] for n in names}
+    agree, top1_agree, correct, ticks = 0, 0, 0, []
+    comparisons = {}
+    with open_session(project_dir, board, emulate=emulate, port=port, timeout=timeout, progress=progress) as session:
+        info = session.info()
+        for k, sample in enumerate(_iter_bar(samples, "run", "inference")):
+            outs = session.run([sample[n] for n in compiled.graph.inputs])
+            ticks.append(session.last_ticks * info.per_count)
+            reference = interp.run(compiled.graph, sample)
+            comparisons = {n: compare(outs[i].numpy(), reference[n]) for i, n in enumerate(names)}
+            agree += all(c.equal for c in comparisons.values())
+            first = outs[0].numpy()
+            top1_agree += int(np.argmax(first) == np.argmax(reference[names[0]]))
+            if labels is not None:
+                correct += int(np.argmax(first) == labels[k])
+            for i, n in enumerate(names):
+                got[n].append(outs[i].numpy())
+    n = len(samples)
+    outputs = {name: (np.stack(v) if repeat else v[0]) for name, v in got.items()}
+    report = {"model": Path(model_path).stem, "board": board.name, "emulated": bool(emulate),
+              "samples": n, "verified": agree == n, "agreement": agree / n, "top1_agreement": top1_agree / n,
+              "unit": info.unit, "count_per_inference": int(np.median(ticks)),
+              "build_id": info.build_id, "arena_bytes": compiled.plan.arena_bytes,
+              "flash_bytes": sizes.flash, "ram_bytes": sizes.ram, "project_dir": str(project_dir)}
+    if n == 1:
+        report["outputs"] = {name: c.to_json() for name, c in comparisons.items()}
+    if labels is not None:
+        report["top1_accuracy"] = correct / n
+    return RunModelResult(report, outputs, project_dir)
+
+
+def _iter_bar(items, desc: str, unit: str):
+    with _bar(len(items), desc, unit) as bar:
+        for item in items:
+            yield item
+            bar.update(1)
+
+
+def _labels(path, n: int) -> np.ndarray:
+    try:
+        y = np.load(Path(path), allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise UserError(f"cannot read labels {path}: {e}") from None
+    if not isinstance(y, np.ndarray) or y.ndim not in (1, 2) or y.shape[0] < n:
+        raise UserError(f"labels {path} must hold at least {n} class indices [N] or one-hot rows [N, C]",
+                        hint="np.save('y.npy', np.array(labels))")
+    return (np.argmax(y, axis=1) if y.ndim == 2 else y)[:n].astype(np.int64)
+
+
+@dataclass
+class ProfileResult:
+    report: dict            # exactly {"unit", "total", "layers": [{"name", "op", "macs", "count"}]}
+    rows: list              # profile_report.ProfileRow, one per kernel
+    unit: str
+    total: int              # the profiled run (hooks included)
+    plain_total: int        # the same input without the hooks: comparable with deploy's instructions
+    sizes: object
+    arena_bytes: int
+    project_dir: Path
+
+
+def profile_model(model_path: str | Path, board_name: str, project_dir: str | Path, *, emulate: bool = False,
+                  port: str | None = None, input_path=None, timeout: float = 10.0,
+                  progress: Progress = print) -> ProfileResult:
+    """Per-kernel counts of one inference over the agent: one run without the hooks (the total
+    `deploy` reports), one with them (per kernel), on the same input."""
+    from . import profile_report
+
+    board = load_board(board_name)
+    _check_target(board, emulate, port)
+    project_dir = Path(project_dir)
+    compiled, sizes, _ = _build_agent(model_path, board, project_dir, emulate=emulate, progress=progress)
+    inputs = load_inputs(compiled.graph, input_path)
+    ordered = [inputs[n] for n in compiled.graph.inputs]
+    with open_session(project_dir, board, emulate=emulate, port=port, timeout=timeout, progress=progress) as session:
+        info = session.info()
+        session.run(ordered)
+        plain = session.last_ticks * info.per_count
+        prof = session.profile(ordered)
+    rows = profile_report.rows(compiled, prof.counts)
+    report = profile_report.to_json(prof.unit, prof.total, rows)
+    return ProfileResult(report, rows, prof.unit, prof.total, plain, sizes, compiled.plan.arena_bytes, project_dir)
+
+
+def _verify_over_agent(model_path, board: Board, project_dir: Path, *, emulate: bool, port: str | None,
+                       input_path, timeout: float, progress: Progress) -> VerifyResult:
+    """verify_layers on the agent firmware: every kernel's outputs read with GET_TENSOR."""
+    compiled, sizes, model_path = _build_agent(model_path, board, project_dir, emulate=emulate, progress=progress)
+    inputs = load_inputs(compiled.graph, input_path)
+    ordered = [inputs[n] for n in compiled.graph.inputs]
+    traced = []
+    with open_session(project_dir, board, emulate=emulate, port=port, timeout=timeout, progress=progress) as session:
+        outs = session.run(ordered)
+        run = _agent_run_result(session, [o.numpy() for o in outs])
+        entries = project.trace_entries(project.load_manifest(project_dir))
+        for e in _iter_bar(entries, "read tensors", "tensor"):
+            traced.append((e.kernel, e.output, session.tensor(e.spec["name"], ordered).numpy()))
+    result = _deploy_result(compiled, board, emulate, model_path, sizes, run, inputs, project_dir)
+    return _verify_result(model_path, result, traced, emulate, progress)

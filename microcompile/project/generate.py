@@ -17,6 +17,8 @@ import jinja2
 import numpy as np
 
 from microcompile.errors import BoardError, UserError
+from microcompile.project.agent import build_id as agent_build_id
+from microcompile.project.agent import template_values as agent_values
 from microcompile.project.manifest import DTYPES, MANIFEST_NAME, load_manifest
 from microcompile.project.trace import template_rows as trace_rows
 from microcompile.resources import resource_dir
@@ -133,7 +135,8 @@ def _prepare_out_dir(out_dir: Path) -> list[str]:
 
 
 def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
-             test_inputs: list[np.ndarray], emulated: bool = False, trace: bool = False) -> Path:
+             test_inputs: list[np.ndarray] | None, emulated: bool = False, trace: bool = False,
+             agent: bool = False) -> Path:
     """Write a standalone Makefile project for `board` into `out_dir`; returns out_dir.
 
     `test_inputs` holds one array per model input (shape as in the manifest) that the
@@ -141,6 +144,9 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
     Makefile's default PLATFORM (the linker script always uses the real board's memory).
     `trace` makes a trace build: the firmware also prints every kernel's outputs
     (project/trace.py parses them; `microcompile verify` compares them layer by layer).
+    `agent` makes an agent build instead of the self-test: main.c serves the model over the
+    console UART (project/agent.py, runtime_c/agent/); `test_inputs` is then unused and the
+    marker records the firmware's build id.
     """
     board = load_board(board) if isinstance(board, str) else board
     artifact_dir, out_dir = Path(artifact_dir), Path(out_dir)
@@ -148,7 +154,8 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
     if emulated and board.emulator is None and not board.is_host:
         raise BoardError(f"board {board.name} has no emulated twin", hint="drop --emulate and flash the board")
     check_fits(manifest, board)
-    if len(test_inputs) != len(manifest["inputs"]):
+    test_inputs = [] if agent else test_inputs
+    if not agent and len(test_inputs) != len(manifest["inputs"]):
         raise UserError(f"model {manifest['model']!r} has {len(manifest['inputs'])} inputs, got {len(test_inputs)} test inputs")
     inputs = []
     for spec, array in zip(manifest["inputs"], test_inputs):
@@ -172,6 +179,10 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
         for src in sorted((runtime / sub).glob("*")):
             if src.is_file() and src.suffix in (".c", ".h"):
                 w.copy(f"runtime/{sub}/{src.name}", src)
+    if agent:
+        for src in sorted((runtime / "agent").glob("*")):
+            if src.suffix in (".c", ".h"):
+                w.copy(f"runtime/agent/{src.name}", src)
     # Kernels written with the Armv7E-M DSP instructions build only for cores that have them.
     if board.target.dsp:
         for src in sorted((runtime / "kernels" / "dsp").glob("*.c")):
@@ -190,10 +201,11 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
                     w.copy(f"board/{inc}/{header.name}", header)
 
     model_srcs = " ".join(f"model/{s}" for s in manifest["sources"])
+    app_srcs = "main.c" if agent else "main.c test_input.c"
     if board.is_host:
         srcs, incs = _board_sources(board.mcu)
         w.text("Makefile", env.get_template("Makefile.host.j2").render(
-            board_srcs=" ".join(srcs), board_incs=" ".join(incs), model_srcs=model_srcs))
+            board_srcs=" ".join(srcs), board_incs=" ".join(incs), model_srcs=model_srcs, app_srcs=app_srcs))
         platform = "host"
     else:
         platform = "twin" if emulated else "board"
@@ -205,7 +217,7 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
         w.text("Makefile", env.get_template("Makefile.j2").render(
             board=board.name, mcu=board.mcu.name, platform=platform, machine=emu.machine if emu else "",
             cpuflags=" ".join(board.target.cflags), board_srcs=" ".join(srcs), twin_srcs=" ".join(tsrcs),
-            board_incs=" ".join(incs), twin_incs=" ".join(tincs), model_srcs=model_srcs,
+            board_incs=" ".join(incs), twin_incs=" ".join(tincs), model_srcs=model_srcs, app_srcs=app_srcs,
             flash_runner_name=board.flash_runners[0].name if board.flash_runners else "(none)",
             flash_command=_flash_command(board), qemu_command=qemu))
         flash, ram = board.mcu.flash, board.mcu.ram
@@ -214,10 +226,14 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
             flash_kib=_kib(flash.size), ram_origin=f"0x{ram.origin:08X}", ram_size=f"0x{ram.size:08X}",
             ram_kib=_kib(ram.size), stack_bytes=STACK_BYTES))
 
-    w.text("main.c", env.get_template("main.c.j2").render(model=manifest["model"], board=board.name))
-    w.text("test_input.h", env.get_template("test_input.h.j2").render(inputs=inputs))
-    w.text("test_input.c", env.get_template("test_input.c.j2").render(inputs=inputs))
-    w.text("trace.h", env.get_template("trace.h.j2").render(enabled=int(trace), tensors=trace_rows(manifest)))
+    build = agent_build_id(artifact_dir, manifest)
+    if agent:
+        w.text("main.c", env.get_template("agent_main.c.j2").render(**agent_values(manifest, board.name, build)))
+    else:
+        w.text("main.c", env.get_template("main.c.j2").render(model=manifest["model"], board=board.name))
+        w.text("test_input.h", env.get_template("test_input.h.j2").render(inputs=inputs))
+        w.text("test_input.c", env.get_template("test_input.c.j2").render(inputs=inputs))
+        w.text("trace.h", env.get_template("trace.h.j2").render(enabled=int(trace), tensors=trace_rows(manifest)))
 
     # Files a previous generate wrote that this one did not: ours, and stale.
     for rel in sorted(set(previous) - set(w.files) - {MARKER}):
@@ -225,7 +241,7 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
         if stale.is_file() and stale.resolve().is_relative_to(out_dir.resolve()):
             stale.unlink()
     marker = {"generator": "microcompile", "board": board.name, "platform": platform,
-              "model": manifest["model"], "files": sorted(w.files)}
+              "model": manifest["model"], "files": sorted(w.files), "agent": bool(agent), "build_id": build}
     (out_dir / MARKER).write_text(json.dumps(marker, indent=2, sort_keys=True) + "\n")
     return out_dir
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Iterable
 
 import numpy as np
+from tqdm import tqdm
 
 from ..ir import Graph
 from ..reference import interp
@@ -45,19 +46,6 @@ def activation_qparams(r: Range) -> QuantParams:
     scale = float(np.float32((hi - lo) / 255.0))
     zp = int(np.clip(np.round(-128 - lo / scale), -128, 127))
     return QuantParams((scale,), (zp,))
-
-
-def progress_bar(label: str, total: int, stream=None) -> Callable[[int], None]:
-    """A plain-text progress bar on stderr (no dependency): call it with the count done."""
-    stream = stream or sys.stderr
-
-    def update(done: int) -> None:
-        width = 30
-        filled = width * done // max(total, 1)
-        end = "\n" if done >= total else ""
-        stream.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}{end}")
-        stream.flush()
-    return update
 
 
 class Calibration:
@@ -88,10 +76,11 @@ class Calibration:
                     self.hist[n] += np.histogram(env[n], bins=BINS, range=(lo, hi))[0]
 
     def _run(self, samples, label, progress) -> Iterable[dict]:
-        bar = progress_bar(label, len(samples)) if progress else (lambda done: None)
-        for k, sample in enumerate(samples):
-            yield interp.run(self.graph, sample, keep_all=True)
-            bar(k + 1)
+        with tqdm(total=len(samples), desc=label.strip(), unit="sample", file=sys.stderr,
+                  disable=not progress) as bar:
+            for sample in samples:
+                yield interp.run(self.graph, sample, keep_all=True)
+                bar.update(1)
 
     def range(self, name: str, method: str) -> Range:
         lo, hi, hist = self.lo[name], self.hi[name], self.hist[name]

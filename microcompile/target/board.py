@@ -84,6 +84,7 @@ class Board:
     console: dict
     flash_runners: tuple[FlashRunner, ...]
     emulator: Emulator | None
+    usb: tuple[dict, ...] = ()   # {"vid", "pid"} of the USB serial port its console shows up on
 
     @property
     def is_host(self) -> bool:
@@ -166,4 +167,5 @@ def load_board(name: str) -> Board:
     runners = tuple(FlashRunner(r["name"], tuple(r["command"])) for r in d.get("flash_runners", []))
     return Board(name=d["name"], aliases=tuple(d.get("aliases", ())), description=d.get("description", ""),
                  mcu=mcu, target=target, console=dict(d.get("console", {})),
-                 flash_runners=runners, emulator=emulator)
+                 flash_runners=runners, emulator=emulator,
+                 usb=tuple({"vid": int(u["vid"]), "pid": int(u["pid"])} for u in d.get("usb", [])))

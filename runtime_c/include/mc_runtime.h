@@ -79,6 +79,9 @@ void *mc_output(mc_ctx_t *ctx, uint32_t i);
 /* Runs the kernels in order. If a hook is set, calls it after each kernel with
  * the platform cycle-counter delta of that kernel. Returns 0. */
 int mc_run(mc_ctx_t *ctx);
+/* Runs kernels [0, end) only, without the hook (the host agent reads a planned tensor right
+ * after its kernel ran). MC_ERR_ARGS if end exceeds the kernel count; 0 otherwise. */
+int mc_run_until(mc_ctx_t *ctx, uint32_t end);
 void mc_set_profile_hook(mc_ctx_t *ctx, mc_profile_hook hook, void *user);
 
 #ifdef __cplusplus

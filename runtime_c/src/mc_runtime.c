@@ -51,6 +51,17 @@ int mc_run(mc_ctx_t *ctx)
     return MC_OK;
 }
 
+int mc_run_until(mc_ctx_t *ctx, uint32_t end)
+{
+    uint32_t k;
+
+    if (end > ctx->model->num_kernels)
+        return MC_ERR_ARGS;
+    for (k = 0; k < end; k++)
+        ctx->model->kernels[k].fn(ctx->arena);
+    return MC_OK;
+}
+
 void mc_set_profile_hook(mc_ctx_t *ctx, mc_profile_hook hook, void *user)
 {
     ctx->hook = hook;

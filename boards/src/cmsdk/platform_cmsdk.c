@@ -3,6 +3,7 @@
  *
  * Addresses: Arm AN386 application note, "Memory map" (also QEMU hw/arm/mps2.c). */
 #include "mc_platform.h"
+#include "poll_pause.h"
 #include "semihosting.h"
 
 #define REG(addr) (*(volatile uint32_t *)(addr))
@@ -42,6 +43,13 @@ uint32_t mc_platform_cycles_per_second(void)
     return TIMER_HZ;
 }
 
+uint32_t mc_platform_counter_unit(uint32_t *per_count)
+{
+    /* Under QEMU -icount shift=0 one instruction is 1 ns: 1e9 / 25 MHz = 40 per count. */
+    *per_count = 40u;
+    return MC_COUNTER_INSTRUCTIONS;
+}
+
 void mc_platform_uart_write(const char *buf, size_t len)
 {
     size_t i;
@@ -62,6 +70,8 @@ int mc_platform_uart_read(char *buf, size_t len, uint32_t timeout_ms)
     while (n < len && mc_platform_cycles() - start < budget) {
         if (UART_STATE & 2u)
             buf[n++] = (char)UART_DATA;
+        else
+            mc_poll_pause();
     }
     return (int)n;
 }

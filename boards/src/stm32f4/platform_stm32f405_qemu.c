@@ -45,6 +45,12 @@ uint32_t mc_platform_cycles_per_second(void)
     return TIM2_HZ;
 }
 
+uint32_t mc_platform_counter_unit(uint32_t *per_count)
+{
+    *per_count = 1u; /* one count per instruction, see above */
+    return MC_COUNTER_INSTRUCTIONS;
+}
+
 void mc_platform_uart_write(const char *buf, size_t len)
 {
     mc_stm32_usart_write(USART1, buf, len);

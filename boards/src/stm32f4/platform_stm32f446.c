@@ -44,6 +44,12 @@ uint32_t mc_platform_cycles_per_second(void)
     return CPU_HZ;
 }
 
+uint32_t mc_platform_counter_unit(uint32_t *per_count)
+{
+    *per_count = 1u;
+    return MC_COUNTER_CYCLES;
+}
+
 void mc_platform_uart_write(const char *buf, size_t len)
 {
     mc_stm32_usart_write(USART2, buf, len);

@@ -1,4 +1,5 @@
 #include "stm32f4_usart.h"
+#include "poll_pause.h"
 
 #define SR(b) MC_REG((b) + 0x00u)  /* bit7 TXE, bit6 TC, bit5 RXNE */
 #define DR(b) MC_REG((b) + 0x04u)
@@ -30,6 +31,8 @@ int mc_stm32_usart_read(uint32_t base, char *buf, size_t len, uint32_t budget, u
     while (n < len && now() - start < budget) {
         if (SR(base) & (1u << 5))
             buf[n++] = (char)DR(base);
+        else
+            mc_poll_pause();
     }
     return (int)n;
 }
