@@ -104,21 +104,40 @@ class DeployResult:
     compiled: Compiled | None = None
     inputs: dict[str, np.ndarray] = field(default_factory=dict)
     run: project.RunResult | None = None
+    fit: project.FitReport | None = None
 
 
-def deploy(model_path: str | Path, board_name: str, project_dir: str | Path, *, emulate: bool = False,
-           input_path=None, progress: Progress = print,
-           dump_ir: Callable[[str, Graph], None] | None = None, trace: bool = False,
-           quantize: str | None = None, calibration=None, input_shapes: dict | None = None) -> DeployResult:
-    """Compile, build, run once and compare the outputs with the reference interpreter.
-    `trace` builds the trace firmware, which also prints every kernel's outputs
-    (see verify_layers). `quantize="int8"` first quantizes the float model on the
-    `calibration` samples (see quantize_model), deploys that int8 model and leaves it in
-    project_dir/<model>_int8.tflite."""
-    board = load_board(board_name)
+@dataclass
+class Built:
+    """A compiled model, its project built for a board, and the fit report (None on the host)."""
+    board: Board
+    compiled: Compiled
+    inputs: dict[str, np.ndarray]
+    sizes: project.SizeReport
+    fit: project.FitReport | None
+    project_dir: Path
+    model_path: Path
+
+
+def widened_weight_bytes(compiled: Compiled) -> int:
+    """Flash the int16 copies of int8 weights cost beyond int8 (one byte per element): what int8
+    weights would save."""
+    return sum(b.size for _, f, _ in compiled.kernels for b in f.buffers if b.scope == "const" and b.dtype == "int16")
+
+
+def build_firmware(model_path: str | Path, board: str | Board, project_dir: str | Path, *, emulate: bool = False,
+                   input_path=None, progress: Progress = print,
+                   dump_ir: Callable[[str, Graph], None] | None = None, trace: bool = False,
+                   quantize: str | None = None, calibration=None, input_shapes: dict | None = None,
+                   arena_region: str | None = None, weights_region: str | None = None) -> Built:
+    """Compile `model_path` for `board`, write and build its project, and check that it fits
+    (project.FitError, with what does not fit and what would help, when it does not).
+    `arena_region` / `weights_region` move the arena / the weights to another memory bank."""
+    board = load_board(board) if isinstance(board, str) else board
     if emulate and board.emulator is None and not board.is_host:
         raise UserError(f"board {board.name} has no emulated twin",
                         hint="drop --emulate to flash it, or pick a board listed by `microcompile boards` with a twin")
+    where = project.placement(board, arena_region, weights_region, emulated=emulate)
     project_dir = Path(project_dir)
     with tempfile.TemporaryDirectory(prefix="microcompile-") as tmp:
         if quantize is not None:
@@ -129,19 +148,49 @@ def deploy(model_path: str | Path, board_name: str, project_dir: str | Path, *, 
         compiled = compile_model(model_path, board, Path(tmp), dump_ir, input_shapes=input_shapes)
         inputs = load_inputs(compiled.graph, input_path)
         progress(f"[compile] {len(compiled.kernels)} kernels, arena {compiled.plan.arena_bytes} bytes")
-        project.check_fits(compiled.manifest, board)
+        if not board.is_host:
+            project.check_manifest_fits(compiled.manifest, board, where, widened_weight_bytes(compiled))
         project.generate(Path(tmp), board, project_dir, [inputs[n] for n in compiled.graph.inputs],
-                         emulated=emulate, trace=trace)
+                         emulated=emulate, trace=trace, arena_region=arena_region, weights_region=weights_region)
         if quantize is not None:   # keep the int8 model the firmware was built from, next to it
             model_path = Path(shutil.copy(model_path, project_dir / Path(model_path).name))
     sizes = project.build(project_dir, progress=progress)
+    fit = None
+    if not board.is_host:
+        platform = "twin" if emulate else "board"
+        fit = project.fit_report(project_dir / "firmware.elf", board, where, project_dir / "build" / platform,
+                                 widened_weight_bytes(compiled))
+        if not fit.fits:
+            raise project.FitError(fit, compiled.manifest["model"])
+    return Built(board, compiled, inputs, sizes, fit, project_dir, Path(model_path))
+
+
+def deploy(model_path: str | Path, board_name: str | Board, project_dir: str | Path, *, emulate: bool = False,
+           input_path=None, progress: Progress = print,
+           dump_ir: Callable[[str, Graph], None] | None = None, trace: bool = False,
+           quantize: str | None = None, calibration=None, input_shapes: dict | None = None,
+           arena_region: str | None = None, weights_region: str | None = None,
+           probe: str | None = None) -> DeployResult:
+    """Compile, build, check the fit, run once (QEMU twin, host) or flash (real board) and compare
+    the outputs with the reference interpreter.
+    `trace` builds the trace firmware, which also prints every kernel's outputs
+    (see verify_layers). `quantize="int8"` first quantizes the float model on the
+    `calibration` samples (see quantize_model), deploys that int8 model and leaves it in
+    project_dir/<model>_int8.tflite."""
+    built = build_firmware(model_path, board_name, project_dir, emulate=emulate, input_path=input_path,
+                           progress=progress, dump_ir=dump_ir, trace=trace, quantize=quantize,
+                           calibration=calibration, input_shapes=input_shapes, arena_region=arena_region,
+                           weights_region=weights_region)
+    board, compiled, inputs, sizes, project_dir = built.board, built.compiled, built.inputs, built.sizes, built.project_dir
+    model_path = built.model_path
     if board.is_host:
         run = project.run_host(project_dir)
     elif emulate:
         progress(f"[run] {board.name} on QEMU {board.emulator.machine}")
         run = project.run_emulated(project_dir, board)
+        built.fit.stack_measured = run.stack_bytes
     else:
-        project.flash(project_dir, board, progress=progress)
+        project.flash(project_dir, board, probe=probe, progress=progress)
         raise DeviceError("flashed, but reading results back from a real board needs the serial host agent, "
                           "which is not implemented yet",
                           hint=f"watch the board's console UART ({board.console.get('uart', 'console')}) "
@@ -164,8 +213,9 @@ def deploy(model_path: str | Path, board_name: str, project_dir: str | Path, *, 
         "layers": _layers(compiled, run),
         "outputs": {name: c.to_json() for name, c in comparisons.items()},
         "project_dir": str(project_dir),
+        "fit": built.fit.to_json() if built.fit is not None else None,
     }
-    return DeployResult(report, outputs, comparisons, project_dir, compiled, inputs, run)
+    return DeployResult(report, outputs, comparisons, project_dir, compiled, inputs, run, built.fit)
 
 
 @dataclass
