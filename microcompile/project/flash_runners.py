@@ -19,6 +19,7 @@ runner can. Every failure is a DeviceError that says what to do.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import re
@@ -43,6 +44,11 @@ class FoundProbe:
     description: str
     target: str | None = None   # what the probe reports of the chip it is attached to, if anything
     matches: bool | None = None  # does that chip match the board's MCU (None: the runner cannot tell)
+    same: str | None = None     # a key shared by the runners that see one device in different ways
+
+    @property
+    def key(self) -> str:
+        return self.same or self.id
 
 
 class FlashFailure(Exception):
@@ -82,9 +88,8 @@ def run_tool(cmd: list[str], progress: Callable[[float], None] | None = None, ti
     def pump():
         for chunk in iter(lambda: proc.stdout.read1(4096), b""):
             chunks.append(chunk)
-            found = re.findall(rb"(\d{1,3}(?:\.\d+)?)\s*%", chunk) if progress is not None else []
-            if found:
-                progress(min(float(found[-1]), 100.0) / 100.0)
+            for pct in (re.findall(rb"(\d{1,3}(?:\.\d+)?)\s*%", chunk) if progress is not None else []):
+                progress(min(float(pct), 100.0) / 100.0)
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
@@ -269,10 +274,13 @@ class Picotool(Runner):
             return []
         chip = re.search(r"\b(RP2040|RP2350)\b", out)
         return [FoundProbe(self.name, "bootsel", "RP2040 boot ROM (BOOTSEL mode, USB)", chip.group(1) if chip else None,
-                           (chip.group(1) == "RP2040") if chip else None)]
+                           (chip.group(1) == "RP2040") if chip else None, same=BOOTSEL)]
 
     def command(self, board, files, probe):
         return [self.tool, "load", "-v", "-x", str(files["elf"])]
+
+
+BOOTSEL = "bootsel"   # an RP2040 in BOOTSEL mode: picotool sees it over USB, and its drive mounts
 
 
 def uf2_mount_roots() -> list[Path]:
@@ -311,6 +319,8 @@ class Uf2Copy(Runner):
             found.append(FoundProbe(self.name, str(root), "UF2 boot loader drive",
                                     board_id.group(1) if board_id else None,
                                     None if board_id is None or want is None else board_id.group(1) == want))
+        if len(found) == 1:   # one drive: the same board picotool sees in BOOTSEL mode
+            found = [dataclasses.replace(found[0], same=BOOTSEL)]
         return found
 
     def flash(self, board, files, probe, progress):
@@ -445,10 +455,11 @@ def choose(board: Board, probe_id: str | None = None) -> tuple[str, FoundProbe |
     probes: dict[str, list[FoundProbe]] = {}
     for n in installed:
         for p in seen.get(n, []):
-            probes.setdefault(p.id, []).append(p)
+            probes.setdefault(p.key, []).append(p)
     if probe_id is not None:
-        if probe_id in probes:
-            candidates = {probe_id: probes[probe_id]}
+        named = {k: ps for k, ps in probes.items() if probe_id == k or any(p.id == probe_id for p in ps)}
+        if named:
+            candidates = named
         elif blind:
             return blind[0], FoundProbe(blind[0], probe_id, "given with --probe")
         else:
