@@ -20,7 +20,7 @@ from microcompile.errors import BoardError, DeviceError, ToolchainError, UserErr
 from microcompile.project.build import ARM_INSTALL, build
 from microcompile.project.fit import FitError, FitReport, fit_report
 from microcompile.project.flash_runners import flash_firmware, uf2_file
-from microcompile.project.generate import _BIN_SECTIONS, read_marker
+from microcompile.project.generate import BIN_SECTIONS, read_marker
 from microcompile.project.placement import Placement
 from microcompile.target import Board, load_board
 
@@ -61,7 +61,7 @@ def _files_from_elf(elf: Path, board: Board, tmp: Path) -> dict[str, Path]:
     if objcopy is None:
         raise ToolchainError("arm-none-eabi-objcopy not found on PATH", hint=f"install it: {ARM_INSTALL}")
     files = {"elf": elf, "bin": tmp / "firmware.bin", "hex": tmp / "firmware.hex"}
-    sections = [a for s in _BIN_SECTIONS + (".weights",) for a in ("-j", s)]
+    sections = [a for s in BIN_SECTIONS + (".weights",) for a in ("-j", s)]
     for args in ([objcopy, "-O", "binary", *sections, str(elf), str(files["bin"])],
                  [objcopy, "-O", "ihex", str(elf), str(files["hex"])]):
         proc = subprocess.run(args, capture_output=True, text=True)

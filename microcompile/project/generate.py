@@ -79,7 +79,7 @@ def _flash_command(board: Board) -> tuple[str, str]:
 
 # Sections of firmware.bin: the load image of the code bank only (objcopy -O binary would fill
 # the gap up to a weights bank elsewhere with zeros).
-_BIN_SECTIONS = (".isr_vector", ".text", ".rodata", ".ARM.extab", ".ARM.exidx", ".data")
+BIN_SECTIONS = (".isr_vector", ".text", ".rodata", ".ARM.extab", ".ARM.exidx", ".data")
 
 
 def _bank_rows(board: Board, unbounded: bool = False) -> list[dict]:
@@ -219,7 +219,7 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
         qemu = (f"qemu-system-arm -machine {emu.machine} -cpu {emu.cpu} {QEMU_FLAGS} -kernel firmware.elf"
                 if emu else "")
         runner, flash_command = _flash_command(board)
-        bin_sections = _BIN_SECTIONS + ((".weights",) if where.weights == where.code else ())
+        bin_sections = BIN_SECTIONS + ((".weights",) if where.weights == where.code else ())
         w.text("Makefile", env.get_template("Makefile.j2").render(
             board=board.name, mcu=board.mcu.name, platform=platform, machine=emu.machine if emu else "",
             cpuflags=" ".join(board.target.cflags), board_srcs=" ".join(srcs), twin_srcs=" ".join(tsrcs),

@@ -116,3 +116,20 @@ def test_placement_is_checked():
     placement(load_board("netduinoplus2"), arena_region="CCM")          # the real F405 has it ...
     with pytest.raises(BoardError, match="does not emulate CCM"):       # ... QEMU does not
         placement(load_board("netduinoplus2"), arena_region="CCM", emulated=True)
+
+
+@needs_arm
+def test_without_pyelftools_the_sections_come_from_objdump(tmp_path, monkeypatch):
+    from microcompile.project import elf
+    board = load_board("stm32")
+    out = generate(write_artifact(tmp_path / "a"), board, tmp_path / "p", [benchmark_input((1, 4, 4, 1))])
+    build(out, progress=lambda line: None)
+    with_elftools = read_elf(out / "firmware.elf")
+    monkeypatch.setattr(elf, "have_pyelftools", lambda: False)
+    fallback = read_elf(out / "firmware.elf")
+    assert fallback.symbols is None
+    assert {(s.name, s.addr, s.lma, s.size) for s in fallback.sections} == \
+        {(s.name, s.addr, s.lma, s.size) for s in with_elftools.sections}
+    report = fit_report(out / "firmware.elf", board, placement(board), out / "build" / "board")
+    assert report.fits and report.symbols is None
+    assert "install pyelftools (pip install 'microcompile[elf]')" in report.format()
