@@ -19,7 +19,7 @@ from pathlib import Path
 from microcompile.errors import BoardError, DeviceError, ToolchainError, UserError
 from microcompile.project.build import ARM_INSTALL, build
 from microcompile.project.fit import FitError, FitReport, fit_report
-from microcompile.project.flash_runners import flash_firmware, uf2_file
+from microcompile.project.flash_runners import choose, flash_with, uf2_file
 from microcompile.project.generate import BIN_SECTIONS, read_marker
 from microcompile.project.placement import Placement
 from microcompile.target import Board, load_board
@@ -105,13 +105,26 @@ def flash(target: str | Path, board: Board | str | None = None, probe: str | Non
             raise FitError(report, model)
         if "uf2" in board_obj.flash_runners:
             files["uf2"] = uf2_file(board_obj, files, tmp / "firmware.uf2")
-        bar = _progress_bar(f"[flash] {board_obj.name}", show_bar)
         try:
-            runner, found = flash_firmware(board_obj, files, probe, progress=bar.update_to)
-        finally:
-            bar.close()
+            runner, found = choose(board_obj, probe)
+            bar = _progress_bar(f"[flash] {board_obj.name} with {runner}", show_bar)
+            try:
+                flash_with(board_obj, files, runner, found, progress=bar.update_to)
+            finally:
+                bar.close()
+        except DeviceError as e:
+            raise _with_firmware(e, board_obj, files["elf"] if path.is_dir() else path) from None
         progress(f"[flash] done: {board_obj.name} flashed with {runner}" + (f" (probe {found.id})" if found else ""))
         return FlashResult(board_obj.name, runner, found.id if found else None, report)
+
+
+def _with_firmware(e: DeviceError, board: Board, elf: Path) -> DeviceError:
+    """The error, saying where the firmware is, and that the board's QEMU twin can run it."""
+    where = f"the firmware is at {elf} (firmware.bin and firmware.hex next to it for a project)"
+    hint = e.hint or ""
+    if board.emulator is not None:
+        hint += ("; " if hint else "") + f"or run it on the QEMU twin ({board.emulator.machine}) with --emulate"
+    return DeviceError(f"{e.message}\n{where}", hint=hint or None)
 
 
 class _Bar:

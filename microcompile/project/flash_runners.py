@@ -509,6 +509,13 @@ def flash_firmware(board: Board, files: dict[str, Path], probe_id: str | None = 
     """Flash `files` (elf, bin, hex, and uf2 for UF2 boards) to `board`: pick the runner and probe
     (`choose`), write, verify where the runner can. Returns (runner, probe)."""
     name, probe = choose(board, probe_id)
+    flash_with(board, files, name, probe, progress)
+    return name, probe
+
+
+def flash_with(board: Board, files: dict[str, Path], name: str, probe: FoundProbe | None,
+               progress: Callable[[float], None] = lambda f: None) -> None:
+    """Write and verify with runner `name` through `probe` (as `choose` picked them)."""
     r = RUNNERS[name]
     if r.command(board, files, None) is None and type(r).flash is Runner.flash:
         raise DeviceError(f"runner {name} has no command for {board.name} (its board data lacks the runner's settings)")
@@ -530,4 +537,3 @@ def flash_firmware(board: Board, files: dict[str, Path], probe_id: str | None = 
                               f"({name}: {f.detail})", hint="check which board is plugged in, or pick its board with --board") from None
         raise DeviceError(f"flashing {where} failed: {f.detail}",
                           hint="see the tool's message above; `make flash` in the project runs the same tool") from None
-    return name, probe

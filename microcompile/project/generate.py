@@ -20,11 +20,10 @@ from microcompile.errors import BoardError, UserError
 from microcompile.project.fit import check_manifest_fits
 from microcompile.project.flash_runners import make_command
 from microcompile.project.manifest import DTYPES, MANIFEST_NAME, load_manifest
-from microcompile.project.placement import STACK_BYTES, Placement, placement
+from microcompile.project.placement import Placement, placement
 from microcompile.project.trace import template_rows as trace_rows
 from microcompile.resources import resource_dir
 from microcompile.target import Board, load_board
-from microcompile.target.board import c_defines
 
 MARKER = ".microcompile-project"
 QEMU_FLAGS = "-nographic -monitor none -semihosting -icount shift=0,sleep=off"

@@ -145,7 +145,7 @@ def test_the_other_shared_int8_models_do_not_fit_the_microbit(name, bank, tmp_pa
     with pytest.raises(FitError) as info:
         driver.build_firmware(model_path(name), "microbit", tmp_path / "p", **quiet)
     e = info.value
-    assert f"does not fit microbit (from the manifest, before building)" in e.message
+    assert "does not fit microbit (from the manifest, before building)" in e.message
     assert f"{bank} needs" in e.message and "over by" in e.message
     assert "a board that fits: " in e.hint
     assert not (tmp_path / "p").exists()

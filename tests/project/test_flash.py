@@ -100,6 +100,9 @@ def test_no_runner_installed_names_the_install_commands(built, tools):
     assert "no flash tool for nucleo-f446re is installed" in msg
     assert "sudo apt-get install stlink-tools" in msg and "sudo apt-get install openocd" in msg
     assert "pip install 'microcompile[flash]'" in msg and "STM32CubeProgrammer from st.com" in msg
+    # where the firmware is, and the emulated twin that can run it
+    assert f"the firmware is at {built['nucleo-f446re'].resolve() / 'firmware.elf'}" in msg
+    assert "or run it on the QEMU twin (netduinoplus2) with --emulate" in msg
 
 
 @needs_arm
