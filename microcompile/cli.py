@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -27,13 +28,16 @@ def _cmd_deploy(args) -> int:
                            input_path=args.input, dump_ir=dump, quantize=args.quantize,
                            calibration=args.calibration,
                            input_shapes=parse_input_shapes(args.input_shape),
-                           agent=args.agent or bool(args.port), port=args.port, timeout=args.timeout)
+                           agent=args.agent or bool(args.port), port=args.port, timeout=args.timeout,
+                           arena_region=args.arena_region, weights_region=args.weights_region, probe=args.probe)
     r = result.report
     if args.output:
         _save_outputs(result.outputs, args.output)
     if args.report:
         driver.write_report(r, args.report)
     print(_summary(r))
+    if result.fit is not None:
+        print(result.fit.format())
     return 0 if r["verified"] else EXIT_MISMATCH
 
 
@@ -170,13 +174,59 @@ def _cmd_quantize(args) -> int:
 
 def _cmd_boards(args) -> int:
     from .target import list_boards, load_board
+    from .schedule import kernel_set
 
+    rows = []
     for name in list_boards():
         b = load_board(name)
-        twin = f"QEMU {b.emulator.machine}" if b.emulator else ("native" if b.is_host else "-")
-        alias = f" (alias: {', '.join(b.aliases)})" if b.aliases else ""
-        flash = f"{b.mcu.flash.size // 1024} KiB flash, {b.mcu.ram.size // 1024} KiB RAM" if b.mcu.flash else "host memory"
-        print(f"{name:<16} {b.target.core:<11} {flash:<30} emulated: {twin:<22} {b.description}{alias}")
+        twin = (b.emulator.board or b.emulator.machine) if b.emulator else None
+        rows.append({
+            "name": b.name, "aliases": list(b.aliases), "description": b.description, "core": b.target.core,
+            "mcu": b.mcu.name, "clock_hz": b.target.clock_hz,
+            "flash_bytes": b.mcu.flash_bytes, "ram_bytes": b.mcu.ram_bytes,
+            "memory": [{"name": m.name, "kind": m.kind, "origin": m.origin, "size": m.size} for m in b.mcu.banks],
+            "kernels": kernel_set(b.target),
+            "runners": list(b.flash_runners),
+            "probe": ({"name": b.probe.name, "usb_vid": b.probe.usb_vid, "usb_pid": b.probe.usb_pid}
+                      if b.probe else None),
+            "emulated": b.emulator is not None,
+            "emulator_only": b.emulator_only,
+            "twin": twin,
+            "qemu_machine": b.emulator.machine if b.emulator else None,
+            "tested_on_hardware": False,
+        })
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        if r["name"] == "host":
+            print(f"{'host':<17} the build machine (native gcc; tests)")
+            continue
+        banks = ", ".join(f"{m['name']} {_kib(m['size'])}" for m in r["memory"])
+        if r["emulator_only"]:
+            where = f"QEMU {r['qemu_machine']} only"
+        elif r["emulated"]:
+            where = f"twin QEMU {r['qemu_machine']}" + (f" ({r['twin']})" if r["twin"] != r["name"] else "")
+        else:
+            where = "no twin: compiled and linked only"
+        alias = f" (alias {', '.join(r['aliases'])})" if r["aliases"] else ""
+        runners = ", ".join(r["runners"]) or "-"
+        print(f"{r['name']:<17} {r['core']:<13} {r['kernels']:<4} {banks}")
+        print(f"{'':<17} {r['description']}{alias}; flash: {runners}; {where}")
+    print("\nkernels: c = portable C, dsp = Armv7E-M DSP (SMLAD), mve = Helium. No board has been run on "
+          "silicon: the real boards are compiled, linked and fit-checked, and run only through their QEMU twin.")
+    return 0
+
+
+def _kib(n: int) -> str:
+    return f"{n // 1024} KiB" if n < 1 << 20 or n % (1 << 20) else f"{n >> 20} MiB"
+
+
+def _cmd_flash(args) -> int:
+    from .project import flash
+
+    result = flash(args.firmware, board=args.board, probe=args.probe)
+    print(f"flashed {result.board} with {result.runner}" + (f" (probe {result.probe})" if result.probe else ""))
     return 0
 
 
@@ -201,6 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="build the host agent firmware and run the input over the serial protocol")
     d.add_argument("--port", help="the board's serial port (implies --agent); default: found by its USB id")
     d.add_argument("--timeout", type=float, default=10.0, help="--agent: seconds per device command (default 10)")
+    _add_placement_args(d)
+    d.add_argument("--probe", help="on a real board: the debug probe to flash through (its id, as the errors list)")
     d.set_defaults(fn=_cmd_deploy)
 
     port_help = "the board's serial port, e.g. /dev/ttyACM0 (default: found by the board's USB VID:PID)"
@@ -277,9 +329,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pin a dynamic ONNX input shape, e.g. input:1x3x32x32 (repeatable)")
     i.set_defaults(fn=_cmd_inspect)
 
-    b = sub.add_parser("boards", help="list the boards microcompile knows")
+    b = sub.add_parser("boards", help="list the boards microcompile knows: core, memory banks, kernel set, flash "
+                                      "runners, emulated twin")
+    b.add_argument("--json", action="store_true", help="print a JSON list of objects (keys in README.md)")
     b.set_defaults(fn=_cmd_boards)
+
+    f = sub.add_parser("flash", help="check that a firmware fits its board and flash it with the board's probe",
+                       description="Flash a project directory made by `deploy` (rebuilt for the real board when "
+                                   "needed) or a firmware.elf. Prints the fit report first and stops when it does "
+                                   "not fit. Picks the flash runner (pyocd, openocd, st-flash, STM32CubeProgrammer, "
+                                   "nrfjprog, picotool, UF2 copy) and the probe that is attached.")
+    f.add_argument("firmware", help="a project directory or a firmware.elf")
+    f.add_argument("--board", help="board name or alias (required for a bare .elf; a project knows its board)")
+    f.add_argument("--probe", help="the debug probe to use when several are attached (its id, as listed)")
+    f.set_defaults(fn=_cmd_flash)
     return p
+
+
+def _add_placement_args(parser) -> None:
+    parser.add_argument("--arena-region", metavar="BANK",
+                        help="put the activation arena in this RAM bank (e.g. DTCM; see `microcompile boards`)")
+    parser.add_argument("--weights-region", metavar="BANK",
+                        help="put the weights in this flash bank (e.g. QSPI on mps3-an547)")
 
 
 def main(argv=None) -> int:

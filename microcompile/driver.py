@@ -106,32 +106,45 @@ class DeployResult:
     compiled: Compiled | None = None
     inputs: dict[str, np.ndarray] = field(default_factory=dict)
     run: project.RunResult | None = None
+    fit: project.FitReport | None = None
 
 
-def deploy(model_path: str | Path, board_name: str, project_dir: str | Path, *, emulate: bool = False,
-           input_path=None, progress: Progress = print,
-           dump_ir: Callable[[str, Graph], None] | None = None, trace: bool = False,
-           quantize: str | None = None, calibration=None, input_shapes: dict | None = None,
-           agent: bool = False, port: str | None = None, timeout: float = 10.0) -> DeployResult:
-    """Compile, build, run once and compare the outputs with the reference interpreter.
-    `trace` builds the trace firmware, which also prints every kernel's outputs
-    (see verify_layers). `quantize="int8"` first quantizes the float model on the
-    `calibration` samples (see quantize_model), deploys that int8 model and leaves it in
-    project_dir/<model>_int8.tflite. `agent` builds the agent firmware instead of the
-    self-test and runs the input over the serial protocol (QEMU socket, or `port`)."""
-    board = load_board(board_name)
-    _check_target(board, emulate, port, agent)
+@dataclass
+class Built:
+    """A compiled model, its project built for a board, and the fit report (None on the host)."""
+    board: Board
+    compiled: Compiled
+    inputs: dict[str, np.ndarray]
+    sizes: project.SizeReport
+    fit: project.FitReport | None
+    project_dir: Path
+    model_path: Path
+
+
+def widened_weight_bytes(compiled: Compiled) -> int:
+    """Flash the int16 copies of int8 weights cost beyond int8 (one byte per element): what int8
+    weights would save."""
+    return sum(b.size for _, f, _ in compiled.kernels for b in f.buffers if b.scope == "const" and b.dtype == "int16")
+
+
+def build_firmware(model_path: str | Path, board: str | Board, project_dir: str | Path, *, emulate: bool = False,
+                   input_path=None, progress: Progress = print,
+                   dump_ir: Callable[[str, Graph], None] | None = None, trace: bool = False,
+                   quantize: str | None = None, calibration=None, input_shapes: dict | None = None,
+                   arena_region: str | None = None, weights_region: str | None = None,
+                   agent: bool = False) -> Built:
+    """Compile `model_path` for `board`, write and build its project, and check that it fits
+    (project.FitError, with what does not fit and what would help, when it does not).
+    `arena_region` / `weights_region` move the arena / the weights to another memory bank.
+    `agent` builds the agent firmware (the input is sent at run time) instead of the self-test
+    (the input is compiled in); files that did not change are not rewritten, so an up-to-date
+    build is reused."""
+    board = load_board(board) if isinstance(board, str) else board
+    if emulate and board.emulator is None and not board.is_host:
+        raise UserError(f"board {board.name} has no emulated twin",
+                        hint="drop --emulate to flash it, or pick a board listed by `microcompile boards` with a twin")
+    where = project.placement(board, arena_region, weights_region, emulated=emulate)
     project_dir = Path(project_dir)
-    if agent:
-        compiled, sizes, model_path = _build_agent(model_path, board, project_dir, emulate=emulate,
-                                                   progress=progress, quantize=quantize, calibration=calibration,
-                                                   input_shapes=input_shapes, dump_ir=dump_ir)
-        inputs = load_inputs(compiled.graph, input_path)
-        with open_session(project_dir, board, emulate=emulate, port=port, timeout=timeout,
-                          progress=progress) as session:
-            outs = session.run([inputs[n] for n in compiled.graph.inputs])
-            run = _agent_run_result(session, [o.numpy() for o in outs])
-        return _deploy_result(compiled, board, emulate, model_path, sizes, run, inputs, project_dir)
     with tempfile.TemporaryDirectory(prefix="microcompile-") as tmp:
         if quantize is not None:
             model_path = _quantize_for_deploy(model_path, quantize, calibration, Path(tmp) / "quantized", progress,
@@ -141,27 +154,70 @@ def deploy(model_path: str | Path, board_name: str, project_dir: str | Path, *, 
         compiled = compile_model(model_path, board, Path(tmp), dump_ir, input_shapes=input_shapes)
         inputs = load_inputs(compiled.graph, input_path)
         progress(f"[compile] {len(compiled.kernels)} kernels, arena {compiled.plan.arena_bytes} bytes")
-        project.check_fits(compiled.manifest, board)
-        project.generate(Path(tmp), board, project_dir, [inputs[n] for n in compiled.graph.inputs],
-                         emulated=emulate, trace=trace)
+        if not board.is_host:
+            project.check_manifest_fits(compiled.manifest, board, where, widened_weight_bytes(compiled))
+        test_inputs = None if agent else [inputs[n] for n in compiled.graph.inputs]
+        project.generate(Path(tmp), board, project_dir, test_inputs, emulated=emulate, trace=trace, agent=agent,
+                         arena_region=arena_region, weights_region=weights_region)
         if quantize is not None:   # keep the int8 model the firmware was built from, next to it
             model_path = Path(shutil.copy(model_path, project_dir / Path(model_path).name))
-    sizes = project.build(project_dir, progress=progress)
+    sizes = _build_with_bar(project_dir, progress)
+    if agent:
+        progress(f"[build] agent firmware, build id {project.read_marker(project_dir)['build_id']}")
+    fit = None
+    if not board.is_host:
+        platform = "twin" if emulate else "board"
+        fit = project.fit_report(project_dir / "firmware.elf", board, where, project_dir / "build" / platform,
+                                 widened_weight_bytes(compiled))
+        if not fit.fits:
+            raise project.FitError(fit, compiled.manifest["model"])
+    return Built(board, compiled, inputs, sizes, fit, project_dir, Path(model_path))
+
+
+def deploy(model_path: str | Path, board_name: str | Board, project_dir: str | Path, *, emulate: bool = False,
+           input_path=None, progress: Progress = print,
+           dump_ir: Callable[[str, Graph], None] | None = None, trace: bool = False,
+           quantize: str | None = None, calibration=None, input_shapes: dict | None = None,
+           arena_region: str | None = None, weights_region: str | None = None, probe: str | None = None,
+           agent: bool = False, port: str | None = None, timeout: float = 10.0) -> DeployResult:
+    """Compile, build, check the fit, run once (QEMU twin, host) or flash (real board) and compare
+    the outputs with the reference interpreter.
+    `trace` builds the trace firmware, which also prints every kernel's outputs
+    (see verify_layers). `quantize="int8"` first quantizes the float model on the
+    `calibration` samples (see quantize_model), deploys that int8 model and leaves it in
+    project_dir/<model>_int8.tflite. `agent` builds the agent firmware instead of the
+    self-test and runs the input over the serial protocol (QEMU socket, or `port`)."""
+    board = load_board(board_name) if isinstance(board_name, str) else board_name
+    _check_target(board, emulate, port, agent)
+    built = build_firmware(model_path, board, project_dir, emulate=emulate, input_path=input_path,
+                           progress=progress, dump_ir=dump_ir, trace=trace, quantize=quantize,
+                           calibration=calibration, input_shapes=input_shapes, arena_region=arena_region,
+                           weights_region=weights_region, agent=agent)
+    compiled, inputs, project_dir = built.compiled, built.inputs, built.project_dir
+    if agent:
+        with open_session(project_dir, board, emulate=emulate, port=port, timeout=timeout, probe=probe,
+                          progress=progress) as session:
+            outs = session.run([inputs[n] for n in compiled.graph.inputs])
+            run = _agent_run_result(session, [o.numpy() for o in outs])
+        return _deploy_result(built, emulate, run, inputs)
     if board.is_host:
         run = project.run_host(project_dir)
     elif emulate:
         progress(f"[run] {board.name} on QEMU {board.emulator.machine}")
         run = project.run_emulated(project_dir, board)
+        built.fit.stack_measured = run.stack_bytes
     else:
-        project.flash(project_dir, board, progress=progress)
+        project.flash(project_dir, board, probe=probe, progress=progress)
         raise DeviceError("flashed the self-test firmware, which prints its result on the console UART "
                           f"({board.console.get('uart', 'console')}) as MC-OUTPUT lines",
                           hint="to read results back from the host, deploy with --agent (or use "
                                "`microcompile run`), which talks to the board over its serial port")
-    return _deploy_result(compiled, board, emulate, model_path, sizes, run, inputs, project_dir)
+    return _deploy_result(built, emulate, run, inputs)
 
 
-def _deploy_result(compiled, board, emulate, model_path, sizes, run, inputs, project_dir) -> DeployResult:
+def _deploy_result(built: Built, emulate: bool, run, inputs) -> DeployResult:
+    compiled, board, sizes, project_dir = built.compiled, built.board, built.sizes, built.project_dir
+    model_path = built.model_path
     reference = interp.run(compiled.graph, inputs)
     outputs = {name: run.outputs[i] for i, name in enumerate(compiled.graph.outputs)}
     comparisons = {name: compare(outputs[name], reference[name]) for name in compiled.graph.outputs}
@@ -181,8 +237,9 @@ def _deploy_result(compiled, board, emulate, model_path, sizes, run, inputs, pro
         "layers": _layers(compiled, run),
         "outputs": {name: c.to_json() for name, c in comparisons.items()},
         "project_dir": str(project_dir),
+        "fit": built.fit.to_json() if built.fit is not None else None,
     }
-    return DeployResult(report, outputs, comparisons, project_dir, compiled, inputs, run)
+    return DeployResult(report, outputs, comparisons, project_dir, compiled, inputs, run, built.fit)
 
 
 @dataclass
@@ -336,33 +393,13 @@ def _build_with_bar(project_dir: Path, progress: Progress, platform: str | None 
     return sizes
 
 
-def _build_agent(model_path, board: Board, project_dir: Path, *, emulate: bool, progress: Progress,
-                 quantize=None, calibration=None, input_shapes=None, dump_ir=None):
-    """Compile the model and build its agent firmware in project_dir (files that did not change
-    are not rewritten, so an up-to-date build is reused). Returns (compiled, sizes, model_path)."""
-    with tempfile.TemporaryDirectory(prefix="microcompile-") as tmp:
-        if quantize is not None:
-            model_path = _quantize_for_deploy(model_path, quantize, calibration, Path(tmp) / "quantized", progress,
-                                              input_shapes)
-            input_shapes = None
-        progress(f"[compile] {model_path}")
-        compiled = compile_model(model_path, board, Path(tmp), dump_ir, input_shapes=input_shapes)
-        progress(f"[compile] {len(compiled.kernels)} kernels, arena {compiled.plan.arena_bytes} bytes")
-        project.check_fits(compiled.manifest, board)
-        project.generate(Path(tmp), board, project_dir, None, emulated=emulate, agent=True)
-        if quantize is not None:
-            model_path = Path(shutil.copy(model_path, project_dir / Path(model_path).name))
-    sizes = _build_with_bar(project_dir, progress)
-    progress(f"[build] agent firmware, build id {project.read_marker(project_dir)['build_id']}")
-    return compiled, sizes, model_path
-
-
 def _serial_port(board: Board, port: str | None) -> str:
     from .device import UsbId, find_serial_ports
 
     if port:
         return port
-    ids = [UsbId(int(u["vid"]), int(u["pid"])) for u in board.usb]
+    probe = board.probe
+    ids = [UsbId(probe.usb_vid, probe.usb_pid)] if probe and probe.usb_vid is not None else []
     if not ids:
         raise DeviceError(f"board {board.name} lists no USB id to find its serial port by",
                           hint="pass --port (e.g. /dev/ttyACM0), or --emulate for its QEMU twin")
@@ -378,7 +415,7 @@ def _serial_port(board: Board, port: str | None) -> str:
 
 @contextmanager
 def open_session(project_dir: str | Path, board: Board | str, *, emulate: bool = False, port: str | None = None,
-                 timeout: float = 10.0, progress: Progress = print):
+                 timeout: float = 10.0, probe: str | None = None, progress: Progress = print):
     """A device.Session with the project's agent firmware running: a host process, the QEMU twin
     (always stopped on leaving), or the board on its serial port, flashed first when it does
     not run this build. The session checks the build id."""
@@ -412,7 +449,7 @@ def open_session(project_dir: str | Path, board: Board | str, *, emulate: bool =
             session.close()
             progress(f"[flash] {board.name} on {port}: {e.message.split(':')[0]}; flashing")
             with _bar(None, "flash", "step"):
-                project.flash(project_dir, board, progress=progress)
+                project.flash(project_dir, board, probe=probe, progress=progress)
             session = Session(SerialTransport(port, baud), timeout=timeout, expect_build_id=build_id)
             session.open()
         session.timeout = timeout
@@ -434,7 +471,7 @@ class AgentRun:
 
 def _agent_run_result(session, outputs: list[np.ndarray]) -> AgentRun:
     info = session.info()
-    count = session.last_ticks * info.per_count
+    count = info.to_units(session.last_ticks)
     return AgentRun(outputs, count, info.unit, count if info.unit == "instructions" else None)
 
 
@@ -499,7 +536,8 @@ def run_model(model_path: str | Path, board_name: str, project_dir: str | Path, 
     if repeat and input_path is None:      # before a minute of building
         raise UserError("--repeat needs --input with a batch of samples", hint="np.save('x.npy', batch)")
     project_dir = Path(project_dir)
-    compiled, sizes, model_path = _build_agent(model_path, board, project_dir, emulate=emulate, progress=progress)
+    built = build_firmware(model_path, board, project_dir, emulate=emulate, progress=progress, agent=True)
+    compiled, sizes, model_path = built.compiled, built.sizes, built.model_path
     samples = _batch(compiled.graph, input_path, repeat)
     labels = _labels(labels_path, len(samples)) if labels_path is not None else None
     names = list(compiled.graph.outputs)
@@ -510,7 +548,7 @@ def run_model(model_path: str | Path, board_name: str, project_dir: str | Path, 
         info = session.info()
         for k, sample in enumerate(_iter_bar(samples, "run", "inference")):
             outs = session.run([sample[n] for n in compiled.graph.inputs])
-            ticks.append(session.last_ticks * info.per_count)
+            ticks.append(info.to_units(session.last_ticks))
             reference = interp.run(compiled.graph, sample)
             comparisons = {n: compare(outs[i].numpy(), reference[n]) for i, n in enumerate(names)}
             agree += all(c.equal for c in comparisons.values())
@@ -574,13 +612,14 @@ def profile_model(model_path: str | Path, board_name: str, project_dir: str | Pa
     board = load_board(board_name)
     _check_target(board, emulate, port)
     project_dir = Path(project_dir)
-    compiled, sizes, _ = _build_agent(model_path, board, project_dir, emulate=emulate, progress=progress)
+    built = build_firmware(model_path, board, project_dir, emulate=emulate, progress=progress, agent=True)
+    compiled, sizes = built.compiled, built.sizes
     inputs = load_inputs(compiled.graph, input_path)
     ordered = [inputs[n] for n in compiled.graph.inputs]
     with open_session(project_dir, board, emulate=emulate, port=port, timeout=timeout, progress=progress) as session:
         info = session.info()
         session.run(ordered)
-        plain = session.last_ticks * info.per_count
+        plain = info.to_units(session.last_ticks)
         prof = session.profile(ordered)
     rows = profile_report.rows(compiled, prof.counts)
     report = profile_report.to_json(prof.unit, prof.total, rows)
@@ -590,7 +629,8 @@ def profile_model(model_path: str | Path, board_name: str, project_dir: str | Pa
 def _verify_over_agent(model_path, board: Board, project_dir: Path, *, emulate: bool, port: str | None,
                        input_path, timeout: float, progress: Progress) -> VerifyResult:
     """verify_layers on the agent firmware: every kernel's outputs read with GET_TENSOR."""
-    compiled, sizes, model_path = _build_agent(model_path, board, project_dir, emulate=emulate, progress=progress)
+    built = build_firmware(model_path, board, project_dir, emulate=emulate, progress=progress, agent=True)
+    compiled = built.compiled
     inputs = load_inputs(compiled.graph, input_path)
     ordered = [inputs[n] for n in compiled.graph.inputs]
     traced = []
@@ -600,5 +640,5 @@ def _verify_over_agent(model_path, board: Board, project_dir: Path, *, emulate: 
         entries = project.trace_entries(project.load_manifest(project_dir))
         for e in _iter_bar(entries, "read tensors", "tensor"):
             traced.append((e.kernel, e.output, session.tensor(e.spec["name"], ordered).numpy()))
-    result = _deploy_result(compiled, board, emulate, model_path, sizes, run, inputs, project_dir)
-    return _verify_result(model_path, result, traced, emulate, progress)
+    result = _deploy_result(built, emulate, run, inputs)
+    return _verify_result(built.model_path, result, traced, emulate, progress)

@@ -83,6 +83,14 @@ class Info:
     kernels: tuple[KernelSpec, ...]
     tensors: tuple[TensorSpec, ...]
 
+    def to_units(self, ticks: int) -> int:
+        """Counter ticks in `unit`. Under QEMU -icount shift=0 an instruction takes exactly 1 ns,
+        so a counter of `counts_per_second` ticks is 1e9 / counts_per_second instructions per
+        tick, also where that is not an integer (the AN547's 32 MHz SysTick: 31.25)."""
+        if self.unit == "instructions" and self.counts_per_second:
+            return round(ticks * 1e9 / self.counts_per_second)
+        return ticks * self.per_count
+
 
 class _Reader:
     def __init__(self, data: bytes):

@@ -175,8 +175,7 @@ class Session:
         ticks, per_kernel = self._recovering(op)
         self._last_inputs = data
         info = self.info()
-        return Profile(info.unit, ticks * info.per_count, info.kernels,
-                       tuple(t * info.per_count for t in per_kernel))
+        return Profile(info.unit, info.to_units(ticks), info.kernels, tuple(info.to_units(t) for t in per_kernel))
 
     def tensor(self, name: str, inputs=None) -> Output:
         """A planned tensor (a kernel's output, by name) for the given inputs (default: the last

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from microcompile.errors import BoardError, ToolchainError
-from microcompile.project.generate import _kib, read_marker
+from microcompile.project.fit import FitError, fit_report
+from microcompile.project.generate import read_marker
+from microcompile.project.placement import Placement
 from microcompile.target import load_board
 
 ARM_INSTALL = "sudo apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi make"
@@ -72,20 +74,28 @@ def _require(tools: list[str], install: str) -> None:
         raise ToolchainError(f"{', '.join(missing)} not found on PATH", hint=f"install it: {install}")
 
 
-def _overflow_error(lines: list[str], board_name: str) -> BoardError | None:
-    board = load_board(board_name)
-    problems = []
-    for region, over in _OVERFLOW.findall("\n".join(lines)):
-        mem = {"FLASH": board.mcu.flash, "RAM": board.mcu.ram}.get(region)
-        if mem is None:
-            continue
-        kind = "RAM" if region == "RAM" else "flash"
-        problems.append(f"firmware needs {_kib(mem.size + int(over))} KiB {kind}, "
-                        f"{board.name} has {_kib(mem.size)} KiB")
-    if not problems:
+def _overflow_error(project_dir: Path, lines: list[str], marker: dict, jobs: int) -> BoardError | None:
+    """When the link failed because a bank overflowed: link again against every bank made large
+    (make build/measure.elf) and return the fit report's FitError: what does not fit, by how much,
+    and what would help. None when the failure was something else."""
+    if not _OVERFLOW.search("\n".join(lines)):
         return None
-    return BoardError(f"the model does not fit {board.name}: " + "; ".join(dict.fromkeys(problems)),
-                      hint="pick a board with more memory, or a smaller model")
+    board = load_board(marker["board"])
+    proc = subprocess.run(["make", "-C", str(project_dir), "--no-print-directory", f"-j{jobs}", "build/measure.elf"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        over = ", ".join(f"{r} by {n} bytes" for r, n in _OVERFLOW.findall("\n".join(lines)))
+        return BoardError(f"the firmware does not fit {board.name}: {over}",
+                          hint="pick a board with more memory, or a smaller model")
+    where = Placement(**{k: v for k, v in marker["placement"].items() if k in ("code", "ram", "weights", "arena")},
+                      stack_bytes=marker["placement"]["stack_reserve_bytes"],
+                      heap_bytes=marker["placement"]["heap_reserve_bytes"])
+    platform = (project_dir / "build" / "platform").read_text().strip()
+    report = fit_report(project_dir / "build" / "measure.elf", board, where, project_dir / "build" / platform)
+    if report.fits:   # the linker saw an overflow the report cannot place: say what it said
+        over = ", ".join(f"{r} by {n} bytes" for r, n in _OVERFLOW.findall("\n".join(lines)))
+        return BoardError(f"the firmware does not fit {board.name}: {over}")
+    return FitError(report, marker.get("model", "model"))
 
 
 def build(project_dir: str | Path, progress: Callable[[str], None] = print,
@@ -114,7 +124,7 @@ def build(project_dir: str | Path, progress: Callable[[str], None] = print,
             progress(line)
     rc = proc.wait()
     if rc != 0:
-        overflow = _overflow_error(lines, marker["board"])
+        overflow = None if host else _overflow_error(project_dir, lines, marker, jobs or os.cpu_count() or 1)
         if overflow is not None:
             raise overflow
         tail = "\n".join(lines[-25:])

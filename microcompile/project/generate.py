@@ -19,13 +19,15 @@ import numpy as np
 from microcompile.errors import BoardError, UserError
 from microcompile.project.agent import build_id as agent_build_id
 from microcompile.project.agent import template_values as agent_values
+from microcompile.project.fit import check_manifest_fits
+from microcompile.project.flash_runners import make_command
 from microcompile.project.manifest import DTYPES, MANIFEST_NAME, load_manifest
+from microcompile.project.placement import Placement, placement
 from microcompile.project.trace import template_rows as trace_rows
 from microcompile.resources import resource_dir
-from microcompile.target import Board, Mcu, load_board
+from microcompile.target import Board, load_board
 
 MARKER = ".microcompile-project"
-STACK_BYTES = 4096  # reserved below the top of RAM; TFLM peaks at 1340 B on our benchmark models
 QEMU_FLAGS = "-nographic -monitor none -semihosting -icount shift=0,sleep=off"
 
 
@@ -33,24 +35,13 @@ def _kib(n: int) -> str:
     return f"{n / 1024:.0f}" if n % 1024 == 0 else f"{n / 1024:.1f}"
 
 
-def check_fits(manifest: dict, board: Board) -> None:
-    """Fail early (BoardError) when weights exceed flash or arena + stack exceed RAM.
-
-    Uses only the manifest's figures; code size is checked later by the linker."""
+def check_fits(manifest: dict, board: Board, where: Placement | None = None) -> None:
+    """Fail early (BoardError) when the weights or the arena (with the stack, when they share a
+    bank) exceed their banks, with what would help (project/fit.py). Uses only the manifest's
+    figures; the fit report after the link checks everything."""
     if board.is_host:
         return
-    problems = []
-    flash, ram = board.mcu.flash, board.mcu.ram
-    if manifest["weights_bytes"] > flash.size:
-        problems.append(f"model needs {_kib(manifest['weights_bytes'])} KiB flash for weights, "
-                        f"{board.name} has {_kib(flash.size)} KiB")
-    need_ram = manifest["arena_bytes"] + STACK_BYTES
-    if need_ram > ram.size:
-        problems.append(f"model needs {_kib(need_ram)} KiB RAM (arena {_kib(manifest['arena_bytes'])} KiB "
-                        f"+ stack {_kib(STACK_BYTES)} KiB), {board.name} has {_kib(ram.size)} KiB")
-    if problems:
-        raise BoardError(f"model {manifest['model']!r} does not fit {board.name}: " + "; ".join(problems),
-                         hint="pick a board with more memory, or a smaller model")
+    check_manifest_fits(manifest, board, where or placement(board))
 
 
 def _env() -> jinja2.Environment:
@@ -74,15 +65,34 @@ def _hex_rows(data: bytes, per_row: int = 16) -> list[str]:
     return [", ".join(f"0x{b:02x}" for b in data[i:i + per_row]) for i in range(0, len(data), per_row)]
 
 
-def _board_sources(mcu: Mcu) -> tuple[list[str], list[str]]:
-    return [f"board/{s}" for s in mcu.sources], [f"board/{d}" for d in mcu.include_dirs]
+def _board_sources(sources, include_dirs) -> tuple[list[str], list[str]]:
+    return [f"board/{s}" for s in sources], [f"board/{d}" for d in include_dirs]
 
 
-def _flash_command(board: Board) -> str:
-    if not board.flash_runners:
-        return ""
-    files = {"elf": "firmware.elf", "bin": "firmware.bin", "hex": "firmware.hex"}
-    return " ".join(_sh_quote(a.format(**files)) for a in board.flash_runners[0].command)
+def _flash_command(board: Board) -> tuple[str, str]:
+    """`make flash`'s runner and command line: the board's first runner that can run from make."""
+    for name in board.flash_runners:
+        cmd = make_command(board, name)
+        if cmd is not None:
+            return name, " ".join(_sh_quote(a) for a in cmd)
+    return "(none)", ""
+
+
+# Sections of firmware.bin: the load image of the code bank only (objcopy -O binary would fill
+# the gap up to a weights bank elsewhere with zeros).
+BIN_SECTIONS = (".isr_vector", ".text", ".rodata", ".ARM.extab", ".ARM.exidx", ".data")
+
+
+def _bank_rows(board: Board, unbounded: bool = False) -> list[dict]:
+    """MEMORY lines; `unbounded` makes every bank as large as the address space above it allows
+    (up to 256 MiB), for measuring a firmware that does not fit (linker.measure.ld)."""
+    rows = []
+    for b in board.mcu.banks:
+        length = min(0x10000000, 0x100000000 - b.origin) if unbounded else b.size
+        rows.append({"name": b.name, "attrs": "rx" if b.kind == "flash" else "rwx", "origin": f"0x{b.origin:08X}",
+                     "length": f"0x{length:08X}",
+                     "comment": f"{_kib(b.size)} KiB {b.kind}" + (f": {b.note}" if b.note else "")})
+    return rows
 
 
 def _sh_quote(arg: str) -> str:
@@ -136,7 +146,7 @@ def _prepare_out_dir(out_dir: Path) -> list[str]:
 
 def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
              test_inputs: list[np.ndarray] | None, emulated: bool = False, trace: bool = False,
-             agent: bool = False) -> Path:
+             agent: bool = False, arena_region: str | None = None, weights_region: str | None = None) -> Path:
     """Write a standalone Makefile project for `board` into `out_dir`; returns out_dir.
 
     `test_inputs` holds one array per model input (shape as in the manifest) that the
@@ -147,13 +157,16 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
     `agent` makes an agent build instead of the self-test: main.c serves the model over the
     console UART (project/agent.py, runtime_c/agent/); `test_inputs` is then unused and the
     marker records the firmware's build id.
+    `arena_region` / `weights_region` move the arena / the weights to another bank
+    (project/placement.py).
     """
     board = load_board(board) if isinstance(board, str) else board
     artifact_dir, out_dir = Path(artifact_dir), Path(out_dir)
     manifest = load_manifest(artifact_dir)
     if emulated and board.emulator is None and not board.is_host:
         raise BoardError(f"board {board.name} has no emulated twin", hint="drop --emulate and flash the board")
-    check_fits(manifest, board)
+    where = placement(board, arena_region, weights_region, emulated=emulated)
+    check_fits(manifest, board, where)
     test_inputs = [] if agent else test_inputs
     if not agent and len(test_inputs) != len(manifest["inputs"]):
         raise UserError(f"model {manifest['model']!r} has {len(manifest['inputs'])} inputs, got {len(test_inputs)} test inputs")
@@ -183,19 +196,21 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
         for src in sorted((runtime / "agent").glob("*")):
             if src.suffix in (".c", ".h"):
                 w.copy(f"runtime/agent/{src.name}", src)
-    # Kernels written with the Armv7E-M DSP instructions build only for cores that have them.
-    if board.target.dsp:
-        for src in sorted((runtime / "kernels" / "dsp").glob("*.c")):
-            w.copy(f"runtime/kernels/dsp/{src.name}", src)
+    # Kernels written with the Armv7E-M DSP or the Helium instructions build only for cores
+    # that have them; the code generator calls them only there (schedule/variants.py).
+    for feature in ("dsp", "mve"):
+        if getattr(board.target, feature):
+            for src in sorted((runtime / "kernels" / feature).glob("*.c")):
+                w.copy(f"runtime/kernels/{feature}/{src.name}", src)
 
     board_src = resource_dir("boards") / "src"
-    twin_mcu = board.emulator.mcu if board.emulator else board.mcu
-    mcus = [board.mcu] if twin_mcu is board.mcu else [board.mcu, twin_mcu]
-    for mcu in mcus:
-        for rel in mcu.sources:
+    emu = board.emulator
+    twin_sources = (emu.sources, emu.include_dirs) if emu else (board.mcu.sources, board.mcu.include_dirs)
+    for sources, include_dirs in ((board.mcu.sources, board.mcu.include_dirs), twin_sources):
+        for rel in sources:
             if f"board/{rel}" not in w.files:
                 w.copy(f"board/{rel}", board_src / rel)
-        for inc in mcu.include_dirs:
+        for inc in include_dirs:
             for header in sorted((board_src / inc).glob("*.h")):
                 if f"board/{inc}/{header.name}" not in w.files:
                     w.copy(f"board/{inc}/{header.name}", header)
@@ -203,28 +218,30 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
     model_srcs = " ".join(f"model/{s}" for s in manifest["sources"])
     app_srcs = "main.c" if agent else "main.c test_input.c"
     if board.is_host:
-        srcs, incs = _board_sources(board.mcu)
+        srcs, incs = _board_sources(board.mcu.sources, board.mcu.include_dirs)
         w.text("Makefile", env.get_template("Makefile.host.j2").render(
             board_srcs=" ".join(srcs), board_incs=" ".join(incs), model_srcs=model_srcs, app_srcs=app_srcs))
         platform = "host"
     else:
         platform = "twin" if emulated else "board"
-        srcs, incs = _board_sources(board.mcu)
-        tsrcs, tincs = _board_sources(twin_mcu)
-        emu = board.emulator
+        srcs, incs = _board_sources(board.mcu.sources, board.mcu.include_dirs)
+        tsrcs, tincs = _board_sources(*twin_sources)
         qemu = (f"qemu-system-arm -machine {emu.machine} -cpu {emu.cpu} {QEMU_FLAGS} -kernel firmware.elf"
                 if emu else "")
+        runner, flash_command = _flash_command(board)
+        bin_sections = BIN_SECTIONS + ((".weights",) if where.weights == where.code else ())
         w.text("Makefile", env.get_template("Makefile.j2").render(
             board=board.name, mcu=board.mcu.name, platform=platform, machine=emu.machine if emu else "",
             cpuflags=" ".join(board.target.cflags), board_srcs=" ".join(srcs), twin_srcs=" ".join(tsrcs),
             board_incs=" ".join(incs), twin_incs=" ".join(tincs), model_srcs=model_srcs, app_srcs=app_srcs,
-            flash_runner_name=board.flash_runners[0].name if board.flash_runners else "(none)",
-            flash_command=_flash_command(board), qemu_command=qemu))
-        flash, ram = board.mcu.flash, board.mcu.ram
-        w.text("linker.ld", env.get_template("linker.ld.j2").render(
-            mcu=board.mcu.name, flash_origin=f"0x{flash.origin:08X}", flash_size=f"0x{flash.size:08X}",
-            flash_kib=_kib(flash.size), ram_origin=f"0x{ram.origin:08X}", ram_size=f"0x{ram.size:08X}",
-            ram_kib=_kib(ram.size), stack_bytes=STACK_BYTES))
+            board_defs=" ".join(board.c_defines()), twin_defs=" ".join(emu.c_defines() if emu else board.c_defines()),
+            bin_sections=" ".join(f"-j {s}" for s in bin_sections),
+            flash_runner_name=runner, flash_command=flash_command, qemu_command=qemu))
+        for name, unbounded in (("linker.ld", False), ("linker.measure.ld", True)):
+            w.text(name, env.get_template("linker.ld.j2").render(
+                mcu=board.mcu.name, banks=_bank_rows(board, unbounded), code=where.code, ram=where.ram,
+                weights=where.weights, arena=where.arena, stack_bytes=where.stack_bytes,
+                heap_bytes=where.heap_bytes, measuring=unbounded))
 
     build = agent_build_id(artifact_dir, manifest)
     if agent:
@@ -241,7 +258,8 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
         if stale.is_file() and stale.resolve().is_relative_to(out_dir.resolve()):
             stale.unlink()
     marker = {"generator": "microcompile", "board": board.name, "platform": platform,
-              "model": manifest["model"], "files": sorted(w.files), "agent": bool(agent), "build_id": build}
+              "model": manifest["model"], "files": sorted(w.files), "agent": bool(agent), "build_id": build,
+              "placement": where.to_json() if not board.is_host else None}
     (out_dir / MARKER).write_text(json.dumps(marker, indent=2, sort_keys=True) + "\n")
     return out_dir
 

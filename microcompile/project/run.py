@@ -22,14 +22,15 @@ class RunResult:
     instructions: int | None    # ticks * instructions_per_tick under QEMU; None natively
     console: str                # the raw console text
     kernel_ticks: list[int] = field(default_factory=list)   # per kernel, from the MC-KERNEL lines
+    stack_bytes: int | None = None   # the deepest stack use since reset (MC-STACK), where measured
 
     @property
     def kernel_instructions(self) -> list[int] | None:
         """Per-kernel instructions under QEMU (ticks * instructions_per_tick); None natively."""
         if self.instructions is None or not self.ticks:
             return None
-        per_tick = self.instructions // self.ticks
-        return [t * per_tick for t in self.kernel_ticks]
+        per_tick = self.instructions / self.ticks
+        return [round(t * per_tick) for t in self.kernel_ticks]
 
 
 def parse_output(text: str, manifest: dict) -> tuple[list[np.ndarray], int]:
@@ -52,6 +53,8 @@ def parse_output(text: str, manifest: dict) -> tuple[list[np.ndarray], int]:
                 int(parts[1]), int(parts[2])      # per-kernel ticks: parse_kernel_ticks
             elif parts[0] == "MC-TICKS":
                 ticks = int(parts[1])
+            elif parts[0] == "MC-STACK":
+                int(parts[1])                     # stack high-water mark: parse_stack_bytes
             else:
                 raise ValueError(ln)
         except (ValueError, IndexError) as e:
@@ -78,6 +81,15 @@ def parse_kernel_ticks(text: str) -> list[int]:
         if len(parts) == 3 and parts[0] == "MC-KERNEL":
             found[int(parts[1])] = int(parts[2])
     return [found[k] for k in sorted(found)]
+
+
+def parse_stack_bytes(text: str) -> int | None:
+    """The `MC-STACK <bytes>` figure: the deepest stack use the painted stack shows."""
+    for ln in text.replace("\r", "").split("\n"):
+        parts = ln.split()
+        if len(parts) == 2 and parts[0] == "MC-STACK":
+            return int(parts[1])
+    return None
 
 
 def _tail(text: str, n: int = 15) -> str:
@@ -126,7 +138,8 @@ def run_emulated(project: str | Path, board: Board | str | None = None, timeout:
         detail = parse_errors[0] if parse_errors else _tail(out + proc.stderr.decode(errors="replace"))
         raise DeviceError(f"QEMU ({board.emulator.machine}) exited with status {proc.returncode}: {detail}")
     outputs, ticks = parse_output(out, manifest)
-    return RunResult(outputs, ticks, ticks * board.emulator.instructions_per_tick, out, parse_kernel_ticks(out))
+    return RunResult(outputs, ticks, round(ticks * board.emulator.instructions_per_tick), out,
+                     parse_kernel_ticks(out), parse_stack_bytes(out))
 
 
 def run_host(project_dir: str | Path, timeout: float = 60.0) -> RunResult:

@@ -8,3 +8,4 @@ from .trace import Decision, Schedule, Trace  # noqa: F401
 from . import cache, copy_intrin, depthwise_intrin, gemm_intrin, loop_xform  # noqa: F401,E402
 from .loop_xform import compute_at, vectorize  # noqa: F401,E402
 from .default import default_schedule  # noqa: F401,E402
+from .variants import KERNEL_SETS, kernel_set  # noqa: F401,E402

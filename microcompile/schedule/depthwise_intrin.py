@@ -31,6 +31,7 @@ from ..tir.verify import verify_primfunc
 from .primitives import primitive, ScheduleError
 from .tensorize import affine, perfect_nest, tensor_intrin
 from .trace import Schedule
+from .variants import kernel_set
 
 DEPTHWISE_KERNEL_DOMAIN = ("kernel", "loops")
 
@@ -247,7 +248,7 @@ def schedule_depthwise(func: PrimFunc, target=None, kernel: str = "kernel") -> S
         for loop in taps:
             sch.unroll(loop)
         return sch
-    variant = "dsp" if target is not None and getattr(target, "dsp", False) else "c"
+    variant = kernel_set(target)
     regions = [n.var.name for n in walk(func.body) if isinstance(n, For) and n.var.name.startswith("ic_")]
     if not regions:
         return None

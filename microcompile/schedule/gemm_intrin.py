@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tir.intrinsics_gemm import (GEMM_DTYPES, GEMM_PARAMS, GEMM_VARIANTS, P4_KERNELS, PANEL_ROWS, gemm_kernel_name,
+from ..tir.intrinsics_gemm import (GEMM_DTYPES, GEMM_KERNELS, GEMM_PARAMS, P4_KERNELS, PANEL_ROWS, gemm_kernel_name,
                                    pack_panels4)
 from ..tir.nodes import (Address, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, LetStmt, Load, Store, Var,
                          substitute, walk)
@@ -96,10 +96,9 @@ def _emit_gemm(kernel: str):
     return emit
 
 
-for _v in GEMM_VARIANTS:
-    for _d, _dt in GEMM_DTYPES.items():
-        _name = gemm_kernel_name(_v, _d)
-        tensor_intrin(_name, _emit_gemm(_name), doc=f"int32 C += {_dt} A * {_dt} B^T ({_v})")(_match_gemm(_dt))
+for _v, _d in GEMM_KERNELS:
+    _name, _dt = gemm_kernel_name(_v, _d), GEMM_DTYPES[_d]
+    tensor_intrin(_name, _emit_gemm(_name), doc=f"int32 C += {_dt} A * {_dt} B^T ({_v})")(_match_gemm(_dt))
 
 
 def _match_p4(dtype: str, group: int):

@@ -20,7 +20,11 @@ pack_constant(w, int16) and tensorize with mc_gemm_nt_dsp_s16 (SMLAD on pairs: 1
 instructions per 8 MACs, weights twice the flash); elsewhere, or when that does not apply
 (asymmetric weights), tensorize with mc_gemm_nt_<variant>_s8 (SXTB16 on both operands).
 
-<variant> is "dsp" when the target core has the DSP extension, else "c" (portable C).
+On Helium (MVE) cores nothing is widened: conv2d caches its im2col columns as int8
+(cache_read(xv, p_o) keeps the dtype), keeps its int8 weights, and both conv2d and
+fully_connected tensorize with mc_gemm_nt_mve_s8 (VMLADAV: 16 int8 MACs per instruction).
+
+<variant> is the core's kernel set (schedule/variants.py): "mve", "dsp" or "c" (portable C).
 Knobs: `max_cols` (COLS_DOMAIN), `col_bytes_max` (the im2col buffer's size cap),
 `fc_wide_bytes_max` (the largest int16 weight copy a fully connected layer may make),
 `widen_min_run` (WIDEN_MIN_RUN_DOMAIN: the shortest copy run worth a call).
@@ -34,6 +38,7 @@ from ..tir.intrinsics_gemm import gemm_kernel_name
 from .loop_xform import unswitch
 from .primitives import ScheduleError, find_loop
 from .trace import Schedule
+from .variants import kernel_set
 
 COLS_DOMAIN = (1, 2, 4, 8, 16, 32)
 COL_BYTES_MAX = 8192
@@ -50,7 +55,7 @@ def _loops(f: PrimFunc) -> dict[str, For]:
 
 
 def _variant(target) -> str:
-    return "dsp" if target is not None and getattr(target, "dsp", False) else "c"
+    return kernel_set(target)
 
 
 def _unswitch_padding(sch: Schedule) -> None:
@@ -135,6 +140,11 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
         if at_acc is None:
             return None
         sch.cache_write("acc", at_acc)
+        if _variant(target) == "mve":   # Helium multiplies int8 as it is: no widened copies
+            sch.cache_read("xv", at_cache)
+            _unswitch_padding(sch)
+            _tensorize(sch, f"{at_acc}_1", target, "s8")
+            return sch
         sch.cache_read("xv", at_cache, "int16")
         _unswitch_padding(sch)
         if _variant(target) == "dsp":

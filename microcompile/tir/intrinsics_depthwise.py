@@ -14,9 +14,9 @@ from .intrinsics import StructType, intrinsic
 DEPTHWISE_PARAMS = StructType("mc_depthwise_params_t", ("channels", "kh", "kw", "x_row", "x_col", "w_row", "w_group",
                                                          "out_offset", "act_min", "act_max"))
 
-DEPTHWISE_VARIANTS = ("c", "dsp")
+DEPTHWISE_VARIANTS = ("c", "dsp", "mve")
 # Windows with a variant of their own (the sub-windows of a 3x3 filter at padding 1).
-FIXED_WINDOWS = {"dsp": ((3, 3), (2, 3), (3, 2), (2, 2)), "c": ()}
+FIXED_WINDOWS = {"dsp": ((3, 3), (2, 3), (3, 2), (2, 2)), "c": (), "mve": ((3, 3), (2, 3), (3, 2), (2, 2))}
 FIXED_W_ROW = 12              # int16 elements from one filter row to the next: 3 taps * 4 lanes
 ORDER = (0, 2, 1, 3)          # packed position of channel c % 4 (mc_depthwise.h); its own inverse
 

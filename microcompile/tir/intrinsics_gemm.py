@@ -5,7 +5,7 @@ semantics, and the panel layout the packed variants read.
         for j < n, i < m:  c[j*ldc + i] += sum_{p < k} a[i*lda + p] * b[j*ldb + p]
 
 variant "c" (portable) or "dsp" (SMLAD/SXTB16), dtype s8 (both operands int8) or s16 (both
-int16). mc_gemm_p4_dsp_<dtype> compute the same on an A packed in panels of four rows
+int16); variant "mve" (Helium, VMLADAV) takes s8 only. mc_gemm_p4_dsp_<dtype> compute the same on an A packed in panels of four rows
 (`pack_panels4`). The tensor intrinsics that reach them are in schedule/gemm_intrin.py.
 """
 
@@ -18,7 +18,9 @@ from .intrinsics import StructType, intrinsic
 GEMM_PARAMS = StructType("mc_gemm_params_t", ("m", "n", "k", "lda", "ldb", "ldc"))
 
 GEMM_DTYPES = {"s8": "int8", "s16": "int16"}
-GEMM_VARIANTS = ("c", "dsp")
+GEMM_VARIANTS = ("c", "dsp", "mve")
+# (variant, dtype) pairs that exist in runtime_c: Helium reads int8 as it is, so no mve_s16.
+GEMM_KERNELS = tuple((v, d) for v in GEMM_VARIANTS for d in GEMM_DTYPES if (v, d) != ("mve", "s16"))
 
 
 def gemm_kernel_name(variant: str, dtype: str) -> str:
@@ -40,9 +42,8 @@ def _gemm_call(c_ptr, a_ptr, b_ptr, p: dict):
 
 
 _GEMM_ARGS = ("handle", "handle", "handle", GEMM_PARAMS)
-for _v in GEMM_VARIANTS:
-    for _d in GEMM_DTYPES:
-        intrinsic(gemm_kernel_name(_v, _d), _GEMM_ARGS, "void", "mc_gemm.h", extern=True, writes=(0,))(_gemm_call)
+for _v, _d in GEMM_KERNELS:
+    intrinsic(gemm_kernel_name(_v, _d), _GEMM_ARGS, "void", "mc_gemm.h", extern=True, writes=(0,))(_gemm_call)
 
 
 PANEL_ROWS = 4

@@ -21,7 +21,8 @@
  * generator proves from the weights (mc_requant.h's mc_mul_by_qm_pos_rshift).
  *
  * `_c` is portable C (Cortex-M0+/M3, the host); `_dsp` uses the Armv7E-M DSP instructions
- * and is compiled only for cores that have them. `_<kh>x<kw>_` variants are the same
+ * and is compiled only for cores that have them; `_mve` uses Helium (four channels per vector)
+ * and is compiled only for Armv8.1-M cores with MVE. `_<kh>x<kw>_` variants are the same
  * function with the window fixed at compile time (fully unrolled taps) for a filter 3
  * wide (w_row == 12, ignored); the code generator picks one from the sub-window, and the
  * generic one otherwise. */
@@ -56,6 +57,11 @@ void mc_depthwise_3x3_dsp_s8(MC_DEPTHWISE_ARGS);
 void mc_depthwise_2x3_dsp_s8(MC_DEPTHWISE_ARGS);
 void mc_depthwise_3x2_dsp_s8(MC_DEPTHWISE_ARGS);
 void mc_depthwise_2x2_dsp_s8(MC_DEPTHWISE_ARGS);
+void mc_depthwise_mve_s8(MC_DEPTHWISE_ARGS);
+void mc_depthwise_3x3_mve_s8(MC_DEPTHWISE_ARGS);
+void mc_depthwise_2x3_mve_s8(MC_DEPTHWISE_ARGS);
+void mc_depthwise_3x2_mve_s8(MC_DEPTHWISE_ARGS);
+void mc_depthwise_2x2_mve_s8(MC_DEPTHWISE_ARGS);
 
 #ifdef __cplusplus
 }

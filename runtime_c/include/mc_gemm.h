@@ -12,7 +12,8 @@
  * output pixel: an input row, or an im2col column in scratch). The code generator
  * reaches these through the `tensorize` schedule primitive and picks the variant from the
  * core: `_c` is portable C (Cortex-M0+/M3, the host), `_dsp` uses the Armv7E-M SIMD
- * instructions (SMLAD, SXTB16) and is compiled only for cores that have them.
+ * instructions (SMLAD, SXTB16) and is compiled only for cores that have them, `_mve` uses
+ * Helium (VMLADAV on 16 int8 pairs) and is compiled only for Armv8.1-M cores with MVE.
  * No alignment is required; no scratch is used. Sums must fit in int32 (the compiler
  * checks that bound for the folded bias).
  *
@@ -46,6 +47,7 @@ void mc_gemm_nt_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_ge
 void mc_gemm_nt_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc_gemm_params_t *params);
 void mc_gemm_p4_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc_gemm_params_t *params);
 void mc_gemm_p4_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params);
+void mc_gemm_nt_mve_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params);
 
 #ifdef __cplusplus
 }

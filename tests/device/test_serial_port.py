@@ -50,7 +50,7 @@ def test_ports_are_found_by_usb_id(monkeypatch):
 
 def test_the_board_data_names_the_st_link(monkeypatch):
     board = load_board("stm32")
-    assert board.usb == ({"vid": 0x0483, "pid": 0x374B},)
+    assert (board.probe.usb_vid, board.probe.usb_pid) == (0x0483, 0x374B)
     _ports(monkeypatch, ("/dev/ttyACM3", 0x0483, 0x374B))
     assert driver._serial_port(board, None) == "/dev/ttyACM3"
     assert driver._serial_port(board, "/dev/ttyUSB9") == "/dev/ttyUSB9"     # --port wins

@@ -243,6 +243,20 @@ def dilated_sandwich_float32() -> Graph:
     return m.graph([m.fc(m.op("reshape", (b2s,), "flatten", shape=(1, 256)), 4, "dense")])
 
 
+def dscnn_float32() -> Graph:
+    """A small DS-CNN (KWS-like): conv 3x3 s2 -> two (depthwise 3x3 + pointwise 1x1) blocks ->
+    average pool -> fc -> softmax. 20 and 28 channels and depths of 9, 20 and 28, so that
+    vector kernels see full vectors and tails; small enough for a 16 KiB micro:bit."""
+    m = _Model("dscnn_float32", seed=5)
+    x = m.input("mfcc", (1, 10, 10, 1))
+    c = m.conv(x, 20, 3, "conv0", stride=2, act="RELU")
+    for i, cout in enumerate((20, 28)):
+        d = m.depthwise(c, 3, f"ds{i}/dw", act="RELU")
+        c = m.conv(d, cout, 1, f"ds{i}/pw", act="RELU")
+    f = m.op("reshape", (m.avgpool(c, 5, "pool"),), "flatten", shape=(1, 28))
+    return m.graph([m.op("softmax", (m.fc(f, 12, "logits"),), "probs", beta=1.0)])
+
+
 def _int8(build, float_io=False):
     def make() -> Graph:
         g = build()
@@ -262,6 +276,8 @@ MODELS = {
     "flatten_dynamic_batch_int8": _int8(flatten_dynamic_batch_float32),
     "dilated_sandwich_float32": dilated_sandwich_float32,
     "dilated_sandwich_int8": _int8(dilated_sandwich_float32),
+    "dscnn_float32": dscnn_float32,
+    "dscnn_int8": _int8(dscnn_float32),
 }
 
 _QIO = ("quantize", "dequantize")

@@ -79,7 +79,11 @@ def test_linker_overflow_is_a_board_error(tmp_path, test_input):
     with pytest.raises(BoardError) as info:
         build(out, progress=lambda line: None)
     msg = str(info.value)
-    assert "flash" in msg and "nucleo-f446re has 512 KiB" in msg and "overflowed" not in msg
+    assert "flash bank FLASH needs" in msg and "nucleo-f446re has 512 KiB (over by" in msg and "overflowed" not in msg
+    assert "weights 600.0 KiB" in msg   # measured from the unbounded link (build/measure.elf)
+    report = info.value.report
+    assert report.needs["weights"] >= 600 * 1024 and not report.fits
+    assert any("a board that fits" in h for h in report.hints)
 
 
 def test_missing_toolchain(artifact, test_input, tmp_path, monkeypatch):

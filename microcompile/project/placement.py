@@ -1,0 +1,66 @@
+"""Which memory bank each part of the firmware goes to (the linker script's regions).
+
+Code, constants and the data image go to the MCU's `code` bank; data, bss, the heap reserve and
+the stack to its `ram` bank. The model's weights and its activation arena default to those too,
+and may be moved to another bank of the right kind (`--weights-region`, `--arena-region`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from microcompile.errors import BoardError
+from microcompile.target import Board
+
+STACK_BYTES = 4096  # reserved below the top of RAM; TFLM peaks at 1340 B on our benchmark models
+HEAP_BYTES = 0      # nothing in the firmware calls malloc
+
+
+@dataclass(frozen=True)
+class Placement:
+    code: str
+    ram: str
+    weights: str
+    arena: str
+    stack_bytes: int = STACK_BYTES
+    heap_bytes: int = HEAP_BYTES
+
+    def to_json(self) -> dict:
+        return {"code": self.code, "ram": self.ram, "weights": self.weights, "arena": self.arena,
+                "stack_reserve_bytes": self.stack_bytes, "heap_reserve_bytes": self.heap_bytes}
+
+
+def placement(board: Board, arena_region: str | None = None, weights_region: str | None = None,
+              emulated: bool = False) -> Placement:
+    """The placement for `board`, with the arena and weights moved where asked. A bank that does
+    not exist, is of the wrong kind, or (when `emulated`) is not mapped by the board's QEMU twin
+    is a BoardError naming the banks that would do."""
+    mcu = board.mcu
+    if mcu.flash is None:
+        if arena_region or weights_region:
+            raise BoardError(f"board {board.name} has no memory banks to choose from")
+        return Placement("", "", "", "")
+
+    def pick(name: str | None, kind: str, flag: str, default: str) -> str:
+        if name is None:
+            return default
+        choices = [b.name for b in mcu.banks if b.kind == kind]
+        try:
+            bank = mcu.bank(name)
+        except BoardError:
+            raise BoardError(f"{flag} {name}: {mcu.name} has no bank {name!r}",
+                             hint=f"{kind} banks of {board.name}: {', '.join(choices)}") from None
+        if bank.kind != kind:
+            raise BoardError(f"{flag} {name}: bank {bank.name} of {mcu.name} is {bank.kind}, not {kind}",
+                             hint=f"{kind} banks of {board.name}: {', '.join(choices)}")
+        if emulated and board.emulator is not None:
+            mapped = [b for b in board.emulator.mcu.banks if b.name not in board.emulator.unmapped]
+            if not any(t.contains(bank) for t in mapped):
+                raise BoardError(f"{flag} {name}: QEMU's {board.emulator.machine} does not emulate "
+                                 f"{bank.name} (0x{bank.origin:08X})",
+                                 hint="drop --emulate to build for the real board, or pick another bank")
+        return bank.name
+
+    return Placement(code=mcu.flash.name, ram=mcu.ram.name,
+                     weights=pick(weights_region, "flash", "--weights-region", mcu.flash.name),
+                     arena=pick(arena_region, "ram", "--arena-region", mcu.ram.name))
