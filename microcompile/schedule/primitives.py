@@ -41,6 +41,18 @@ def replace_loop(f: PrimFunc, name: str, fn) -> PrimFunc:
     return verify_primfunc(f.with_body(body))
 
 
+@primitive("knob")
+def knob(f: PrimFunc, name: str, value) -> PrimFunc:
+    """Record the value a schedule chose for one of its knobs (a named decision with a declared
+    domain, e.g. knob("col_bytes_max", 1024)). The function is unchanged: the primitives that
+    follow carry out the choice, and the trace keeps it for the report and the tuner.
+
+        B   --knob(col_bytes_max, 1024)-->   B"""
+    if not isinstance(name, str) or not isinstance(value, (int, str)):
+        raise ScheduleError(f"knob needs a name and an int or string value, got {name!r}={value!r}")
+    return f
+
+
 @primitive("split")
 def split(f: PrimFunc, loop: str, factor: int) -> PrimFunc:
     """Split `loop` (extent n) into `loop_o` (ceil(n/factor)) and `loop_i` (factor).
