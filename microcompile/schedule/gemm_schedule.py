@@ -29,7 +29,8 @@ conv2d schedule has no accumulator tile at all: the whole block
 
     for p_i { for oc { acc = bias[oc]; acc += ...; y[...] = requant(acc) } }
 
-becomes one mc_gemm_p4_rq_dsp_<dtype> (DSP) or mc_gemm_rq_c_<dtype> call (schedule/gemm_intrin.py),
+becomes one mc_gemm_p4_rq_dsp_<dtype> (DSP), mc_gemm_rq_mve_s8 (Helium) or mc_gemm_rq_c_<dtype>
+call (schedule/gemm_intrin.py),
 which keeps the sums in registers and stores int8. int16 weights and columns (`wide`) are a
 per-kernel choice (schedule/widening.py); int8 ones use the same kernels on int8 operands.
 
@@ -145,8 +146,7 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
     if w is None or w.dtype != "int8":
         return None
     wide = wide and _variant(target) == "dsp"     # plain-C and Helium cores multiply int8 as they are
-    # Helium has no requantizing kernel yet: its convolutions keep the int32 tile.
-    for fused in ((False,) if _variant(target) == "mve" else (True, False)):
+    for fused in (True, False):
         sch = _conv2d_gemm(func, target, max_cols, col_bytes_max, widen_min_run, wide, fused)
         if sch is not None:
             return sch
@@ -194,7 +194,9 @@ def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, wide
             if not any(b.name in ("mult", "shift") for b in sch.func.buffers):
                 sch.apply("requant_arrays", "oc")
             # int8 weights on a board with no flash to spare: no zero padding of the panels.
-            variant = "c" if not wide and _p4_pads(w.shape[0], depth, dtype) else _variant(target)
+            variant = _variant(target)
+            if variant == "dsp" and not wide and _p4_pads(w.shape[0], depth, dtype):
+                variant = "c"
             sch.tensorize(at_acc, rq_kernel_name(variant, dtype))
         else:
             _tensorize(sch, f"{at_acc}_1", target, dtype, packed=wide or not _p4_pads(w.shape[0], depth, dtype))

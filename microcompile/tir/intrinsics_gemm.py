@@ -11,6 +11,7 @@ on an A packed in panels of four rows (`pack_panels4`).
 The requantizing variants keep the accumulator in registers and write int8 (no int32 tile):
 
     mc_gemm_rq_c_<dtype>(y, a, b, bias, mult, rshift, &{m, n, k, lda, ldb, ldy, out_offset, act_min, act_max})
+    mc_gemm_rq_mve_s8(y, a, b, bias, mult, rshift, &{... the same})          (Helium: int8 only)
     mc_gemm_p4_rq_dsp_<dtype>(y, a_packed, b, bias, mult, rshift, &{... the same; lda ignored})
         for j < n, i < m:
             acc = bias[i] + sum_{p < k} a[i*lda + p] * b[j*ldb + p]
@@ -18,8 +19,7 @@ The requantizing variants keep the accumulator in registers and write int8 (no i
                                  act_min, act_max)
 
 in mc_requant.h's mc_mul_by_qm_pos_rshift domain (mult >= 0, rshift >= 1, |acc| < 2^30,
-which the lowering proves from the weights). There is no Helium variant yet: on MVE cores
-convolutions keep the int32 tile. The tensor intrinsics that reach them are in
+which the lowering proves from the weights). The tensor intrinsics that reach them are in
 schedule/gemm_intrin.py.
 """
 
@@ -105,11 +105,14 @@ GEMM_RQ_PARAMS = StructType("mc_gemm_rq_params_t", ("m", "n", "k", "lda", "ldb",
                                                      "act_max"))
 # kernel -> (operand dtype, k group of the packed A; 0: A row-major with lda)
 RQ_KERNELS = {"mc_gemm_rq_c_s8": ("int8", 0), "mc_gemm_rq_c_s16": ("int16", 0),
-              "mc_gemm_p4_rq_dsp_s16": ("int16", 2), "mc_gemm_p4_rq_dsp_s8": ("int8", 4)}
+              "mc_gemm_p4_rq_dsp_s16": ("int16", 2), "mc_gemm_p4_rq_dsp_s8": ("int8", 4),
+              "mc_gemm_rq_mve_s8": ("int8", 0)}
 
 
 def rq_kernel_name(variant: str, dtype: str) -> str:
-    return f"mc_gemm_p4_rq_dsp_{dtype}" if variant == "dsp" else f"mc_gemm_rq_c_{dtype}"
+    if variant == "dsp":
+        return f"mc_gemm_p4_rq_dsp_{dtype}"
+    return f"mc_gemm_rq_mve_{dtype}" if variant == "mve" else f"mc_gemm_rq_c_{dtype}"
 
 
 def _gemm_rq_impl(group: int):

@@ -11,6 +11,7 @@
 #include <arm_mve.h>
 
 #include "mc_gemm.h"
+#include "mc_requant_dsp.h"
 
 /* rows x 1 column: rows of a from a0 on, stride lda; column b0; accumulates into c0[0..rows). */
 static inline void gemv_mve_s8(int32_t *c0, const int8_t *a0, const int8_t *b0, int32_t rows, int32_t k,
@@ -116,4 +117,101 @@ void mc_gemm_nt_mve_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_ge
     }
     if (j < n)                           /* an odd last column (and fully connected: n = 1) */
         gemv_mve_s8(c + j * ldc, a, b + j * ldb, m, k, lda);
+}
+
+/* The requantizing variant (mc_gemm.h's mc_gemm_rq_*): the same 4-row by 2-column tiles, the
+ * sums started from the bias, requantized and stored as int8 as soon as their tile is done, so
+ * no int32 tile exists in RAM. Helium implies the DSP extension (Armv8.1-M), so the output
+ * stage is the DSP kernels' (mc_requant_dsp.h: SMMULR, SSAT), clamped to the activation. */
+static inline int8_t rq_store(int32_t acc, int32_t mult, int32_t rshift, const mc_gemm_rq_params_t *p)
+{
+    const int32_t v = mc_requant_ssat8(acc, mult, rshift, p->out_offset);
+
+    return (int8_t)(v < p->act_min ? p->act_min : v > p->act_max ? p->act_max : v);
+}
+
+/* One column b0 of the rows from i on: y0[i..m) (m % 4 rows of a tile, or a whole odd column). */
+static void rq_column_mve_s8(int8_t *y0, const int8_t *a, const int8_t *b0, const int32_t *bias, const int32_t *mult,
+                             const int32_t *rshift, int32_t i, const mc_gemm_rq_params_t *params)
+{
+    const int32_t m = params->m, k = params->k, lda = params->lda;
+
+    for (; i < m; ++i) {
+        const int8_t *r0 = a + i * lda;
+        int32_t s = bias[i];
+
+        for (int32_t p = 0; p < k; p += 16) {
+            const mve_pred16_t tail = vctp8q((uint32_t)(k - p));
+
+            s = vmladavaq_s8(s, vldrbq_z_s8(r0 + p, tail), vldrbq_z_s8(b0 + p, tail));
+        }
+        y0[i] = rq_store(s, mult[i], rshift[i], params);
+    }
+}
+
+void mc_gemm_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t))
+{
+    const int32_t m = params->m, n = params->n, k = params->k;
+    const int32_t lda = params->lda, ldb = params->ldb, ldy = params->ldy;
+    const int32_t k16 = k & ~15;
+    int32_t j = 0;
+
+    for (; j + 2 <= n; j += 2) {
+        const int8_t *b0 = b + j * ldb, *b1 = b0 + ldb;
+        int8_t *y0 = y + j * ldy, *y1 = y0 + ldy;
+        int32_t i = 0;
+
+        for (; i + 4 <= m; i += 4) {
+            const int8_t *r0 = a + i * lda, *r1 = r0 + lda, *r2 = r1 + lda, *r3 = r2 + lda;
+            int32_t s00 = bias[i], s01 = bias[i + 1], s02 = bias[i + 2], s03 = bias[i + 3];
+            int32_t s10 = s00, s11 = s01, s12 = s02, s13 = s03;
+            int32_t p = 0;
+
+            for (; p < k16; p += 16) {   /* whole vectors: no predicate to compute */
+                const int8x16_t x0 = vldrbq_s8(b0 + p), x1 = vldrbq_s8(b1 + p);
+                int8x16_t w = vldrbq_s8(r0 + p);
+
+                s00 = vmladavaq_s8(s00, w, x0);
+                s10 = vmladavaq_s8(s10, w, x1);
+                w = vldrbq_s8(r1 + p);
+                s01 = vmladavaq_s8(s01, w, x0);
+                s11 = vmladavaq_s8(s11, w, x1);
+                w = vldrbq_s8(r2 + p);
+                s02 = vmladavaq_s8(s02, w, x0);
+                s12 = vmladavaq_s8(s12, w, x1);
+                w = vldrbq_s8(r3 + p);
+                s03 = vmladavaq_s8(s03, w, x0);
+                s13 = vmladavaq_s8(s13, w, x1);
+            }
+            if (p < k) {                 /* the last k % 16, predicated */
+                const mve_pred16_t tail = vctp8q((uint32_t)(k - p));
+                const int8x16_t x0 = vldrbq_z_s8(b0 + p, tail), x1 = vldrbq_z_s8(b1 + p, tail);
+                int8x16_t w = vldrbq_z_s8(r0 + p, tail);
+
+                s00 = vmladavaq_s8(s00, w, x0);
+                s10 = vmladavaq_s8(s10, w, x1);
+                w = vldrbq_z_s8(r1 + p, tail);
+                s01 = vmladavaq_s8(s01, w, x0);
+                s11 = vmladavaq_s8(s11, w, x1);
+                w = vldrbq_z_s8(r2 + p, tail);
+                s02 = vmladavaq_s8(s02, w, x0);
+                s12 = vmladavaq_s8(s12, w, x1);
+                w = vldrbq_z_s8(r3 + p, tail);
+                s03 = vmladavaq_s8(s03, w, x0);
+                s13 = vmladavaq_s8(s13, w, x1);
+            }
+            y0[i] = rq_store(s00, mult[i], rshift[i], params);
+            y0[i + 1] = rq_store(s01, mult[i + 1], rshift[i + 1], params);
+            y0[i + 2] = rq_store(s02, mult[i + 2], rshift[i + 2], params);
+            y0[i + 3] = rq_store(s03, mult[i + 3], rshift[i + 3], params);
+            y1[i] = rq_store(s10, mult[i], rshift[i], params);
+            y1[i + 1] = rq_store(s11, mult[i + 1], rshift[i + 1], params);
+            y1[i + 2] = rq_store(s12, mult[i + 2], rshift[i + 2], params);
+            y1[i + 3] = rq_store(s13, mult[i + 3], rshift[i + 3], params);
+        }
+        rq_column_mve_s8(y0, a, b0, bias, mult, rshift, i, params);   /* the last m % 4 rows */
+        rq_column_mve_s8(y1, a, b1, bias, mult, rshift, i, params);
+    }
+    if (j < n)                           /* an odd last column */
+        rq_column_mve_s8(y + j * ldy, a, b + j * ldb, bias, mult, rshift, 0, params);
 }
