@@ -9,3 +9,4 @@ from . import cache, copy_intrin, depthwise_intrin, gemm_intrin, loop_xform, tab
 from .loop_xform import compute_at, vectorize  # noqa: F401,E402
 from .default import default_schedule  # noqa: F401,E402
 from .variants import KERNEL_SETS, kernel_set  # noqa: F401,E402
+from .knobs import KNOBS, Knob, declare_knob  # noqa: F401,E402

@@ -13,7 +13,7 @@ in-bounds taps) a channel loop
     --pack_depthwise_s16(w); tensorize(ic, mc_depthwise_<variant>_s8)-->
     mc_depthwise_3x3_dsp_s8(&y[Y], &x[X], &w[W], bias_r, mult, rshift, C, 3, 3, x_row, x_col, ...);
 
-Knob: `kernel` in DEPTHWISE_KERNEL_DOMAIN ("kernel": the micro-kernel for the core, the
+Knob: `depthwise_kernel` in DEPTHWISE_KERNEL_DOMAIN ("kernel": the micro-kernel for the core, the
 default; "loops": unrolled tap loops in C); what it does is recorded in the trace.
 """
 
@@ -29,12 +29,14 @@ from ..tir.nodes import (Address, Allocate, BinOp, Buffer, Call, Cast, Evaluate,
 from ..tir.interp import compile_expr
 from ..tir.verify import verify_primfunc
 from .epilogue import eval_int, requant_epilogue, unit_load
+from .knobs import declare_knob
 from .primitives import primitive, ScheduleError
 from .tensorize import affine, perfect_nest, tensor_intrin
 from .trace import Schedule
 from .variants import kernel_set
 
-DEPTHWISE_KERNEL_DOMAIN = ("kernel", "loops")
+DEPTHWISE_KERNEL_DOMAIN = declare_knob("depthwise_kernel", ("kernel", "loops"),
+                                       "depthwise: the core's micro-kernel or unrolled loops")
 
 
 # ---------------------------------------------------------------- pack_depthwise_s16
@@ -242,7 +244,7 @@ def schedule_depthwise(func: PrimFunc, target=None, kernel: str = "kernel", wide
     if wide is False:
         kernel = "loops"          # the micro-kernels read int16 weights; the loops read the model's int8
     sch = Schedule(func)
-    sch.knob("kernel", kernel)
+    sch.knob("depthwise_kernel", kernel)
     if kernel == "loops":
         taps = [n.var.name for n in walk(func.body) if isinstance(n, For) and n.var.name.startswith(("kh_", "kw_"))]
         for loop in taps:

@@ -35,35 +35,42 @@ which keeps the sums in registers and stores int8. int16 weights and columns (`w
 per-kernel choice (schedule/widening.py); int8 ones use the same kernels on int8 operands.
 
 <variant> is the core's kernel set (schedule/variants.py): "mve", "dsp" or "c" (portable C).
-Knobs: `max_cols` (COLS_DOMAIN), `col_bytes_max` (the im2col buffer's size cap),
-`fc_wide_bytes_max` (the largest int16 weight copy a fully connected layer may make),
-`widen_min_run` (WIDEN_MIN_RUN_DOMAIN: the shortest copy run worth a call).
+Knobs (declared with their domains in schedule/knobs.py, recorded in the trace): `max_cols`
+(COLS_DOMAIN), `col_bytes_max` (COL_BYTES_DOMAIN: the im2col buffer's size cap), `acc_rows`
+(FC_ACC_ROWS_DOMAIN), `widen_min_run` (WIDEN_MIN_RUN_DOMAIN: the shortest copy run worth a call),
+`wide_weights`. FC_WIDE_BYTES_MAX (the largest int16 weight copy a fully connected layer makes
+by default) is a constant: schedule/widening.py decides per kernel against the board's flash.
 """
 
 from __future__ import annotations
 
 from ..tir.nodes import For, PrimFunc, Select, Store, walk
 from .copy_intrin import WIDEN_KERNEL
+from .knobs import declare_knob
 from ..tir.intrinsics_gemm import PANEL_ROWS, gemm_kernel_name, rq_kernel_name
 from .loop_xform import unswitch
 from .primitives import ScheduleError, find_loop
 from .trace import Schedule
 from .variants import kernel_set
 
-COLS_DOMAIN = (1, 2, 4, 8, 16, 32)
+COLS_DOMAIN = declare_knob("max_cols", (1, 2, 4, 8, 16, 32), "conv2d: most output pixels per GEMM block")
 # The im2col buffer's cap, in bytes: the columns of a block are its largest pixel count that
 # divides the output plane and fits. The requantizing kernels walk one column at a time, so
 # a small block costs only a few calls more (the tuner trades it against arena).
-COL_BYTES_DOMAIN = (256, 512, 1024, 2048, 4096, 8192)
+COL_BYTES_DOMAIN = declare_knob("col_bytes_max", (256, 512, 1024, 2048, 4096, 8192),
+                                "conv2d: the im2col buffer's cap, bytes (scratch against calls)")
 COL_BYTES_MAX = 1024
 # Largest int16 copy of a fully-connected weight matrix the schedule makes: widening doubles
 # flash, and a large layer must still fit a 512 KiB part (ad01_int8 on nucleo-f446re).
 FC_WIDE_BYTES_MAX = 32768
 # Output units of a fully connected layer per int32 accumulator tile (the last: all of them).
-FC_ACC_ROWS_DOMAIN = (4, 8, 16, 32, 64, 1 << 30)
+FC_ACC_ROWS_DOMAIN = declare_knob("acc_rows", (4, 8, 16, 32, 64, 1 << 30),
+                                  "fully_connected: output units per int32 accumulator tile (last: all)")
 FC_ACC_ROWS = 64
 # A call costs about as much as copying 8 elements one by one (measured on mps2-an386).
-WIDEN_MIN_RUN_DOMAIN = (4, 8, 16, 1 << 30)      # the last: never
+WIDEN_MIN_RUN_DOMAIN = declare_knob("widen_min_run", (4, 8, 16, 1 << 30),
+                                    "conv2d on DSP: shortest im2col copy run widened by a call (last: never)")
+WIDE_WEIGHTS_DOMAIN = declare_knob("wide_weights", (0, 1), "int16 weights (twice the flash, SMLAD pairs) or int8")
 WIDEN_MIN_RUN = 8
 
 
@@ -163,7 +170,10 @@ def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, wide
     dtype = "s16" if wide else "s8"
     sch = Schedule(func)
     try:
+        sch.knob("max_cols", max_cols)
         sch.knob("col_bytes_max", col_bytes_max)
+        if _variant(target) == "dsp" and wide:
+            sch.knob("widen_min_run", widen_min_run)
         sch.knob("wide_weights", int(wide))
         loops = _loops(func)
         pix = [n for n in ("oh", "ow") if n in loops]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..tir.nodes import (For, IfThenElse, IntImm, PrimFunc, Stmt, Var, add, binop, mul, rewrite, substitute, walk)
 from ..tir.verify import verify_primfunc
+from .knobs import KNOBS
 
 # primitive name -> fn(PrimFunc, *args) -> PrimFunc. Filled with @primitive here and by the
 # other modules of this package; a Trace replays its decisions through this table.
@@ -50,6 +51,10 @@ def knob(f: PrimFunc, name: str, value) -> PrimFunc:
         B   --knob(col_bytes_max, 1024)-->   B"""
     if not isinstance(name, str) or not isinstance(value, (int, str)):
         raise ScheduleError(f"knob needs a name and an int or string value, got {name!r}={value!r}")
+    if name not in KNOBS:
+        raise ScheduleError(f"knob {name!r} is not declared (schedule/knobs.py's declare_knob)")
+    if value not in KNOBS[name].domain:
+        raise ScheduleError(f"knob {name}={value!r} outside its domain {KNOBS[name].domain}")
     return f
 
 

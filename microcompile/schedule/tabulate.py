@@ -18,6 +18,7 @@ import numpy as np
 from ..tir.interp import compile_expr
 from ..tir.nodes import Address, BinOp, Buffer, Call, Cast, IntImm, Load, PrimFunc, Select, Var, rewrite, walk
 from ..tir.verify import verify_primfunc
+from .knobs import declare_knob
 from .primitives import ScheduleError, primitive
 from .trace import Schedule
 
@@ -78,6 +79,9 @@ def _evaluate(e, load: Load) -> np.ndarray:
     v = Var("__tabulated", "int8")
     run = compile_expr(rewrite(e, lambda n: v if n == load else None))
     return np.array([run({v.name: x}, {}) for x in range(-128, 128)], np.int64)
+
+
+TABLES_DOMAIN = declare_knob("tables", (0, 1), "int8 ADD: input rescales as 256-entry tables (2 KiB of flash)")
 
 
 def schedule_add_tables(func: PrimFunc, target=None, wide: bool | None = None) -> Schedule | None:

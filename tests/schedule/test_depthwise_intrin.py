@@ -86,7 +86,7 @@ def test_loops_knob_and_depth_multiplier_keep_loops():
     _, f = _lowered("3x3-s1-same", "RELU")
     loops = schedule_depthwise(f, None, kernel="loops")
     assert {d.primitive for d in loops.trace.decisions} == {"knob", "unroll"} and not _calls(loops.func)
-    assert loops.trace.decisions[0].args == ("kernel", "loops")
+    assert loops.trace.decisions[0].args == ("depthwise_kernel", "loops")
     _, f3 = _lowered("odd-channels-mult3", "RELU")
     ic = next(n.var.name for n in tir.walk(f3.body) if isinstance(n, tir.For) and n.var.name.startswith("ic_"))
     with pytest.raises(ScheduleError):

@@ -14,6 +14,7 @@
  *   activation: RELU
  *   MACs: 432
  *   schedule:
+ *     knob("max_cols", 32)
  *     knob("col_bytes_max", 1024)
  *     knob("wide_weights", 0)
  *     fuse("oh", "ow")
