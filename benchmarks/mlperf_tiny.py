@@ -70,8 +70,8 @@ def main(argv=None) -> int:
         cells = (f"{peer[0]:>11,} {r['instructions'] / peer[0]:>6.2f} {peer[3]:>12,} {r['instructions'] / peer[3]:>6.2f} "
                  if peer else f"{'-':>11} {'':>6} {'-':>12} {'':>6} ")
         print(f"{name:<24} {r['macs']:>11,} {r['instructions']:>13,} {r['instructions'] / r['macs']:>9.2f} {cells}"
-              f"{r['arena_bytes']:>7,} {r['arena_lower_bound_bytes']:>7,} {peer[1] if peer else '-':>7} {code:>7,} "
-              f"{peer[2] if peer else '-':>7} "
+              f"{r['arena_bytes']:>7,} {r['arena_lower_bound_bytes']:>7,} {f'{peer[1]:,}' if peer else '-':>7} {code:>7,} "
+              f"{f'{peer[2]:,}' if peer else '-':>7} "
               f"{r['weights_bytes']:>8,} {'yes' if r['verified'] else 'NO':>3}")
         if peer:
             arena_ratios.append(r["arena_bytes"] / peer[1])
