@@ -121,21 +121,54 @@ void mc_gemm_nt_mve_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_ge
 
 /* The requantizing variant (mc_gemm.h's mc_gemm_rq_*): the same 4-row by 2-column tiles, the
  * sums started from the bias, requantized and stored as int8 as soon as their tile is done, so
- * no int32 tile exists in RAM. Helium implies the DSP extension (Armv8.1-M), so the output
- * stage is the DSP kernels' (mc_requant_dsp.h: SMMULR, SSAT), clamped to the activation. */
-static inline int8_t rq_store(int32_t acc, int32_t mult, int32_t rshift, const mc_gemm_rq_params_t *p)
-{
-    const int32_t v = mc_requant_ssat8(acc, mult, rshift, p->out_offset);
+ * no int32 tile exists in RAM. Four sums of a column are requantized as one vector:
+ *
+ *   VQRDMULH     (2*acc*mult + 2^31) >> 32, mc_requant.h's high multiply (no saturation: mult >= 0,
+ *                |acc| < 2^30)
+ *   VQADD, VSHR  s - (s < 0), then VRSHL by -rshift: (s - (s < 0) + 2^(rshift-1)) >> rshift, the
+ *                rounding right shift half away from zero of mc_mul_by_qm_pos_rshift
+ *   VADD, VMAX, VMIN  the output offset and the activation's clamp; VSTRB.32 stores the 4 low bytes.
+ *
+ * The m % 4 last rows take the scalar form of the DSP kernels (mc_requant_dsp.h: SMMULR, SSAT;
+ * Helium implies the DSP extension in Armv8.1-M). */
+typedef struct {
+    int32_t off, act_min, act_max;
+} rq_out_t;
 
-    return (int8_t)(v < p->act_min ? p->act_min : v > p->act_max ? p->act_max : v);
+/* Four rows i..i+3 of one column, requantized, clamped and stored at yj + i. */
+static inline void rq_store4(int8_t *yj, int32_t i, int32_t s0, int32_t s1, int32_t s2, int32_t s3, const int32_t *mult,
+                             const int32_t *rshift, const rq_out_t *o)
+{
+    int32x4_t v = vsetq_lane_s32(s3, vsetq_lane_s32(s2, vsetq_lane_s32(s1, vdupq_n_s32(s0), 1), 2), 3);
+
+    v = vqrdmulhq_s32(v, vldrwq_s32(mult + i));
+    v = vqaddq_s32(v, vshrq_n_s32(v, 31));
+    v = vrshlq_s32(v, vnegq_s32(vldrwq_s32(rshift + i)));
+    v = vaddq_n_s32(v, o->off);
+    v = vminq_s32(vmaxq_s32(v, vdupq_n_s32(o->act_min)), vdupq_n_s32(o->act_max));
+    vstrbq_s32(yj + i, v);
 }
 
-/* One column b0 of the rows from i on: y0[i..m) (m % 4 rows of a tile, or a whole odd column). */
+/* One column b0 of the rows from i on: y0[i..m) (m % 4 rows of a tile, or a whole odd column),
+ * four rows per load of the column where there are four. */
 static void rq_column_mve_s8(int8_t *y0, const int8_t *a, const int8_t *b0, const int32_t *bias, const int32_t *mult,
-                             const int32_t *rshift, int32_t i, const mc_gemm_rq_params_t *params)
+                             const int32_t *rshift, int32_t i, int32_t m, int32_t k, int32_t lda, const rq_out_t *o)
 {
-    const int32_t m = params->m, k = params->k, lda = params->lda;
+    for (; i + 4 <= m; i += 4) {
+        const int8_t *r0 = a + i * lda, *r1 = r0 + lda, *r2 = r1 + lda, *r3 = r2 + lda;
+        int32_t s0 = bias[i], s1 = bias[i + 1], s2 = bias[i + 2], s3 = bias[i + 3];
 
+        for (int32_t p = 0; p < k; p += 16) {
+            const mve_pred16_t tail = vctp8q((uint32_t)(k - p));
+            const int8x16_t x = vldrbq_z_s8(b0 + p, tail);
+
+            s0 = vmladavaq_s8(s0, vldrbq_z_s8(r0 + p, tail), x);
+            s1 = vmladavaq_s8(s1, vldrbq_z_s8(r1 + p, tail), x);
+            s2 = vmladavaq_s8(s2, vldrbq_z_s8(r2 + p, tail), x);
+            s3 = vmladavaq_s8(s3, vldrbq_z_s8(r3 + p, tail), x);
+        }
+        rq_store4(y0, i, s0, s1, s2, s3, mult, rshift, o);
+    }
     for (; i < m; ++i) {
         const int8_t *r0 = a + i * lda;
         int32_t s = bias[i];
@@ -145,7 +178,8 @@ static void rq_column_mve_s8(int8_t *y0, const int8_t *a, const int8_t *b0, cons
 
             s = vmladavaq_s8(s, vldrbq_z_s8(r0 + p, tail), vldrbq_z_s8(b0 + p, tail));
         }
-        y0[i] = rq_store(s, mult[i], rshift[i], params);
+        s = mc_requant_ssat8(s, mult[i], rshift[i], o->off);
+        y0[i] = (int8_t)(s < o->act_min ? o->act_min : s > o->act_max ? o->act_max : s);
     }
 }
 
@@ -154,6 +188,7 @@ void mc_gemm_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t))
     const int32_t m = params->m, n = params->n, k = params->k;
     const int32_t lda = params->lda, ldb = params->ldb, ldy = params->ldy;
     const int32_t k16 = k & ~15;
+    const rq_out_t o = {params->out_offset, params->act_min, params->act_max};
     int32_t j = 0;
 
     for (; j + 2 <= n; j += 2) {
@@ -200,18 +235,12 @@ void mc_gemm_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t))
                 s03 = vmladavaq_s8(s03, w, x0);
                 s13 = vmladavaq_s8(s13, w, x1);
             }
-            y0[i] = rq_store(s00, mult[i], rshift[i], params);
-            y0[i + 1] = rq_store(s01, mult[i + 1], rshift[i + 1], params);
-            y0[i + 2] = rq_store(s02, mult[i + 2], rshift[i + 2], params);
-            y0[i + 3] = rq_store(s03, mult[i + 3], rshift[i + 3], params);
-            y1[i] = rq_store(s10, mult[i], rshift[i], params);
-            y1[i + 1] = rq_store(s11, mult[i + 1], rshift[i + 1], params);
-            y1[i + 2] = rq_store(s12, mult[i + 2], rshift[i + 2], params);
-            y1[i + 3] = rq_store(s13, mult[i + 3], rshift[i + 3], params);
+            rq_store4(y0, i, s00, s01, s02, s03, mult, rshift, &o);
+            rq_store4(y1, i, s10, s11, s12, s13, mult, rshift, &o);
         }
-        rq_column_mve_s8(y0, a, b0, bias, mult, rshift, i, params);   /* the last m % 4 rows */
-        rq_column_mve_s8(y1, a, b1, bias, mult, rshift, i, params);
+        rq_column_mve_s8(y0, a, b0, bias, mult, rshift, i, m, k, lda, &o);   /* the last m % 4 rows */
+        rq_column_mve_s8(y1, a, b1, bias, mult, rshift, i, m, k, lda, &o);
     }
     if (j < n)                           /* an odd last column */
-        rq_column_mve_s8(y + j * ldy, a, b + j * ldb, bias, mult, rshift, 0, params);
+        rq_column_mve_s8(y + j * ldy, a, b + j * ldb, bias, mult, rshift, 0, m, k, lda, &o);
 }
