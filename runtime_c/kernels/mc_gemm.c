@@ -67,26 +67,45 @@ void mc_gemm_nt_c_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc_g
 /* The requantizing variants (mc_gemm.h): the same 2x2 tiles, the four accumulators
  * requantized and stored as int8 as soon as their tile is done; odd rows and columns one
  * at a time. */
-static inline int8_t mc_gemm_rq_store(int32_t acc, int32_t mult, int32_t rshift, const mc_gemm_rq_params_t *p)
-{
-    int32_t v = mc_mul_by_qm_pos_rshift(acc, mult, rshift) + p->out_offset;
+typedef struct {
+    int32_t off, lo, hi;   /* output offset and clamp, copied out of params: an int8 store may alias them */
+} mc_gemm_rq_out_t;
 
-    v = v < p->act_min ? p->act_min : v;
-    return (int8_t)(v > p->act_max ? p->act_max : v);
+static inline int8_t mc_gemm_rq_store(int32_t acc, int32_t mult, int32_t rshift, mc_gemm_rq_out_t o)
+{
+    int32_t v = mc_mul_by_qm_pos_rshift(acc, mult, rshift) + o.off;
+
+    v = v < o.lo ? o.lo : v;
+    return (int8_t)(v > o.hi ? o.hi : v);
 }
 
-/* One column: y[i] for every row i. */
+/* One column: y[i] for every row i, two rows per load of the column. */
 #define MC_GEMM_RQ_C_COLUMN(T, B0, YJ)                                                        \
-    for (int32_t i = 0; i < m; ++i) {                                                         \
-        const T *a0 = a + i * lda;                                                            \
-        int32_t s = bias[i];                                                                  \
-        for (int32_t p = 0; p < k; ++p)                                                       \
-            s += (B0)[p] * a0[p];                                                             \
-        (YJ)[i] = mc_gemm_rq_store(s, mult[i], rshift[i], params);                             \
+    {                                                                                         \
+        int32_t i = 0;                                                                        \
+        for (; i + 2 <= m; i += 2) {                                                          \
+            const T *a0 = a + i * lda, *a1 = a0 + lda;                                        \
+            int32_t s0 = bias[i], s1 = bias[i + 1];                                           \
+            for (int32_t p = 0; p < k; ++p) {                                                 \
+                const int32_t x = (B0)[p];                                                    \
+                s0 += x * a0[p];                                                              \
+                s1 += x * a1[p];                                                              \
+            }                                                                                 \
+            (YJ)[i] = mc_gemm_rq_store(s0, mult[i], rshift[i], out);                        \
+            (YJ)[i + 1] = mc_gemm_rq_store(s1, mult[i + 1], rshift[i + 1], out);            \
+        }                                                                                     \
+        if (i < m) {                                                                          \
+            const T *a0 = a + i * lda;                                                        \
+            int32_t s = bias[i];                                                              \
+            for (int32_t p = 0; p < k; ++p)                                                   \
+                s += (B0)[p] * a0[p];                                                         \
+            (YJ)[i] = mc_gemm_rq_store(s, mult[i], rshift[i], out);                         \
+        }                                                                                     \
     }
 
 #define MC_GEMM_RQ_C_BODY(T)                                                                  \
     const int32_t m = params->m, n = params->n, k = params->k;                                \
+    const mc_gemm_rq_out_t out = {params->out_offset, params->act_min, params->act_max};      \
     const int32_t lda = params->lda, ldb = params->ldb, ldy = params->ldy;                   \
     int32_t j = 0;                                                                            \
     for (; j + 2 <= n; j += 2) {                                                              \
@@ -103,10 +122,10 @@ static inline int8_t mc_gemm_rq_store(int32_t acc, int32_t mult, int32_t rshift,
                 s10 += x1 * w0;                                                               \
                 s11 += x1 * w1;                                                               \
             }                                                                                 \
-            y0[i] = mc_gemm_rq_store(s00, mult[i], rshift[i], params);                         \
-            y0[i + 1] = mc_gemm_rq_store(s01, mult[i + 1], rshift[i + 1], params);             \
-            y1[i] = mc_gemm_rq_store(s10, mult[i], rshift[i], params);                         \
-            y1[i + 1] = mc_gemm_rq_store(s11, mult[i + 1], rshift[i + 1], params);             \
+            y0[i] = mc_gemm_rq_store(s00, mult[i], rshift[i], out);                         \
+            y0[i + 1] = mc_gemm_rq_store(s01, mult[i + 1], rshift[i + 1], out);             \
+            y1[i] = mc_gemm_rq_store(s10, mult[i], rshift[i], out);                         \
+            y1[i + 1] = mc_gemm_rq_store(s11, mult[i + 1], rshift[i + 1], out);             \
         }                                                                                     \
         if (i < m) {                                                                          \
             const T *a0 = a + i * lda;                                                        \
@@ -115,8 +134,8 @@ static inline int8_t mc_gemm_rq_store(int32_t acc, int32_t mult, int32_t rshift,
                 s0 += b0[p] * a0[p];                                                          \
                 s1 += b1[p] * a0[p];                                                          \
             }                                                                                 \
-            y0[i] = mc_gemm_rq_store(s0, mult[i], rshift[i], params);                          \
-            y1[i] = mc_gemm_rq_store(s1, mult[i], rshift[i], params);                          \
+            y0[i] = mc_gemm_rq_store(s0, mult[i], rshift[i], out);                          \
+            y1[i] = mc_gemm_rq_store(s1, mult[i], rshift[i], out);                          \
         }                                                                                     \
     }                                                                                         \
     if (j < n) {                                                                              \

@@ -15,7 +15,7 @@
  *   MACs: 432
  *   schedule:
  *     knob("max_cols", 32)
- *     knob("col_bytes_max", 1024)
+ *     knob("col_bytes_max", 2048)
  *     knob("wide_weights", 0)
  *     fuse("oh", "ow")
  *     cache_read("xv", null, null)
