@@ -10,6 +10,7 @@ the board's flash.
   * a budget that is not a number of bytes is a user error (exit 2).
 """
 
+import json
 import subprocess
 import sys
 
@@ -18,6 +19,7 @@ import pytest
 from microcompile import driver
 from microcompile.frontend import load_model
 from microcompile.ir import ops
+from microcompile.project.mapfile import section_sizes
 from microcompile.schedule.widening import Candidate, choose_wide
 from tests.conftest import model_path
 
@@ -66,6 +68,14 @@ def test_partial_widening_is_exact_and_fits(tmp_path):
     assert r["flash_weights_bytes"] + r["flash_code_bytes"] + r["flash_other_bytes"] == r["flash_bytes"]
     # the widened ones are the convolutions, whose weights serve most pixels per byte
     assert all("conv2d" in k for k in r["widened_kernels"])
+    # binary weights (.incbin of model_weights.bin): still one named symbol per constant, of its
+    # size, in the linker's map, and together the weight flash the report gives
+    constants = json.loads((tmp_path / "kws" / "manifest.json").read_text())["constants"]
+    sizes = section_sizes(tmp_path / "kws" / "firmware.map")
+    assert constants and all(sizes.get(f".rodata.{c['symbol']}") == c["bytes"] for c in constants), \
+        [(c, sizes.get(f".rodata.{c['symbol']}")) for c in constants]
+    # the report's figure is the linked span: the symbols plus their alignment padding only
+    assert 0 <= r["flash_weights_bytes"] - sum(c["bytes"] for c in constants) < 4 * len(constants)
 
 
 def test_flash_budget_must_be_bytes(tmp_path):
