@@ -46,32 +46,27 @@ def _depthwise(**over):
 TIE_BIASES = (-128, -127, -129, -384, -383, -640, 128, 127, 384, -1, -2, 0)
 
 
-def _depthwise_ties():
-    g = _depthwise(cin=len(TIE_BIASES), hw=3, activation="NONE")
+def _with_ties(g, w_axis: int):
+    """`g` (one channel per tie bias) with zero weights, the tie biases and unit scales around them."""
     c = len(TIE_BIASES)
     t = g.tensors
     unit = QuantParams((1.0,), (0,))
-    w_q = QuantParams((2.0 ** -8,) * c, (0,) * c, axis=3)
+    w_q = QuantParams((2.0 ** -8,) * c, (0,) * c, axis=w_axis)
     b_q = QuantParams((2.0 ** -8,) * c, (0,) * c, axis=0)
     return g.replace(tensors={
         **t, "x": Tensor("x", t["x"].shape, "int8", unit), "out": Tensor("out", t["out"].shape, "int8", unit),
         "w": Tensor("w", t["w"].shape, "int8", w_q, data=np.zeros(t["w"].shape, np.int8)),
         "b": Tensor("b", t["b"].shape, "int32", b_q, data=np.array(TIE_BIASES, np.int32))})
+
+
+def _depthwise_ties():
+    return _with_ties(_depthwise(cin=len(TIE_BIASES), hw=3, activation="NONE"), w_axis=3)
 
 
 def _conv_ties():
     """The same ties through a convolution: the requantizing GEMM's vector output stage (VQRDMULH,
     VRSHL) must round them away from zero as TFLite does."""
-    c = len(TIE_BIASES)
-    g = _conv(cin=3, cout=c, hw=3, activation="NONE")
-    t = g.tensors
-    unit = QuantParams((1.0,), (0,))
-    w_q = QuantParams((2.0 ** -8,) * c, (0,) * c, axis=0)
-    b_q = QuantParams((2.0 ** -8,) * c, (0,) * c, axis=0)
-    return g.replace(tensors={
-        **t, "x": Tensor("x", t["x"].shape, "int8", unit), "out": Tensor("out", t["out"].shape, "int8", unit),
-        "w": Tensor("w", t["w"].shape, "int8", w_q, data=np.zeros(t["w"].shape, np.int8)),
-        "b": Tensor("b", t["b"].shape, "int32", b_q, data=np.array(TIE_BIASES, np.int32))})
+    return _with_ties(_conv(cin=3, cout=len(TIE_BIASES), hw=3, activation="NONE"), w_axis=0)
 
 
 # m rows (tail of the 4-row tile), n columns (odd: the one-column path), k depth (tail of 16)
