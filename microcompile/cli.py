@@ -11,6 +11,7 @@ import numpy as np
 
 from .errors import UserError
 from .frontend import parse_input_shapes
+from .memory_report import parse_bytes
 
 EXIT_MISMATCH = 1
 
@@ -29,7 +30,8 @@ def _cmd_deploy(args) -> int:
                            calibration=args.calibration,
                            input_shapes=parse_input_shapes(args.input_shape),
                            agent=args.agent or bool(args.port), port=args.port, timeout=args.timeout,
-                           arena_region=args.arena_region, weights_region=args.weights_region, probe=args.probe)
+                           arena_region=args.arena_region, weights_region=args.weights_region, probe=args.probe,
+                           flash_budget=parse_bytes(args.flash_budget, "--flash-budget"))
     r = result.report
     if args.output:
         _save_outputs(result.outputs, args.output)
@@ -49,15 +51,14 @@ def _save_outputs(outputs: dict[str, np.ndarray], path: str) -> None:
 
 
 def _summary(r: dict) -> str:
+    from . import memory_report
+
     outs = ", ".join(f"{name}: {o['n_diff']} differ, max |diff| {o['max_abs_diff']:g}" for name, o in r["outputs"].items())
     sections = "  ".join(f"{k} {v:,}" for k, v in r["sections"].items())
     lines = [
         f"model        {r['model']} on {r['board']}" + (" (emulated)" if r["emulated"] else ""),
         f"outputs match reference: {'yes' if r['verified'] else 'NO'} ({outs})",
-        f"arena        {r['arena_bytes']:>10,} bytes",
-        f"weights      {r['weights_bytes']:>10,} bytes (flash)",
-        f"flash        {r['flash_bytes']:>10,} bytes",
-        f"ram          {r['ram_bytes']:>10,} bytes (static; stack and heap reserve included)",
+        *memory_report.summary_lines(r),
         f"sections     {sections}",
         f"instructions {r['instructions']:>10,} per inference ({r['macs']:,} MACs)" if r["instructions"] is not None
         else "instructions n/a on this board",
@@ -88,6 +89,15 @@ def _cmd_inspect(args) -> int:
     effects = format_pass_effects(pass_effects(graph, optimized), len(graph.nodes), len(optimized.nodes))
     if effects:
         print("\n" + effects)
+    if args.memory or args.plot:
+        from . import driver, memory_report
+
+        compiled = driver.plan_model(args.model, args.board, input_shapes=parse_input_shapes(args.input_shape),
+                                     flash_budget=parse_bytes(args.flash_budget, "--flash-budget"))
+        print(f"\nmemory on {args.board}:\n" + memory_report.format_memory(compiled))
+        if args.plot:
+            memory_report.plot_memory(compiled, args.plot)
+            print(f"wrote {args.plot}")
     return 0
 
 
@@ -253,6 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--timeout", type=float, default=10.0, help="--agent: seconds per device command (default 10)")
     _add_placement_args(d)
     d.add_argument("--probe", help="on a real board: the debug probe to flash through (its id, as the errors list)")
+    d.add_argument("--flash-budget", metavar="BYTES",
+                   help="flash the firmware may use (e.g. 400000, 384K, 1M; default: the board's); kernels get "
+                        "int16 weights, fastest first, only while the weights still fit")
     d.set_defaults(fn=_cmd_deploy)
 
     port_help = "the board's serial port, e.g. /dev/ttyACM0 (default: found by the board's USB VID:PID)"
@@ -327,6 +340,12 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("model")
     i.add_argument("--input-shape", action="append", metavar="NAME:DIMS",
                    help="pin a dynamic ONNX input shape, e.g. input:1x3x32x32 (repeatable)")
+    i.add_argument("--memory", action="store_true",
+                   help="compile for --board and print the arena plan: lower bound, live bytes per step with "
+                        "the largest buffers, in-place rules, int16-weight kernels")
+    i.add_argument("--plot", metavar="OUT.svg", help="also draw the memory timeline (needs matplotlib)")
+    i.add_argument("--board", default="mps2-an386", help="board to plan for with --memory (default mps2-an386)")
+    i.add_argument("--flash-budget", metavar="BYTES", help="as for deploy")
     i.set_defaults(fn=_cmd_inspect)
 
     b = sub.add_parser("boards", help="list the boards microcompile knows: core, memory banks, kernel set, flash "

@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import project
+from . import memory, memory_report, project
 from .codegen import emit_artifact
 from .errors import DeviceError, UserError
 from .frontend import load_model
@@ -26,8 +26,8 @@ from .reference import interp
 from .ir.compare import Comparison, compare
 from .ir.summary import layer_table
 from .lower import lower_node
-from .memory import MemoryPlan, plan_memory
-from .schedule import default_schedule
+from .memory import MemoryPlan
+from .schedule import default_schedule, widening
 from .target import Board, load_board
 from .transform import pipeline
 
@@ -40,23 +40,92 @@ class Compiled:
     plan: MemoryPlan
     manifest: dict
     kernels: list = field(default_factory=list)   # (node, scheduled PrimFunc, trace)
+    widened: dict = field(default_factory=dict)   # node name -> extra flash of its int16 weights
 
 
 def compile_model(model_path: str | Path, board: Board, artifact_dir: Path,
-                  dump_ir: Callable[[str, Graph], None] | None = None, input_shapes: dict | None = None) -> Compiled:
-    """Import, optimize, lower, schedule, plan and emit C for `model_path` into `artifact_dir`.
-    `input_shapes` pins dynamic ONNX input dimensions (--input-shape)."""
+                  dump_ir: Callable[[str, Graph], None] | None = None, input_shapes: dict | None = None,
+                  flash_budget: int | None = None) -> Compiled:
+    """Import, optimize, lower, schedule, order, plan and emit C for `model_path` into
+    `artifact_dir`. `input_shapes` pins dynamic ONNX input dimensions (--input-shape);
+    `flash_budget` caps the firmware's flash (bytes; default: the board's) when choosing
+    which kernels get int16 weights."""
     graph = pipeline.run(load_model(model_path, input_shapes=input_shapes), dump=dump_ir)
-    kernels = []
-    for node in graph.nodes:
-        if ops.get(node.op).is_view:
-            continue   # reshape: the memory plan aliases its buffer, no code at all
-        func, trace = default_schedule(lower_node(graph, node, board.target), board.target)
-        kernels.append((node, func, trace))
-    plan = plan_memory(graph, scratch={n.name: f.scratch_bytes for n, f, _ in kernels if f.scratch_bytes})
+    kernels, plan, graph, widened = schedule_and_plan(graph, board, flash_budget)
     manifest = emit_artifact(graph, [(n, f) for n, f, _ in kernels], plan, artifact_dir,
                              traces=[t for _, _, t in kernels])
-    return Compiled(graph, plan, manifest, kernels)
+    return Compiled(graph, plan, manifest, kernels, widened)
+
+
+def plan_model(model_path: str | Path, board_name: str, input_shapes: dict | None = None,
+               flash_budget: int | None = None) -> Compiled:
+    """compile_model into a throwaway directory: the plan, kernels and widening for a report."""
+    board = load_board(board_name)
+    with tempfile.TemporaryDirectory(prefix="microcompile-") as tmp:
+        return compile_model(model_path, board, Path(tmp), input_shapes=input_shapes, flash_budget=flash_budget)
+
+
+def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = None):
+    """Lower and schedule every node that needs code (int16 weights and tables where the flash
+    allows and the arena does not grow, schedule/widening.py), pick the execution order with the
+    smallest peak, and plan the arena: (kernels in order, plan, graph in that order,
+    {widened node: extra flash bytes})."""
+    slices = memory.concat_slices(graph)
+    # Views (reshape) and in-place concatenations are no code: their bytes are planned in place.
+    no_code = {n.name for n in graph.nodes if ops.get(n.op).is_view} | {c for c, _ in slices.values()}
+    target = board.target
+    narrow, wide, candidates = {}, {}, []
+    for node in graph.nodes:
+        if node.name in no_code:
+            continue
+        func = lower_node(graph, node, target)
+        narrow[node.name] = default_schedule(func, target, wide=False)
+        w = default_schedule(func, target, wide=True)
+        if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]):
+            wide[node.name] = w
+            gain = widening.estimate_gain(node.op, int(func.attrs.get("macs", 0)),
+                                          graph.tensors[node.outputs[0]].size)
+            candidates.append(widening.Candidate(node.name, gain, _const_bytes(narrow[node.name][0]),
+                                                 _const_bytes(w[0])))
+    alias = memory.aliases(graph, {t: a for t, (_, a) in slices.items()})
+    rules = memory.overlap_rules(graph, alias, skip=no_code)
+
+    def planned(scheduled, planner=None):
+        scratch = {name: f.scratch_bytes for name, (f, _) in scheduled.items() if f.scratch_bytes}
+        g = graph.replace(nodes=memory.best_order(graph, scratch, rules, alias))
+        return g, memory.plan_memory(g, scratch, overlaps=rules, slices={t: a for t, (_, a) in slices.items()},
+                                     planner=planner)
+
+    # Widening never raises the arena: a wide variant whose scratch (e.g. an int16 copy of a
+    # fully connected layer's input) would lift its step above the int8 plan's peak stays int8.
+    # (Only the int8 plan's live bytes per step matter here, which any planner gives.)
+    g0, p0 = planned(narrow, "greedy_by_size")
+    live = dict(zip((n.name for n in g0.nodes), p0.timeline()))
+    peak = p0.lower_bound
+    candidates = [c for c in candidates
+                  if live[c.name] - narrow[c.name][0].scratch_bytes + wide[c.name][0].scratch_bytes <= peak]
+    fixed = sum(_const_bytes(f) for name, (f, _) in narrow.items() if name not in {c.name for c in candidates})
+    budget = _weights_budget(graph, board, flash_budget, len(narrow))
+    chosen = widening.choose_wide(candidates, fixed, budget)
+    widened = {c.name: c.extra for c in candidates if c.name in chosen}
+    scheduled = {name: wide[name] if name in widened else sched for name, sched in narrow.items()}
+    graph, plan = planned(scheduled)
+    kernels = [(n, *scheduled[n.name]) for n in graph.nodes if n.name in scheduled]
+    return kernels, plan, graph, widened
+
+
+def _const_bytes(f) -> int:
+    return sum(b.nbytes for b in f.buffers if b.scope == "const")
+
+
+def _weights_budget(graph: Graph, board: Board, flash_budget: int | None, kernels: int) -> int | None:
+    """Flash the weights may take: --flash-budget (or the board's flash) less the code
+    estimate; None on the host, which has no flash to fit."""
+    total = flash_budget if flash_budget is not None else (board.mcu.flash.size if board.mcu.flash else None)
+    if total is None:
+        return None
+    inputs = sum(graph.tensors[t].nbytes for t in graph.inputs)
+    return total - widening.code_estimate(kernels, inputs)
 
 
 def deterministic_input(shape, dtype: str) -> np.ndarray:
@@ -132,13 +201,14 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
                    dump_ir: Callable[[str, Graph], None] | None = None, trace: bool = False,
                    quantize: str | None = None, calibration=None, input_shapes: dict | None = None,
                    arena_region: str | None = None, weights_region: str | None = None,
-                   agent: bool = False) -> Built:
+                   agent: bool = False, flash_budget: int | None = None) -> Built:
     """Compile `model_path` for `board`, write and build its project, and check that it fits
     (project.FitError, with what does not fit and what would help, when it does not).
     `arena_region` / `weights_region` move the arena / the weights to another memory bank.
     `agent` builds the agent firmware (the input is sent at run time) instead of the self-test
     (the input is compiled in); files that did not change are not rewritten, so an up-to-date
-    build is reused."""
+    build is reused. `flash_budget` (bytes) caps the firmware's flash when choosing which
+    kernels get int16 weights (default: the board's flash; schedule/widening.py)."""
     board = load_board(board) if isinstance(board, str) else board
     if emulate and board.emulator is None and not board.is_host:
         raise UserError(f"board {board.name} has no emulated twin",
@@ -151,9 +221,11 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
                                               input_shapes)
             input_shapes = None   # pinned in the quantized .tflite
         progress(f"[compile] {model_path}")
-        compiled = compile_model(model_path, board, Path(tmp), dump_ir, input_shapes=input_shapes)
+        compiled = compile_model(model_path, board, Path(tmp), dump_ir, input_shapes=input_shapes,
+                                 flash_budget=flash_budget)
         inputs = load_inputs(compiled.graph, input_path)
-        progress(f"[compile] {len(compiled.kernels)} kernels, arena {compiled.plan.arena_bytes} bytes")
+        progress(f"[compile] {len(compiled.kernels)} kernels, arena {compiled.plan.arena_bytes} bytes "
+                 f"(lower bound {compiled.plan.lower_bound})")
         if not board.is_host:
             project.check_manifest_fits(compiled.manifest, board, where, widened_weight_bytes(compiled))
         test_inputs = None if agent else [inputs[n] for n in compiled.graph.inputs]
@@ -162,6 +234,10 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
         if quantize is not None:   # keep the int8 model the firmware was built from, next to it
             model_path = Path(shutil.copy(model_path, project_dir / Path(model_path).name))
     sizes = _build_with_bar(project_dir, progress)
+    if flash_budget is not None and not board.is_host and sizes.flash > flash_budget:
+        progress(f"[build] note: flash {sizes.flash} B is over --flash-budget {flash_budget} B "
+                 f"({len(compiled.widened)} kernel(s) with int16 weights, chosen against an estimate of the "
+                 f"code)")
     if agent:
         progress(f"[build] agent firmware, build id {project.read_marker(project_dir)['build_id']}")
     fit = None
@@ -179,20 +255,22 @@ def deploy(model_path: str | Path, board_name: str | Board, project_dir: str | P
            dump_ir: Callable[[str, Graph], None] | None = None, trace: bool = False,
            quantize: str | None = None, calibration=None, input_shapes: dict | None = None,
            arena_region: str | None = None, weights_region: str | None = None, probe: str | None = None,
-           agent: bool = False, port: str | None = None, timeout: float = 10.0) -> DeployResult:
+           agent: bool = False, port: str | None = None, timeout: float = 10.0,
+           flash_budget: int | None = None) -> DeployResult:
     """Compile, build, check the fit, run once (QEMU twin, host) or flash (real board) and compare
     the outputs with the reference interpreter.
     `trace` builds the trace firmware, which also prints every kernel's outputs
     (see verify_layers). `quantize="int8"` first quantizes the float model on the
     `calibration` samples (see quantize_model), deploys that int8 model and leaves it in
     project_dir/<model>_int8.tflite. `agent` builds the agent firmware instead of the
-    self-test and runs the input over the serial protocol (QEMU socket, or `port`)."""
+    self-test and runs the input over the serial protocol (QEMU socket, or `port`).
+    `flash_budget`: see build_firmware."""
     board = load_board(board_name) if isinstance(board_name, str) else board_name
     _check_target(board, emulate, port, agent)
     built = build_firmware(model_path, board, project_dir, emulate=emulate, input_path=input_path,
                            progress=progress, dump_ir=dump_ir, trace=trace, quantize=quantize,
                            calibration=calibration, input_shapes=input_shapes, arena_region=arena_region,
-                           weights_region=weights_region, agent=agent)
+                           weights_region=weights_region, agent=agent, flash_budget=flash_budget)
     compiled, inputs, project_dir = built.compiled, built.inputs, built.project_dir
     if agent:
         with open_session(project_dir, board, emulate=emulate, port=port, timeout=timeout, probe=probe,
@@ -231,6 +309,7 @@ def _deploy_result(built: Built, emulate: bool, run, inputs) -> DeployResult:
         "flash_bytes": sizes.flash,
         "ram_bytes": sizes.ram,
         "sections": sizes.sections,
+        **memory_report.report_keys(compiled, sizes, project_dir, built.fit),
         "instructions": run.instructions,
         **({"cycles": run.ticks} if getattr(run, "unit", None) == "cycles" else {}),
         "macs": sum(k["macs"] for k in compiled.manifest["kernels"]),
@@ -327,7 +406,7 @@ def quantize_model(model_path: str | Path, calibration_path: str | Path, output_
         raise UserError(f"cannot write {output_path}: quantized models are saved as .tflite",
                         hint="name the output model_int8.tflite (it reloads in microcompile and opens in Netron)")
     # Fuse activations, fold batch-norm and constants first: TFLite quantizes the fused graph.
-    graph = pipeline.run(load_model(model_path, input_shapes=input_shapes))
+    graph = pipeline.run(load_model(model_path, input_shapes=input_shapes), passes=pipeline.BEFORE_QUANTIZE)
     samples = qz.load_calibration(calibration_path, graph)
     method = method or qz.DEFAULT_METHOD
     result = qz.quantize(graph, samples, method=method, io=io, keep_float=tuple(keep_float), report=report,

@@ -71,10 +71,14 @@ def device_tensors(graph: Graph, kernel_nodes: list, traced: list[tuple[int, int
     for k, j, array in traced:
         node = kernel_nodes[k]
         device[node.outputs[j]] = array.reshape(graph.tensors[node.outputs[j]].shape)
+    compiled = {n.name for n in kernel_nodes}
     for node in graph.nodes:
         src = node.inputs[0] if node.inputs else ""
         if ops.get(node.op).is_view and src in device:
             device[node.outputs[0]] = device[src].reshape(graph.tensors[node.outputs[0]].shape)
+        elif node.op == "concatenation" and node.name not in compiled and all(i in device for i in node.inputs):
+            # Planned in place (memory/inplace.py): its producers wrote straight into its slices.
+            device[node.outputs[0]] = np.concatenate([device[i] for i in node.inputs], axis=node.attrs.get("axis", 0))
     return device
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-# 2: kernels carry their schedule "trace".
-SCHEMA_VERSION = 2
+# 2: kernels carry their schedule "trace". 3: "data" (model_weights.bin), "memory" (the plan).
+SCHEMA_VERSION = 3
 
 
 def tensor_entry(t, offset: int) -> dict:
@@ -19,10 +19,14 @@ def tensor_entry(t, offset: int) -> dict:
 
 
 def build_manifest(model: str, arena_bytes: int, weights_bytes: int, inputs: list[dict],
-                   outputs: list[dict], kernels: list[dict], sources: list[str], headers: list[str]) -> dict:
+                   outputs: list[dict], kernels: list[dict], sources: list[str], headers: list[str],
+                   data: list[str] = (), constants: list[dict] = (), memory: dict | None = None) -> dict:
+    """`data`: files the sources include at build time (the weights' .bin), copied with them;
+    `constants`: each weight symbol and its bytes; `memory`: the arena plan's summary."""
     return {"schema_version": SCHEMA_VERSION, "model": model, "arena_bytes": int(arena_bytes),
-            "weights_bytes": int(weights_bytes), "sources": sources, "headers": headers,
-            "inputs": inputs, "outputs": outputs, "kernels": kernels}
+            "weights_bytes": int(weights_bytes), "sources": sources, "headers": headers, "data": list(data),
+            "constants": [{"symbol": c["symbol"], "bytes": int(c["bytes"])} for c in constants],
+            "memory": memory or {}, "inputs": inputs, "outputs": outputs, "kernels": kernels}
 
 
 def write_manifest(manifest: dict, out_dir: Path) -> Path:

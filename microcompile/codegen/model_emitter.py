@@ -19,10 +19,11 @@ from ..tir.nodes import Call, PrimFunc, walk
 from ..resources import resource_dir
 from .c_emitter import CEmitter, float_literal, kernel_arena_offsets, schedule_comment
 from .manifest import build_manifest, tensor_entry, write_manifest
-from .weights import WeightArray
+from .weights import ALIGN, BIN_NAME, WeightArray, write_weights
 
 SOURCES = ["model.c", "model_weights.c"]
 HEADERS = ["model.h", "model_weights.h"]
+DATA = [BIN_NAME]            # files the sources include at build time, compiled by nobody
 _SYSTEM_HEADERS = {"math.h"}
 _MC_DTYPES = {"int8": "MC_INT8", "float32": "MC_FLOAT32", "int32": "MC_INT32"}
 
@@ -109,9 +110,16 @@ def _tensor_row(g: Graph, name: str, plan: MemoryPlan, symbol: str) -> tuple[dic
     return row, entry
 
 
+def _memory_summary(plan) -> dict:
+    """The plan's headline figures for the manifest (a stub plan in tests may have none)."""
+    lower = getattr(plan, "lower_bound", None)
+    return {"arena_bytes": int(plan.arena_bytes), "lower_bound_bytes": int(lower) if lower is not None else None,
+            "planner": getattr(plan, "planner", None)}
+
+
 def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: MemoryPlan,
                   out_dir: str | Path, traces: list | None = None) -> dict:
-    """Write model.c, model.h, model_weights.c, model_weights.h and manifest.json into
+    """Write model.c, model.h, model_weights.c/.h/.bin and manifest.json into
     `out_dir` for the scheduled `kernels` (in execution order) and the arena `plan`.
     `traces` (one schedule Trace per kernel, optional) are printed in the kernel comments and
     recorded in the manifest.
@@ -136,11 +144,13 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
             rows.append(row)
             entries.append(entry)
             tensors.append(row)
-    weights_bytes = sum(w.nbytes for w in weights)
+    blob = write_weights(weights, out_dir / BIN_NAME)
+    weights_bytes = blob.size
     values = {
         "model": graph.name, "version": __version__, "arena_bytes": int(plan.arena_bytes),
         "weights_bytes": weights_bytes, "kernels": rendered,
-        "weights": [{"extern": w.extern, "definition": w.definition()} for w in weights],
+        "externs": [w.extern for w in weights], "weights": blob.rows, "sha256": blob.sha256,
+        "bin_name": BIN_NAME, "align": ALIGN,
         "system_headers": sorted(headers & _SYSTEM_HEADERS),
         "headers": sorted(headers - _SYSTEM_HEADERS),
         "tensors": tensors, "inputs": inputs, "outputs": outputs,
@@ -161,6 +171,6 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
           "outputs": [tensor_entry(graph.tensors[o], plan.offset(o)) for o in node.outputs],
           "trace": traces[i].to_json() if traces is not None else []}
          for i, (k, (node, _)) in enumerate(zip(rendered, kernels))],
-        SOURCES, HEADERS)
+        SOURCES, HEADERS, DATA, blob.rows, _memory_summary(plan))
     write_manifest(manifest, out_dir)
     return manifest

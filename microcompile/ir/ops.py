@@ -54,16 +54,23 @@ class OpDef:
     #   "axis"        layout-agnostic but with axis attributes, which are remapped
     #   None          layout-sensitive (NHWC convolutions, pools, ...) or not analysed
     layout: str | None = None
+    # Whether its kernels may write the output over an input that dies with them
+    # (memory/inplace.py says how far): "window" for NHWC convolution and pooling kernels
+    # that write output pixels in row-major order; elementwise ops (layout "elementwise")
+    # are in place by default ("elementwise", see inplace_kind); None: never.
+    inplace: str | None = None
 
     def __post_init__(self):
         assert self.quant in QUANT_KINDS, f"{self.name}: quant trait {self.quant!r}"
         assert (self.weight_axis is not None) == (self.quant == "weighted"), self.name
         assert (self.fixed_output is not None) == (self.quant == "fixed"), self.name
         assert self.layout in LAYOUTS, f"{self.name}: layout trait {self.layout!r}"
+        assert self.inplace in INPLACE_KINDS, f"{self.name}: inplace trait {self.inplace!r}"
 
 
 QUANT_KINDS = (None, "weighted", "same", "shared", "fixed", "calibrated")
 LAYOUTS = (None, "elementwise", "axis")
+INPLACE_KINDS = (None, "elementwise", "window")
 
 
 REGISTRY: dict[str, OpDef] = {}
@@ -77,6 +84,13 @@ def register(opdef: OpDef) -> OpDef:
 
 def get(name: str) -> OpDef:
     return REGISTRY[name]
+
+
+def inplace_kind(name: str) -> str | None:
+    """How op `name`'s kernels may work in place: its `inplace` trait, else "elementwise" for
+    an op whose layout trait is elementwise (every such kernel is one loop in index order)."""
+    d = get(name)
+    return d.inplace or ("elementwise" if d.layout == "elementwise" else None)
 
 
 def conv_out_size(size: int, k: int, stride: int, dilation: int, pad_lo: int, pad_hi: int) -> int:
@@ -177,16 +191,16 @@ def same_as_input(g, n):
 _CONV_ATTRS = {"stride": (1, 1), "dilation": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"}
 
 register(OpDef("conv2d", ("input", "filter", "bias"), optional=("bias",), attrs=dict(_CONV_ATTRS),
-               infer=_infer_conv2d, macs=_macs_conv2d, quant="weighted", weight_axis=0))
+               infer=_infer_conv2d, macs=_macs_conv2d, quant="weighted", weight_axis=0, inplace="window"))
 register(OpDef("depthwise_conv2d", ("input", "filter", "bias"), optional=("bias",),
                attrs=dict(_CONV_ATTRS, depth_multiplier=1), infer=_infer_depthwise, macs=_macs_depthwise,
-               quant="weighted", weight_axis=3))
+               quant="weighted", weight_axis=3, inplace="window"))
 register(OpDef("fully_connected", ("input", "weights", "bias"), optional=("bias",),
                attrs={"activation": "NONE", "keep_num_dims": False}, infer=_infer_fc, macs=_macs_fc,
                quant="weighted", weight_axis=0))
 register(OpDef("average_pool2d", ("input",),
                attrs={"filter": (1, 1), "stride": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"},
-               infer=infer_pool, quant="same"))
+               infer=infer_pool, quant="same", inplace="window"))
 register(OpDef("add", ("lhs", "rhs"), attrs={"activation": "NONE"}, infer=_infer_binary, quant="calibrated",
                layout="elementwise"))
 register(OpDef("reshape", ("input",), attrs={"shape": ()}, infer=_infer_reshape, is_view=True, quant="same"))

@@ -3,7 +3,9 @@
 The output plane is cut into regions in which the set of in-bounds filter taps is the same
 for every pixel: runs of output rows with one valid-`kh` set, crossed with runs of output
 columns with one valid-`kw` set (with padding 1 and a 3x3 filter: top row, interior rows,
-bottom row times left column, interior columns, right column). Inside a region the taps are
+bottom row times left column, interior columns, right column). Each run of rows loops over
+its rows once and visits the column regions inside, so pixels are written in row-major
+order and the output may be planned over the input (memory/inplace.py). Inside a region the taps are
 known at compile time, so each one is a plain load with constant offsets:
 
   int8   (reference_integer_ops::DepthwiseConvPerChannel)
@@ -79,11 +81,14 @@ def lower_depthwise_conv2d(g: Graph, node: Node, target=None):
 
     n = Var("n")
     regions = []
+    excluded: dict[str, list[tuple[int, int]]] = {}
     w_taps = wdata.reshape(kh_n, kw_n, out_c).astype(np.int64)
     for r, (h0, hn, kh_valid) in enumerate(tap_runs(out_h, in_h, kh_n, sh, dh, pt)):
+        oh_r = Var(f"oh_{r}")
+        row = []
         for c, (w0, wn, kw_valid) in enumerate(tap_runs(out_w, in_w, kw_n, sw, dw, pl)):
             tag = f"{r}_{c}"
-            oh_r, ow_r, ic, m = Var(f"oh_{tag}"), Var(f"ow_{tag}"), Var(f"ic_{tag}"), Var(f"m_{tag}")
+            ow_r, ic, m = Var(f"ow_{tag}"), Var(f"ic_{tag}"), Var(f"m_{tag}")
             kh, kw = Var(f"kh_{tag}"), Var(f"kw_{tag}")
             oh, ow = add(oh_r, h0), add(ow_r, w0)
             oc = add(mul(ic, mult_n), m)
@@ -98,6 +103,10 @@ def lower_depthwise_conv2d(g: Graph, node: Node, target=None):
                 region_bias = constant(f"bias_{tag}", rb.astype(np.int32),
                                        f"{node.name} bias - zp_in*sum(in-bounds w) of region {tag} [{out_c}] int32")
                 consts.append(region_bias)
+                # Which taps it leaves out, so a schedule may compute it at run time instead
+                # (schedule/depthwise_intrin.py: region_bias_at_runtime).
+                excluded[tag] = [(i, j) for i in range(kh_n) for j in range(kw_n)
+                                 if i not in kh_valid or j not in kw_valid]
             # The in-bounds taps of a region form one sub-window [kh0, kh0+nkh) x [kw0, kw0+nkw).
             taps = None
             if kh_valid and kw_valid:
@@ -115,5 +124,9 @@ def lower_depthwise_conv2d(g: Graph, node: Node, target=None):
             for v, value in ((iw0, sub(mul(ow, sw), pl)), (ih0, sub(mul(oh, sh), pt))):
                 if any(e == v for e in walk(body)):      # a region of padded taps reads no input
                     body = LetStmt(v, value, body)
-            regions.append(loops([(oh_r, hn), (ow_r, wn)], body))
-    return make_func(g, node, [x, y, *consts], loops([(n, batch)], seq(*regions)))
+            row.append(loops([(ow_r, wn)], body))
+        # Row by row (each row's column regions in turn), so output pixels are written in
+        # row-major order: what in-place planning (memory/inplace.py, "window") relies on.
+        regions.append(loops([(oh_r, hn)], seq(*row)))
+    extra = {"zp_in": zp_in, "region_taps": excluded} if excluded else {}
+    return make_func(g, node, [x, y, *consts], loops([(n, batch)], seq(*regions)), **extra)

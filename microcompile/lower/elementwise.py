@@ -4,10 +4,11 @@ gets stride 0 (it drops out of the index).
 int8 (reference_integer_ops::Add): both inputs are rescaled to a common scale with
 20 bits of headroom, summed, and rescaled to the output, all with the
 smaller-than-one-exp multiplier of qparams.add_params. The rescale of an input depends on
-its int8 value alone, so it is done on the host: a 256-entry int32 table per input (1 KiB
-of flash each) replaces two multiplies, two roundings and two offsets per element. The
-output rescale uses mc_requant.h's exact form with immediate multiplier and shift. Equal
-shapes run as one flat loop.
+its int8 value alone, so the default schedule tabulates it on the host where the flash
+allows (schedule/tabulate.py): a 256-entry int32 table per input (1 KiB of flash each)
+replaces two multiplies, two roundings and two offsets per element. The output rescale
+uses mc_requant.h's exact form with immediate multiplier and shift. Equal shapes run as one
+flat loop.
 """
 
 from __future__ import annotations
@@ -17,16 +18,15 @@ import numpy as np
 from ..ir import fixedpoint
 from ..reference import qparams
 from ..ir.graph import Graph, Node
-from ..tir.nodes import Call, IntImm, Load, Var, add, binop, loops
-from .common import arena, broadcast_index, clamp, constant, i32, lowering, make_func, operand, smaller_than_one
+from ..tir.nodes import Call, IntImm, Load, Var, add, binop, loops, mul
+from .common import arena, broadcast_index, clamp, i32, lowering, make_func, operand, smaller_than_one
 from .saturate import to_int8
 
 
-def _rescale_table(name: str, node: Node, offset: int, left_shift: int, mult: int, shift: int):
-    """x -> MBQMSmallerThanOneExp((x + offset) << left_shift, mult, shift) for every int8 x."""
+def _rescaled(offset: int, left_shift: int, mult: int, shift: int) -> np.ndarray:
+    """MBQMSmallerThanOneExp((x + offset) << left_shift, mult, shift) for every int8 x."""
     x = (np.arange(-128, 128, dtype=np.int64) + offset) << left_shift
-    table = fixedpoint.multiply_by_quantized_multiplier_smaller_than_one_exp(x, mult, shift)
-    return constant(name, np.asarray(table, np.int32), f"{node.name} rescaled input for x = -128..127")
+    return np.asarray(fixedpoint.multiply_by_quantized_multiplier_smaller_than_one_exp(x, mult, shift), np.int64)
 
 
 @lowering("add")
@@ -46,11 +46,15 @@ def lower_add(g: Graph, node: Node, target=None):
     if yt.dtype == "float32":
         result = clamp(binop("add", av, bv), p.act_min, p.act_max)
     else:
-        t1 = _rescale_table("rescale_a", node, p.input1_offset, p.left_shift, p.input1_multiplier, p.input1_shift)
-        t2 = _rescale_table("rescale_b", node, p.input2_offset, p.left_shift, p.input2_multiplier, p.input2_shift)
-        consts = [t1, t2]
-        total = binop("add", Load(t1, add(i32(av), 128)), Load(t2, add(i32(bv), 128)))
-        bound = int(np.abs(t1.data.astype(np.int64)).max() + np.abs(t2.data.astype(np.int64)).max())
+        # Each input's rescale depends on its int8 value alone: the default schedule turns it
+        # into a 256-entry table (schedule/tabulate.py) where the flash allows.
+        r1 = smaller_than_one(mul(add(i32(av), p.input1_offset), 1 << p.left_shift), p.input1_multiplier,
+                              p.input1_shift)
+        r2 = smaller_than_one(mul(add(i32(bv), p.input2_offset), 1 << p.left_shift), p.input2_multiplier,
+                              p.input2_shift)
+        total = binop("add", r1, r2)
+        bound = int(np.abs(_rescaled(p.input1_offset, p.left_shift, p.input1_multiplier, p.input1_shift)).max()
+                    + np.abs(_rescaled(p.input2_offset, p.left_shift, p.input2_multiplier, p.input2_shift)).max())
         if p.output_multiplier >= 0:    # always, from QuantizeMultiplierSmallerThanOneExp
             # mc_requant.h: the rshift form needs a right shift >= 1 and |total| < 2^30.
             name = ("mc_mul_by_qm_pos_rshift" if p.output_shift <= -1 and bound < 2**30

@@ -1,44 +1,87 @@
-"""Apply a planner to a graph: the static arena layout the code generator reads."""
+"""Apply the planners to a graph: the static arena layout the code generator reads.
+
+plan_memory runs liveness over the graph's node order, every planner of PLANNED_BY, keeps
+the smallest arena (the first on a tie) and checks it with check_no_overlap.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..ir import Graph
-from .liveness import ALIGNMENT, BufferReq, aliases, analyze, scratch_name
-from .planner import PLANNERS, check_no_overlap
+from .liveness import (ALIGNMENT, Alias, BufferReq, Overlap, aliases, analyze, live_bytes, scratch_name,
+                       valid_overlaps)
+from .planner import PLANNERS, arena_end, branch_and_bound, check_no_overlap
+
+# The planners plan_memory tries, in order of preference on a tie.
+PLANNED_BY = ("greedy_by_size", "greedy_by_conflict", "branch_and_bound")
 
 
 @dataclass(frozen=True)
 class MemoryPlan:
     buffers: tuple[BufferReq, ...]
     offsets: dict[str, int]
-    alias: dict[str, str]
+    alias: dict[str, Alias]
     arena_bytes: int
     steps: int
+    overlaps: tuple[Overlap, ...] = ()
+    planner: str = "greedy_by_size"
+    # The arena each planner reached (bytes, aligned), for the report.
+    tried: dict[str, int] = field(default_factory=dict)
 
     def offset(self, tensor_name: str) -> int:
-        return self.offsets[self.alias.get(tensor_name, tensor_name)]
+        a = self.alias.get(tensor_name)
+        return self.offsets[tensor_name] if a is None else self.offsets[a.root] + a.offset
 
     def scratch_offset(self, node_name: str) -> int:
         return self.offsets[scratch_name(node_name)]
 
     def timeline(self) -> list[int]:
-        """Live bytes at each step (0..steps), for the memory report."""
-        return [sum(b.size for b in self.buffers if b.first <= s <= b.last) for s in range(self.steps + 1)]
+        """Bytes live at each step (0..steps), in-place sharing credited: the memory report's
+        curve, whose maximum is the lower bound."""
+        return live_bytes(list(self.buffers), self.overlaps, self.steps)
+
+    @property
+    def lower_bound(self) -> int:
+        return max(self.timeline(), default=0)
+
+    def live(self, step: int) -> list[BufferReq]:
+        """The buffers live at `step`, largest first."""
+        return sorted((b for b in self.buffers if b.first <= step <= b.last), key=lambda b: (-b.size, b.name))
 
     def to_json(self) -> dict:
-        return {"arena_bytes": self.arena_bytes,
+        return {"arena_bytes": self.arena_bytes, "lower_bound_bytes": self.lower_bound, "planner": self.planner,
+                "planners": dict(self.tried),
                 "buffers": [{"name": b.name, "offset": self.offsets[b.name], "size": b.size,
                              "first": b.first, "last": b.last} for b in self.buffers],
+                "in_place": [{"out": o.out, "src": o.src, "max_shift": o.max_shift} for o in self.overlaps],
                 "timeline": self.timeline()}
 
 
-def plan_memory(g: Graph, scratch: dict[str, int] | None = None, planner: str = "greedy_by_size") -> MemoryPlan:
-    """Plan the arena for `g`; `scratch` maps node name -> scratch bytes its kernel needs."""
-    reqs = analyze(g, scratch)
-    offsets = PLANNERS[planner](reqs)
-    check_no_overlap(reqs, offsets)
-    end = max((offsets[r.name] + r.size for r in reqs), default=0)
-    arena = (end + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
-    return MemoryPlan(tuple(reqs), offsets, aliases(g), arena, len(g.nodes))
+def _aligned(n: int) -> int:
+    return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+
+
+def plan_memory(g: Graph, scratch: dict[str, int] | None = None, planner: str | None = None,
+                overlaps=(), slices: dict[str, Alias] | None = None) -> MemoryPlan:
+    """Plan the arena for `g` in its node order. `scratch` maps node name -> scratch bytes its
+    kernel needs; `overlaps` are the in-place rules (memory/inplace.py; those whose input does
+    not die where the output is born are dropped); `slices` the concatenation inputs written
+    straight into their output. `planner` forces one planner (default: the best of PLANNED_BY)."""
+    alias = aliases(g, slices)
+    reqs = analyze(g, scratch, alias)
+    rules = tuple(valid_overlaps(reqs, overlaps))
+    tried: dict[str, int] = {}
+    best = None
+    for name in ((planner,) if planner else PLANNED_BY):
+        if name == "branch_and_bound" and best is not None:
+            offsets = branch_and_bound(reqs, rules, start=best[1])
+        else:
+            offsets = PLANNERS[name](reqs, rules)
+        end = _aligned(arena_end(reqs, offsets))
+        tried[name] = end
+        if best is None or end < best[0]:
+            best = (end, offsets, name)
+    end, offsets, name = best
+    check_no_overlap(reqs, offsets, rules)
+    return MemoryPlan(tuple(reqs), offsets, alias, end, len(g.nodes), rules, name, tried)

@@ -1,14 +1,32 @@
-"""Memory planners: pure functions from buffer requests to arena offsets.
+"""Memory planners: pure functions from buffer requests (and the in-place overlaps they may
+use) to arena offsets, and the independent overlap checker every test runs on every plan.
 
-`greedy_by_size` is the algorithm TFLM's GreedyMemoryPlanner uses: place the largest
-buffers first, each at the lowest offset that does not collide with an already placed
-buffer whose lifetime overlaps. `check_no_overlap` is the independent checker every
-test runs on every plan.
+    greedy_by_size      TFLM's GreedyMemoryPlanner: largest first, each at the lowest offset
+                        that collides with no placed buffer it is live with
+    greedy_by_conflict  the buffers live with the most bytes of others first (TVM USMP's
+                        greedy_by_conflicts), then by size
+    branch_and_bound    a depth-first search over the order of placement, each unit at its
+                        lowest offset, pruned by the best arena found so far; it stops at the
+                        lower bound (proven optimal; or within what alignment alone may cost)
+                        or after BNB_NODES placements (deterministic: a node budget, not a clock)
+    linear              no reuse at all: the baseline
+
+In-place chains. An `Overlap` lets a kernel's output sit over an input that dies with it,
+at most max_shift bytes above it. The planners take, for every output, the input it can
+share most with, and place the resulting chains (x -> y written over x -> z over y ...) as
+rigid units with each member exactly where it shares most; a unit goes to the lowest offset
+where none of its members collides with a placed buffer. Every other placed buffer forbids
+an open interval of offsets; that is the one operation all planners share.
 """
 
 from __future__ import annotations
 
-from .liveness import BufferReq
+from .liveness import BufferReq, Overlap, lower_bound, overlap_credit, valid_overlaps
+
+# Placements the branch-and-bound search may try before it keeps its best plan.
+BNB_NODES = 5000
+# Larger problems are left to the greedy planners.
+BNB_MAX_UNITS = 48
 
 
 def _align(x: int, a: int) -> int:
@@ -19,23 +37,179 @@ def _lifetimes_overlap(a: BufferReq, b: BufferReq) -> bool:
     return a.first <= b.last and b.first <= a.last
 
 
-def greedy_by_size(reqs: list[BufferReq]) -> dict[str, int]:
-    order = sorted(reqs, key=lambda r: (-r.size, r.first, r.name))
-    placed: list[tuple[BufferReq, int]] = []
+Unit = tuple[tuple[BufferReq, int], ...]    # members and their offsets relative to the unit
+
+
+class _Problem:
+    """Buffers, their conflicts, the overlap rules between them and the in-place units."""
+
+    def __init__(self, reqs: list[BufferReq], overlaps=()):
+        self.reqs = list(reqs)
+        self.rules = valid_overlaps(self.reqs, overlaps)
+        self.shift = {(o.out, o.src): o.max_shift for o in self.rules}
+        self.conflicts = {r.name: [p for p in self.reqs if p is not r and _lifetimes_overlap(p, r)]
+                          for r in self.reqs}
+        self.units = self._chains()
+
+    def _chains(self) -> list[Unit]:
+        by_name = {r.name: r for r in self.reqs}
+        over: dict[str, Overlap] = {}           # out -> the overlap it uses
+        taken: set[str] = set()                 # sources already written over
+        ranked = sorted(self.rules, key=lambda o: -overlap_credit(by_name[o.src], by_name[o.out], o.max_shift))
+        for o in ranked:
+            if o.out in over or o.src in taken or o.max_shift % by_name[o.out].align:
+                continue
+            if overlap_credit(by_name[o.src], by_name[o.out], o.max_shift) <= 0:
+                continue
+            over[o.out] = o
+            taken.add(o.src)
+        rel: dict[str, int] = {}
+
+        def place(name: str) -> int:
+            if name not in rel:
+                o = over.get(name)
+                rel[name] = 0 if o is None else place(o.src) + min(o.max_shift, 0)
+            return rel[name]
+        for r in self.reqs:
+            place(r.name)
+        # Group the members of each chain by its first source.
+        root: dict[str, str] = {}
+
+        def head(name: str) -> str:
+            o = over.get(name)
+            return name if o is None else head(o.src)
+        groups: dict[str, list[BufferReq]] = {}
+        for r in self.reqs:
+            root[r.name] = head(r.name)
+            groups.setdefault(root[r.name], []).append(r)
+        units = []
+        for members in groups.values():
+            low = min(rel[m.name] for m in members)
+            units.append(tuple((m, rel[m.name] - low) for m in members))
+        return units
+
+    def forbidden(self, r: BufferReq, p: BufferReq, off_p: int) -> tuple[int, int]:
+        """The open interval of offsets r may not take while p sits at off_p."""
+        lo, hi = off_p - r.size, off_p + p.size
+        d = self.shift.get((r.name, p.name))
+        if d is not None:                 # r written over p: r at most d above p
+            lo = max(lo, off_p + d)
+        d = self.shift.get((p.name, r.name))
+        if d is not None:                 # p written over r: p at most d above r
+            hi = min(hi, off_p - d)
+        return lo, hi
+
+    def lowest(self, unit: Unit, offsets: dict[str, int]) -> int:
+        """The lowest base offset where no member of `unit` collides with a placed buffer."""
+        walls = []
+        for m, rel in unit:
+            for p in self.conflicts[m.name]:
+                if p.name in offsets:
+                    lo, hi = self.forbidden(m, p, offsets[p.name])
+                    if hi - lo > 1:
+                        walls.append((lo - rel, hi - rel))
+        walls.sort()
+        align = max(m.align for m, _ in unit)
+        cand = 0
+        moved = True
+        while moved:
+            moved = False
+            for lo, hi in walls:
+                if lo < cand < hi:
+                    cand, moved = _align(hi, align), True
+        return cand
+
+
+def _place(problem: _Problem, units: list[Unit]) -> dict[str, int]:
     offsets: dict[str, int] = {}
-    for r in order:
-        busy = sorted((off, off + p.size) for p, off in placed if _lifetimes_overlap(p, r))
-        candidate = 0
-        for lo, hi in busy:
-            if candidate + r.size <= lo:
-                break
-            candidate = max(candidate, _align(hi, r.align))
-        offsets[r.name] = candidate
-        placed.append((r, candidate))
+    for u in units:
+        base = problem.lowest(u, offsets)
+        for m, rel in u:
+            offsets[m.name] = base + rel
     return offsets
 
 
-def linear(reqs: list[BufferReq]) -> dict[str, int]:
+def _unit_size(u: Unit) -> int:
+    return max(m.size for m, _ in u)
+
+
+def _unit_key(u: Unit):
+    return min(m.first for m, _ in u), min(m.name for m, _ in u)
+
+
+def greedy_by_size(reqs: list[BufferReq], overlaps=()) -> dict[str, int]:
+    problem = _Problem(reqs, overlaps)
+    return _place(problem, sorted(problem.units, key=lambda u: (-_unit_size(u), *_unit_key(u))))
+
+
+def greedy_by_conflict(reqs: list[BufferReq], overlaps=()) -> dict[str, int]:
+    problem = _Problem(reqs, overlaps)
+    degree = {id(u): sum(p.size for m, _ in u for p in problem.conflicts[m.name]) for u in problem.units}
+    return _place(problem, sorted(problem.units, key=lambda u: (-degree[id(u)], -_unit_size(u), *_unit_key(u))))
+
+
+def arena_end(reqs: list[BufferReq], offsets: dict[str, int]) -> int:
+    return max((offsets[r.name] + r.size for r in reqs), default=0)
+
+
+def branch_and_bound(reqs: list[BufferReq], overlaps=(), nodes: int = BNB_NODES,
+                     start: dict[str, int] | None = None) -> dict[str, int]:
+    """The best plan found by placing the units in every order (largest first), each at its
+    lowest offset, pruning any partial plan whose end already reaches the best one.
+    `start` is a plan to beat (default: greedy_by_size's)."""
+    problem = _Problem(reqs, overlaps)
+    best = dict(start) if start is not None else greedy_by_size(reqs, overlaps)
+    best_end = arena_end(reqs, best)
+    bound = lower_bound(reqs, overlaps)
+    units = sorted(problem.units, key=lambda u: (-_unit_size(u), *_unit_key(u)))
+    if best_end <= bound or len(units) > BNB_MAX_UNITS or best_end - bound < _alignment_slack(reqs):
+        return best
+    budget = [nodes]
+    offsets: dict[str, int] = {}
+    seen: set[frozenset] = set()      # partial plans already searched (reached in another order)
+
+    def search(placed: int, end: int) -> bool:
+        """True when the search is over (the bound is reached or the budget spent)."""
+        nonlocal best, best_end
+        if placed == len(units):
+            if end < best_end:
+                best, best_end = dict(offsets), end
+            return best_end <= bound
+        for u in units:
+            if u[0][0].name in offsets:
+                continue
+            budget[0] -= 1
+            if budget[0] < 0:
+                return True
+            base = problem.lowest(u, offsets)
+            new_end = max(end, *(base + rel + m.size for m, rel in u))
+            if new_end >= best_end:
+                continue
+            for m, rel in u:
+                offsets[m.name] = base + rel
+            key = frozenset(offsets.items())
+            done = False
+            if key not in seen:
+                seen.add(key)
+                done = search(placed + 1, new_end)
+            for m, _ in u:
+                del offsets[m.name]
+            if done:
+                return True
+        return False
+
+    search(0, 0)
+    return best
+
+
+def _alignment_slack(reqs: list[BufferReq]) -> int:
+    """Bytes the bound may miss by alignment alone: padding each buffer live at the busiest
+    step to its alignment. A plan that close is not worth a search."""
+    steps = max((r.last for r in reqs), default=0) + 1
+    return max((sum(-r.size % r.align for r in reqs if r.first <= s <= r.last) for s in range(steps)), default=0) + 1
+
+
+def linear(reqs: list[BufferReq], overlaps=()) -> dict[str, int]:
     """No reuse at all: every buffer gets its own bytes. The baseline planners are judged against."""
     offsets, cursor = {}, 0
     for r in reqs:
@@ -45,20 +219,29 @@ def linear(reqs: list[BufferReq]) -> dict[str, int]:
     return offsets
 
 
-PLANNERS = {"greedy_by_size": greedy_by_size, "linear": linear}
+PLANNERS = {"greedy_by_size": greedy_by_size, "greedy_by_conflict": greedy_by_conflict,
+            "branch_and_bound": branch_and_bound, "linear": linear}
 
 
 class OverlapError(AssertionError):
-    """Two buffers alive at the same step share bytes: a planner bug."""
+    """Two buffers alive at the same step share bytes that no in-place rule allows: a planner bug."""
 
 
-def check_no_overlap(reqs: list[BufferReq], offsets: dict[str, int]) -> None:
+def check_no_overlap(reqs: list[BufferReq], offsets: dict[str, int], overlaps=()) -> None:
+    """Every buffer aligned; no two buffers live at the same step share a byte, unless an
+    Overlap lets one be written over the other and the plan keeps within its max_shift."""
+    shift = {(o.out, o.src): o.max_shift for o in valid_overlaps(list(reqs), overlaps)}
     for i, a in enumerate(reqs):
         oa = offsets[a.name]
-        if oa % a.align:
+        if oa < 0 or oa % a.align:
             raise OverlapError(f"{a.name} at {oa} is not {a.align}-byte aligned")
         for b in reqs[i + 1:]:
             ob = offsets[b.name]
-            if _lifetimes_overlap(a, b) and oa < ob + b.size and ob < oa + a.size:
-                raise OverlapError(f"{a.name} [{oa},{oa + a.size}) overlaps {b.name} [{ob},{ob + b.size}) "
-                                   f"while both are live (steps {a.first}-{a.last} and {b.first}-{b.last})")
+            if not (_lifetimes_overlap(a, b) and oa < ob + b.size and ob < oa + a.size):
+                continue
+            if (a.name, b.name) in shift and oa - ob <= shift[(a.name, b.name)]:
+                continue
+            if (b.name, a.name) in shift and ob - oa <= shift[(b.name, a.name)]:
+                continue
+            raise OverlapError(f"{a.name} [{oa},{oa + a.size}) overlaps {b.name} [{ob},{ob + b.size}) "
+                               f"while both are live (steps {a.first}-{a.last} and {b.first}-{b.last})")

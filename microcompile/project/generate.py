@@ -175,7 +175,7 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
         data = _input_bytes(spec, array)
         inputs.append({"name": spec["name"], "dtype": spec["dtype"], "shape": list(spec["shape"]),
                        "bytes": len(data), "rows": _hex_rows(data)})
-    for name in manifest["sources"] + manifest["headers"]:
+    for name in manifest["sources"] + manifest["headers"] + manifest.get("data", []):
         if not (artifact_dir / name).is_file():
             raise UserError(f"{artifact_dir / name} is listed in the manifest but missing")
 
@@ -184,7 +184,7 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
     w = _Writer(out_dir)
     env = _env()
 
-    for name in manifest["sources"] + manifest["headers"]:
+    for name in manifest["sources"] + manifest["headers"] + manifest.get("data", []):
         w.copy(f"model/{name}", artifact_dir / name)
     w.copy(MANIFEST_NAME, artifact_dir / MANIFEST_NAME)
     runtime = resource_dir("runtime_c")

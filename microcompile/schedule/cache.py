@@ -45,7 +45,9 @@ def fuse(f: PrimFunc, outer: str, inner: str) -> PrimFunc:
 
         for oh in 0..4 { for ow in 0..5 { B(oh, ow) } }   --fuse(oh, ow)-->
         for oh_ow in 0..20 { B(oh_ow / 5, oh_ow % 5) }
-    """
+
+    An index that walks the two loops' elements consecutively, (oh_ow/5)*5k + (oh_ow%5)*k,
+    becomes oh_ow*k."""
     loop = find_loop(f, outer)
     if not (isinstance(loop.body, For) and loop.body.var.name == inner):
         raise ScheduleError(f"{f.name}: {inner} is not directly nested in {outer}")
@@ -54,8 +56,36 @@ def fuse(f: PrimFunc, outer: str, inner: str) -> PrimFunc:
     def do(n: For) -> Stmt:
         v, m = Var(name), n.body.extent
         body = substitute(n.body.body, {n.var: _div(v, m), n.body.var: _mod(v, m)})
-        return For(v, n.extent * m, body, n.kind)
+        return For(v, n.extent * m, rewrite(body, lambda e: _collapse(e, v, m)), n.kind)
     return replace_loop(f, outer, do)
+
+
+def _scaled(e, v: Var, op: str, m: int):
+    """k when `e` is (v op m) * k (or v op m itself: k = 1), else None."""
+    if isinstance(e, BinOp) and e.op == op and e.a == v and e.b == IntImm(m):
+        return 1
+    if isinstance(e, BinOp) and e.op == "mul" and isinstance(e.b, IntImm):
+        k = _scaled(e.a, v, op, m)
+        return None if k is None else k * e.b.value
+    return None
+
+
+def _collapse(e, v: Var, m: int):
+    """(v/m)*(m*k) + ((v%m)*k + rest) -> v*k + rest: the flat index of two fused loops that
+    walk consecutive memory (an NHWC pixel) is linear in the fused loop again (v >= 0)."""
+    if not (isinstance(e, BinOp) and e.op == "add"):
+        return None
+    hi = _scaled(e.a, v, "div", m)
+    if hi is None:
+        return None
+    lo, rest = e.b, None
+    if isinstance(lo, BinOp) and lo.op == "add" and _scaled(lo.a, v, "mod", m) is not None:
+        lo, rest = lo.a, lo.b
+    k = _scaled(lo, v, "mod", m)
+    if k is None or hi != k * m:
+        return None
+    flat = v if k == 1 else BinOp("mul", v, IntImm(k))
+    return flat if rest is None else BinOp("add", flat, rest)
 
 
 def _div(v: Var, m: int):

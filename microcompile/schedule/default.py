@@ -1,25 +1,32 @@
 """The default schedule for every op family: first the op family's own schedule when one
 applies (int8 conv2d and fully_connected become GEMM micro-kernel calls, gemm_schedule.py;
-int8 depthwise_conv2d calls of mc_depthwise_*, depthwise_intrin.py),
+int8 depthwise_conv2d calls of mc_depthwise_*, depthwise_intrin.py; an int8 ADD's input
+rescales as 256-entry tables, tabulate.py),
 then every innermost loop that is short and holds no further loop is unrolled (small kernel
-windows such as a 3-wide filter row). Knob: `unroll_max_extent`, domain
-UNROLL_MAX_EXTENT_DOMAIN."""
+windows such as a 3-wide filter row). Knobs: `unroll_max_extent`, domain
+UNROLL_MAX_EXTENT_DOMAIN; `wide` (int16 weights or not, chosen per kernel against the
+board's flash by schedule/widening.py)."""
 
 from __future__ import annotations
 
 from ..tir.nodes import For, PrimFunc, walk
 from .depthwise_intrin import DEPTHWISE_SCHEDULES
 from .gemm_schedule import GEMM_SCHEDULES
+from .tabulate import TABLE_SCHEDULES
 from .trace import Schedule, Trace
 
 UNROLL_MAX_EXTENT_DOMAIN = (0, 2, 3, 4, 8)   # 0 = never unroll
 
 
-def default_schedule(func: PrimFunc, target=None, unroll_max_extent: int = 4) -> tuple[PrimFunc, Trace]:
-    """Schedule `func` for `target` (a microcompile.target.Target or None: no DSP)."""
+def default_schedule(func: PrimFunc, target=None, unroll_max_extent: int = 4,
+                     wide: bool | None = None) -> tuple[PrimFunc, Trace]:
+    """Schedule `func` for `target` (a microcompile.target.Target or None: no DSP). `wide`:
+    int16 weights where a kernel has that choice (schedule/widening.py decides per kernel),
+    int8 ones, or None for each op family's own default."""
     assert unroll_max_extent in UNROLL_MAX_EXTENT_DOMAIN, unroll_max_extent
-    schedules = GEMM_SCHEDULES + DEPTHWISE_SCHEDULES
-    sch = next((s for s in (fn(func, target) for fn in schedules) if s is not None), None) or Schedule(func)
+    options = {} if wide is None else {"wide": wide}
+    schedules = GEMM_SCHEDULES + DEPTHWISE_SCHEDULES + TABLE_SCHEDULES
+    sch = next((s for s in (fn(func, target, **options) for fn in schedules) if s is not None), None) or Schedule(func)
     func = sch.func
     for loop in [n for n in walk(func.body) if isinstance(n, For)]:
         innermost = not any(isinstance(c, For) for c in walk(loop.body))

@@ -13,7 +13,7 @@ in-bounds taps) a channel loop
     --pack_depthwise_s16(w); tensorize(ic, mc_depthwise_<variant>_s8)-->
     mc_depthwise_3x3_dsp_s8(&y[Y], &x[X], &w[W], bias_r, mult, rshift, C, 3, 3, x_row, x_col, ...);
 
-Knob: `kernel` in DEPTHWISE_KERNEL_DOMAIN ("kernel": the micro-kernel for the core, the
+Knob: `depthwise_kernel` in DEPTHWISE_KERNEL_DOMAIN ("kernel": the micro-kernel for the core, the
 default; "loops": unrolled tap loops in C); what it does is recorded in the trace.
 """
 
@@ -24,16 +24,19 @@ import itertools
 import numpy as np
 
 from ..tir.intrinsics_depthwise import DEPTHWISE_PARAMS, DEPTHWISE_VARIANTS, ORDER, kernel_name
-from ..tir.nodes import (Address, add, Allocate, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, Load, PrimFunc,
-                         SeqStmt, Store, rewrite, simplify, walk)
+from ..tir.nodes import (Address, Allocate, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, Load, PrimFunc, Var,
+                         SeqStmt, Store, rewrite, walk)
 from ..tir.interp import compile_expr
 from ..tir.verify import verify_primfunc
+from .epilogue import eval_int, requant_epilogue, unit_load
+from .knobs import declare_knob
 from .primitives import primitive, ScheduleError
 from .tensorize import affine, perfect_nest, tensor_intrin
 from .trace import Schedule
 from .variants import kernel_set
 
-DEPTHWISE_KERNEL_DOMAIN = ("kernel", "loops")
+DEPTHWISE_KERNEL_DOMAIN = declare_knob("depthwise_kernel", ("kernel", "loops"),
+                                       "depthwise: the core's micro-kernel or unrolled loops")
 
 
 # ---------------------------------------------------------------- pack_depthwise_s16
@@ -112,52 +115,43 @@ def requant_arrays(f: PrimFunc, loop_prefix: str = "ic_") -> PrimFunc:
 
 
 
+@primitive("region_bias_at_runtime")
+def region_bias_at_runtime(f: PrimFunc) -> PrimFunc:
+    """Compute each border region's bias (the folded bias plus zp_in times the weights of the
+    taps the region leaves out: lower/depthwise.py) into scratch when the kernel starts, instead
+    of keeping one more bias array per region in flash.
+
+        bias_0_0: int32[C] const = {...}          --region_bias_at_runtime-->
+        for c_0_0 { bias_0_0[c] = bias[c] + zp_in * (i32(w[0,0,0,c]) + ...) }    bias_0_0: scratch"""
+    taps = f.attrs.get("region_taps")
+    w = next((b for b in f.buffers if b.name == "w" and b.scope == "const"), None)
+    bias = next((b for b in f.buffers if b.name == "bias" and b.scope == "const"), None)
+    if not taps or w is None or bias is None or w.dtype != "int8" or len(w.shape) != 4:
+        raise ScheduleError(f"{f.name}: no int8 depthwise filter with region biases")
+    zp = int(f.attrs["zp_in"])
+    swap, inits = {}, []
+    for b in f.buffers:
+        tag = b.name[len("bias_"):]
+        if b.scope != "const" or not b.name.startswith("bias_") or tag not in taps:
+            continue
+        new = Buffer(b.name, "int32", b.shape, "scratch", comment=f"{b.comment} (computed at run time)")
+        c = Var(f"c_{tag}")
+        total = None
+        for i, j in taps[tag]:
+            term = Cast("int32", w.load(0, i, j, c))
+            total = term if total is None else BinOp("add", total, term)
+        value = bias.load(c) if total is None else BinOp("add", bias.load(c), BinOp("mul", IntImm(zp), total))
+        inits.append(For(c, b.shape[0], new.store(value, c)))
+        swap[b] = new
+    if not swap:
+        raise ScheduleError(f"{f.name}: no region bias to compute")
+    body = rewrite(f.body, lambda n: Load(swap[n.buffer], n.index) if isinstance(n, Load) and n.buffer in swap
+                   else None)
+    return verify_primfunc(PrimFunc(f.name, tuple(swap.get(b, b) for b in f.buffers), SeqStmt((*inits, body)),
+                                    dict(f.attrs)))
+
+
 # ---------------------------------------------------------------- the tensor intrinsic
-
-def _eval(e, env: dict) -> int:
-    return int(compile_expr(e)(env, {}))
-
-
-def _unit_load(e, var: str) -> tuple[Buffer, object] | None:
-    """(buffer, base) of a Load whose index is base + var."""
-    if not isinstance(e, Load):
-        return None
-    a = affine(e.index, {var})
-    return (e.buffer, a[1]) if a is not None and a[0] == {var: 1} else None
-
-
-def _to_int8(e, lo: int, hi: int, ssat: bool):
-    """The store epilogues lower/saturate.py's to_int8 makes (schedule/ may not import lower/):
-    int8(min(max(e, lo), hi)), or with SSAT int8(mc_ssat8(max(e, lo))) when hi is 127."""
-    if not ssat:
-        return Cast("int8", BinOp("min", BinOp("max", e, IntImm(lo)), IntImm(hi)))
-    if hi != 127:
-        return None
-    return Cast("int8", Call("mc_ssat8", (BinOp("max", e, IntImm(lo)) if lo > -128 else e,), "int32"))
-
-
-def _epilogue(e, acc: Buffer, ic: str) -> dict | None:
-    """The parameters of int8(clamp(mc_mul_by_qm_pos_rshift(acc, mult[ic], r[ic]) + off, lo, hi)),
-    found loosely and then checked by rebuilding the expression as the lowering makes it."""
-    # Only the rshift form: the lowering emits it where it proved |acc| < 2^30 and right >= 1,
-    # the domain in which the kernels' cheap rounding is exact.
-    call = next((n for n in walk(e) if isinstance(n, Call) and n.name == "mc_mul_by_qm_pos_rshift"), None)
-    if call is None or not (isinstance(call.args[0], Load) and call.args[0].buffer is acc):
-        return None
-    mult, shift = _unit_load(call.args[1], ic), _unit_load(call.args[2], ic)
-    if mult is None or shift is None or _eval(mult[1], {}) != 0 or _eval(shift[1], {}) != 0:
-        return None
-    adds = [(n.b.value if n.op == "add" else -n.b.value) for n in walk(e)
-            if isinstance(n, BinOp) and n.op in ("add", "sub") and isinstance(n.b, IntImm)]
-    lo = next((n.b.value for n in walk(e) if isinstance(n, BinOp) and n.op == "max" and isinstance(n.b, IntImm)), -128)
-    hi = next((n.b.value for n in walk(e) if isinstance(n, BinOp) and n.op == "min" and isinstance(n.b, IntImm)), 127)
-    for off in (adds[:1] or [0]):
-        inner = add(call, IntImm(off))
-        for ssat in (False, True):
-            if simplify(_to_int8(inner, lo, hi, ssat)) == simplify(e):
-                return {"mult": mult[0], "rshift": shift[0], "off": off, "lo": lo, "hi": hi}
-    return None
-
 
 def _match(loop: For) -> dict | None:
     chain, body = perfect_nest(loop)
@@ -168,8 +162,8 @@ def _match(loop: For) -> dict | None:
     if len(stmts) != 3 or not isinstance(stmts[0], Store) or not isinstance(stmts[2], Store):
         return None
     init, taps, out = stmts
-    bias = _unit_load(init.value, ic)
-    if init.buffer is not acc or bias is None or bias[0].dtype != "int32" or _eval(bias[1], {}) != 0:
+    bias = unit_load(init.value, ic)
+    if init.buffer is not acc or bias is None or bias[0].dtype != "int32" or eval_int(bias[1], {}) != 0:
         return None
     tloops, tap = perfect_nest(taps)
     if len(tloops) > 2 or not isinstance(tap, Store) or tap.buffer is not acc:
@@ -189,20 +183,24 @@ def _match(loop: For) -> dict | None:
     if xa is None or xa[0].get(ic) != 1:
         return None
     # The weight index (packed: div/mod) is checked at every point of the nest.
-    w0 = _eval(wl.index, {ic: 0, **{n: 0 for n in names}})
-    steps = {n: _eval(wl.index, {ic: 0, **{m: int(m == n) for m in names}}) - w0 for n in names}
+    w_index = compile_expr(wl.index)      # compiled once: it is evaluated at every point below
+
+    def eval_w(env):
+        return int(w_index(env, {}))
+    w0 = eval_w({ic: 0, **{n: 0 for n in names}})
+    steps = {n: eval_w({ic: 0, **{m: int(m == n) for m in names}}) - w0 for n in names}
     kw_loop = next((f for f in tloops if steps[f.var.name] == 4), None) if tloops else None
     kh_loop = next((f for f in tloops if f is not kw_loop), None)
     kh, kw = (kh_loop.extent if kh_loop else 1), (kw_loop.extent if kw_loop else 1)
     w_row = steps[kh_loop.var.name] if kh_loop else 0
-    w_group = (_eval(wl.index, {ic: 4, **{n: 0 for n in names}}) - w0) if channels > 4 else 0
+    w_group = (eval_w({ic: 4, **{n: 0 for n in names}}) - w0) if channels > 4 else 0
     for c, *pt in itertools.product(range(channels), *(range(f.extent) for f in tloops)):
         env = {ic: c, **dict(zip(names, pt))}
         i, j = (env[kh_loop.var.name] if kh_loop else 0), (env[kw_loop.var.name] if kw_loop else 0)
-        if _eval(wl.index, env) != w0 + (c // 4) * w_group + i * w_row + j * 4 + ORDER[c % 4]:
+        if eval_w(env) != w0 + (c // 4) * w_group + i * w_row + j * 4 + ORDER[c % 4]:
             return None
     ya = affine(out.index, {ic})
-    ep = _epilogue(out.value, acc, ic)
+    ep = requant_epilogue(out.value, acc, ic)
     if out.buffer.dtype != "int8" or ya is None or ya[0] != {ic: 1} or ep is None:
         return None
     return {"y": out.buffer, "ybase": ya[1], "x": xl.buffer, "xbase": xa[1], "w": wl.buffer, "wbase": IntImm(w0),
@@ -231,22 +229,28 @@ for _v in DEPTHWISE_VARIANTS:
 
 # ---------------------------------------------------------------- the default schedule
 
-def schedule_depthwise(func: PrimFunc, target=None, kernel: str = "kernel") -> Schedule | None:
+def schedule_depthwise(func: PrimFunc, target=None, kernel: str = "kernel", wide: bool | None = None) -> Schedule | None:
     """The depthwise schedule, by the `kernel` knob (DEPTHWISE_KERNEL_DOMAIN):
 
     "kernel"  (default) pack the filter and tensorize every region's channel loop with the
               micro-kernel for the core (kws on the Cortex-M4: 4.74 instructions per MAC,
               against 5.30 for "loops"); None when it does not apply (float, depth
               multiplier > 1, a multiplier of one half or more), so the loops remain
-    "loops"   unroll every tap loop: straight-line taps with constant offsets."""
+    "loops"   unroll every tap loop: straight-line taps with constant offsets, on the
+              model's int8 weights (`wide=False` picks it: schedule/widening.py)."""
     assert kernel in DEPTHWISE_KERNEL_DOMAIN, kernel
     if func.attrs.get("op") != "depthwise_conv2d":
         return None
+    if wide is False:
+        kernel = "loops"          # the micro-kernels read int16 weights; the loops read the model's int8
     sch = Schedule(func)
+    sch.knob("depthwise_kernel", kernel)
     if kernel == "loops":
         taps = [n.var.name for n in walk(func.body) if isinstance(n, For) and n.var.name.startswith(("kh_", "kw_"))]
         for loop in taps:
             sch.unroll(loop)
+        if wide is False and func.attrs.get("region_taps"):
+            sch.apply("region_bias_at_runtime")     # no flash to spare for one bias per region
         return sch
     variant = kernel_set(target)
     regions = [n.var.name for n in walk(func.body) if isinstance(n, For) and n.var.name.startswith("ic_")]

@@ -13,16 +13,28 @@ is in C and B only. Operand roles are found from which loop vars index what.
 mc_gemm_p4_dsp_<dtype> match the same nest when A is a whole constant matrix, and repack A at
 compile time in panels of four rows (`pack_panels4`, layout in mc_gemm.h) so one LDM feeds
 four rows; the call then names the packed constant instead of A.
+
+The requantizing kernels (mc_gemm_rq_c_<dtype>, mc_gemm_p4_rq_dsp_<dtype>) match a whole output
+block as the lowering writes it, accumulator and all, with no int32 tile:
+
+    for <n loop>? { for oc {                         # columns (pixels), rows (channels)
+        acc = bias[oc]
+        for k1 { ... for kr { acc = acc + i32(A[...]) * i32(B[...]) } }
+        y[Y + n*ldy + oc] = int8(clamp(mc_mul_by_qm_pos_rshift(acc, mult[oc], rshift[oc]) + off, lo, hi)) } }
+
+The accumulation is checked by the plain GEMM matcher (on the same nest with the scalar acc
+read as a tile), the store by schedule/epilogue.py.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..tir.intrinsics_gemm import (GEMM_DTYPES, GEMM_KERNELS, GEMM_PARAMS, P4_KERNELS, PANEL_ROWS, gemm_kernel_name,
-                                   pack_panels4)
-from ..tir.nodes import (Address, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, LetStmt, Load, Store, Var,
-                         substitute, walk)
+from ..tir.intrinsics_gemm import (GEMM_DTYPES, GEMM_KERNELS, GEMM_PARAMS, GEMM_RQ_PARAMS, P4_KERNELS, PANEL_ROWS,
+                                   RQ_KERNELS, gemm_kernel_name, pack_panels4)
+from ..tir.nodes import (Address, Allocate, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, LetStmt, Load, SeqStmt,
+                         Store, Var, substitute, walk)
+from .epilogue import eval_int, requant_epilogue, unit_load
 from .tensorize import affine, perfect_nest, tensor_intrin
 
 
@@ -101,16 +113,29 @@ for _v, _d in GEMM_KERNELS:
     tensor_intrin(_name, _emit_gemm(_name), doc=f"int32 C += {_dt} A * {_dt} B^T ({_v})")(_match_gemm(_dt))
 
 
+def _panel_start(b: dict, group: int) -> bool:
+    """A's rows m start at row 0 of the whole constant, or (a block of its rows, e.g. one
+    accumulator tile of a fully connected layer) at a panel boundary of a packing whose rows
+    are not padded (k a multiple of the group), where the row-major and the packed offsets agree."""
+    base = b["abase"]
+    if isinstance(base, IntImm) and base.value == 0:
+        return b["a"].size == b["m"] * b["k"]
+    step = PANEL_ROWS * b["k"]
+    terms = affine(base, {n.name for n in walk(base) if isinstance(n, Var)})
+    return (b["k"] % group == 0 and b["m"] % PANEL_ROWS == 0 and terms is not None
+            and isinstance(terms[1], IntImm) and terms[1].value % step == 0
+            and all(c % step == 0 for c in terms[0].values()))
+
+
 def _match_p4(dtype: str, group: int):
     def match(loop: For) -> dict | None:
         b = _match_gemm(dtype)(loop)
         if b is None:
             return None
         a = b["a"]
-        if a.scope != "const" or not (isinstance(b["abase"], IntImm) and b["abase"].value == 0) \
-                or b["lda"] != b["k"] or a.size != b["m"] * b["k"]:
+        if a.scope != "const" or b["lda"] != b["k"] or a.size % b["k"] or not _panel_start(b, group):
             return None
-        packed = pack_panels4(np.asarray(a.data).reshape(b["m"], b["k"]), group)
+        packed = pack_panels4(np.asarray(a.data).reshape(a.size // b["k"], b["k"]), group)
         new = Buffer(a.name, a.dtype, (packed.size,), "const", data=packed,
                      comment=f"{a.comment} (panels of {PANEL_ROWS} rows)")
         return {**b, "a": new, "rebind": {a: new}}
@@ -120,6 +145,74 @@ def _match_p4(dtype: str, group: int):
 for _name, (_dt, _group) in P4_KERNELS.items():
     tensor_intrin(_name, _emit_gemm(_name),
                   doc=f"int32 C += {_dt} A * {_dt} B^T, A packed in panels of 4 rows (dsp)")(_match_p4(_dt, _group))
+
+
+def _match_rq(dtype: str, group: int):
+    def match(loop: For) -> dict | None:
+        chain, body = perfect_nest(loop)
+        if len(chain) not in (1, 2) or not isinstance(body, Allocate) or not isinstance(body.body, SeqStmt):
+            return None
+        acc, stmts = body.buffer, body.body.stmts
+        if acc.dtype != "int32" or acc.shape != () or len(stmts) != 3:
+            return None
+        init, taps, out = stmts
+        oc = chain[-1]
+        if not (isinstance(init, Store) and init.buffer is acc and isinstance(out, Store) and isinstance(taps, For)):
+            return None
+        bias = unit_load(init.value, oc.var.name)
+        if bias is None or bias[0].dtype != "int32" or bias[0].scope != "const" or eval_int(bias[1], {}) != 0:
+            return None
+        # The accumulation, with the scalar acc read as a [columns, rows] tile: the GEMM nest.
+        cols = chain[0] if len(chain) == 2 else None
+        tile = Buffer("acc_tile", "int32", ((cols.extent if cols else 1) * oc.extent,), "scratch")
+        ti = oc.var if cols is None else BinOp("add", BinOp("mul", cols.var, IntImm(oc.extent)), oc.var)
+        tloops, tap = perfect_nest(taps)
+        while isinstance(tap, LetStmt):
+            tap = substitute(tap.body, {tap.var: tap.value})
+        v = tap.value if isinstance(tap, Store) else None
+        if not (isinstance(v, BinOp) and v.op == "add" and isinstance(v.a, Load) and v.a.buffer is acc
+                and tap.buffer is acc):
+            return None
+        nest = Store(tile, ti, BinOp("add", Load(tile, ti), v.b))
+        for f in reversed([*chain, *tloops]):
+            nest = For(f.var, f.extent, nest, f.kind)
+        g = _match_gemm(dtype)(nest)
+        if g is None or g["m"] != oc.extent or g["c"] is not tile:
+            return None
+        names = {f.var.name for f in chain}
+        ya = affine(out.index, names)
+        ep = requant_epilogue(out.value, acc, oc.var.name)
+        if ya is None or ep is None or out.buffer.dtype != "int8" or ya[0].get(oc.var.name) != 1:
+            return None
+        ldy = ya[0].get(cols.var.name, 0) if cols is not None else oc.extent
+        if set(ya[0]) - names or (cols is not None and ldy < oc.extent):
+            return None
+        a = g["a"]
+        bind = {**g, "y": out.buffer, "ybase": ya[1], "bias": bias[0], "ldy": ldy, **ep}
+        if not group:
+            return bind
+        if a.scope != "const" or not (isinstance(g["abase"], IntImm) and g["abase"].value == 0) \
+                or g["lda"] != g["k"] or a.size != g["m"] * g["k"]:
+            return None
+        packed = pack_panels4(np.asarray(a.data).reshape(g["m"], g["k"]), group)
+        new = Buffer(a.name, a.dtype, (packed.size,), "const", data=packed,
+                     comment=f"{a.comment} (panels of {PANEL_ROWS} rows)")
+        return {**bind, "a": new, "rebind": {a: new}}
+    return match
+
+
+def _emit_rq(kernel: str):
+    def emit(b: dict):
+        params = GEMM_RQ_PARAMS(m=b["m"], n=b["n"], k=b["k"], lda=b["lda"], ldb=b["ldb"], ldy=b["ldy"],
+                                out_offset=b["off"], act_min=b["lo"], act_max=b["hi"])
+        args = (Address(b["y"], b["ybase"]), Address(b["a"], b["abase"]), Address(b["b"], b["bbase"]),
+                Address(b["bias"], IntImm(0)), Address(b["mult"], IntImm(0)), Address(b["rshift"], IntImm(0)), params)
+        return Evaluate(Call(kernel, args, "void"))
+    return emit
+
+
+for _name, (_dt, _group) in RQ_KERNELS.items():
+    tensor_intrin(_name, _emit_rq(_name), doc=f"int8 y = requantize(bias + {_dt} A * {_dt} B^T)")(_match_rq(_dt, _group))
 
 
 def uses_var(e, name: str) -> bool:

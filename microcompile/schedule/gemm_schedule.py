@@ -24,29 +24,56 @@ On Helium (MVE) cores nothing is widened: conv2d caches its im2col columns as in
 (cache_read(xv, p_o) keeps the dtype), keeps its int8 weights, and both conv2d and
 fully_connected tensorize with mc_gemm_nt_mve_s8 (VMLADAV: 16 int8 MACs per instruction).
 
+Where the requantization is mc_requant.h's rshift form (every int8 conv of our models), the
+conv2d schedule has no accumulator tile at all: the whole block
+
+    for p_i { for oc { acc = bias[oc]; acc += ...; y[...] = requant(acc) } }
+
+becomes one mc_gemm_p4_rq_dsp_<dtype> (DSP), mc_gemm_rq_mve_s8 (Helium) or mc_gemm_rq_c_<dtype>
+call (schedule/gemm_intrin.py),
+which keeps the sums in registers and stores int8. int16 weights and columns (`wide`) are a
+per-kernel choice (schedule/widening.py); int8 ones use the same kernels on int8 operands.
+
 <variant> is the core's kernel set (schedule/variants.py): "mve", "dsp" or "c" (portable C).
-Knobs: `max_cols` (COLS_DOMAIN), `col_bytes_max` (the im2col buffer's size cap),
-`fc_wide_bytes_max` (the largest int16 weight copy a fully connected layer may make),
-`widen_min_run` (WIDEN_MIN_RUN_DOMAIN: the shortest copy run worth a call).
+Knobs (declared with their domains in schedule/knobs.py, recorded in the trace): `max_cols`
+(COLS_DOMAIN), `col_bytes_max` (COL_BYTES_DOMAIN: the im2col buffer's size cap), `acc_rows`
+(FC_ACC_ROWS_DOMAIN), `widen_min_run` (WIDEN_MIN_RUN_DOMAIN: the shortest copy run worth a call),
+`wide_weights`. FC_WIDE_BYTES_MAX (the largest int16 weight copy a fully connected layer makes
+by default) is a constant: schedule/widening.py decides per kernel against the board's flash.
 """
 
 from __future__ import annotations
 
 from ..tir.nodes import For, PrimFunc, Select, Store, walk
 from .copy_intrin import WIDEN_KERNEL
-from ..tir.intrinsics_gemm import gemm_kernel_name
+from .knobs import declare_knob
+from ..tir.intrinsics_gemm import PANEL_ROWS, gemm_kernel_name, rq_kernel_name
 from .loop_xform import unswitch
 from .primitives import ScheduleError, find_loop
 from .trace import Schedule
 from .variants import kernel_set
 
-COLS_DOMAIN = (1, 2, 4, 8, 16, 32)
-COL_BYTES_MAX = 8192
+COLS_DOMAIN = declare_knob("max_cols", (1, 2, 4, 8, 16, 32), "conv2d: most output pixels per GEMM block")
+# The im2col buffer's cap, in bytes: the columns of a block are its largest pixel count that
+# divides the output plane and fits (the tuner trades it against arena). The default is per
+# kernel set: the DSP kernels walk one column at a time, so a small block costs only a few calls
+# more; the portable C and Helium kernels work on pairs of columns, and a block of 5 (kws's
+# 125-pixel plane under 1 KiB) leaves a fifth of them to the one-column path (measured on kws:
+# +9% instructions on the Cortex-M3, +14% on the M55 against 2 KiB).
+COL_BYTES_DOMAIN = declare_knob("col_bytes_max", (256, 512, 1024, 2048, 4096, 8192),
+                                "conv2d: the im2col buffer's cap, bytes (scratch against calls)")
+COL_BYTES_MAX = {"dsp": 1024, "c": 2048, "mve": 2048}
 # Largest int16 copy of a fully-connected weight matrix the schedule makes: widening doubles
 # flash, and a large layer must still fit a 512 KiB part (ad01_int8 on nucleo-f446re).
 FC_WIDE_BYTES_MAX = 32768
+# Output units of a fully connected layer per int32 accumulator tile (the last: all of them).
+FC_ACC_ROWS_DOMAIN = declare_knob("acc_rows", (4, 8, 16, 32, 64, 1 << 30),
+                                  "fully_connected: output units per int32 accumulator tile (last: all)")
+FC_ACC_ROWS = 64
 # A call costs about as much as copying 8 elements one by one (measured on mps2-an386).
-WIDEN_MIN_RUN_DOMAIN = (4, 8, 16, 1 << 30)      # the last: never
+WIDEN_MIN_RUN_DOMAIN = declare_knob("widen_min_run", (4, 8, 16, 1 << 30),
+                                    "conv2d on DSP: shortest im2col copy run widened by a call (last: never)")
+WIDE_WEIGHTS_DOMAIN = declare_knob("wide_weights", (0, 1), "int16 weights (twice the flash, SMLAD pairs) or int8")
 WIDEN_MIN_RUN = 8
 
 
@@ -89,10 +116,16 @@ def _widen_runs(sch: Schedule, min_run: int) -> None:
                 pass
 
 
-def _tensorize(sch: Schedule, loop: str, target, dtype: str) -> None:
+def _p4_pads(m: int, k: int, dtype: str) -> bool:
+    """Whether packing an m x k weight matrix in panels adds zeros (rows to a multiple of 4,
+    k to a multiple of the kernel's group): bytes a board with no flash to spare should not pay."""
+    return m % PANEL_ROWS != 0 or k % {"s16": 2, "s8": 4}[dtype] != 0
+
+
+def _tensorize(sch: Schedule, loop: str, target, dtype: str, packed: bool = True) -> None:
     """On DSP cores the weights are repacked in panels of four rows when the nest allows it
-    (one LDM feeds four rows); otherwise, and on other cores, the row-major kernel."""
-    if _variant(target) == "dsp":
+    (one LDM feeds four rows) and `packed`; otherwise, and on other cores, the row-major kernel."""
+    if _variant(target) == "dsp" and packed:
         try:
             sch.tensorize(loop, f"mc_gemm_p4_dsp_{dtype}")
             return
@@ -101,27 +134,51 @@ def _tensorize(sch: Schedule, loop: str, target, dtype: str) -> None:
     sch.tensorize(loop, gemm_kernel_name(_variant(target), dtype))
 
 
-def _pick_cols(pixels: int, depth: int, max_cols: int, col_bytes_max: int) -> int:
-    """The largest divisor of `pixels` within max_cols whose int16 columns fit the cap."""
+def _pick_cols(pixels: int, depth: int, max_cols: int, col_bytes_max: int, elem: int = 2) -> int:
+    """The largest divisor of `pixels` within max_cols whose im2col columns fit the cap."""
     for t in range(min(max_cols, pixels), 0, -1):
-        if pixels % t == 0 and (t * depth * 2 <= col_bytes_max or t == 1):
+        if pixels % t == 0 and (t * depth * elem <= col_bytes_max or t == 1):
             return t
     return 1
 
 
-def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_bytes_max: int = COL_BYTES_MAX,
-                         widen_min_run: int = WIDEN_MIN_RUN) -> Schedule | None:
-    """The GEMM schedule of an int8 conv2d, or None when it does not apply (float, hybrid)."""
+def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_bytes_max: int | None = None,
+                         widen_min_run: int = WIDEN_MIN_RUN, wide: bool = True) -> Schedule | None:
+    """The GEMM schedule of an int8 conv2d, or None when it does not apply (float, hybrid).
+    `wide`: int16 weights and columns (SMLAD pairs, twice the weight flash) or int8 ones;
+    only DSP cores take int16 (elsewhere it costs flash and gains nothing)."""
     if func.attrs.get("op") != "conv2d" or func.attrs.get("hybrid"):
         return None
     assert max_cols in COLS_DOMAIN, max_cols
+    col_bytes_max = COL_BYTES_MAX[_variant(target)] if col_bytes_max is None else col_bytes_max
+    assert col_bytes_max in COL_BYTES_DOMAIN, col_bytes_max
     assert widen_min_run in WIDEN_MIN_RUN_DOMAIN, widen_min_run
     w = next((b for b in func.buffers if b.name == "w"), None)
     if w is None or w.dtype != "int8":
         return None
+    wide = wide and _variant(target) == "dsp"     # plain-C and Helium cores multiply int8 as they are
+    for fused in (True, False):
+        sch = _conv2d_gemm(func, target, max_cols, col_bytes_max, widen_min_run, wide, fused)
+        if sch is not None:
+            return sch
+    return None
+
+
+def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, widen_min_run: int, wide: bool,
+                 fused: bool) -> Schedule | None:
+    """`fused`: one requantizing micro-kernel call per block of columns (bias, requantization
+    and clamp in its epilogue, no int32 tile); otherwise an accumulator tile in scratch and a
+    separate epilogue loop (requantizations the micro-kernels do not implement)."""
+    w = next(b for b in func.buffers if b.name == "w")
     depth = w.size // w.shape[0]
+    dtype = "s16" if wide else "s8"
     sch = Schedule(func)
     try:
+        sch.knob("max_cols", max_cols)
+        sch.knob("col_bytes_max", col_bytes_max)
+        if _variant(target) == "dsp" and wide:
+            sch.knob("widen_min_run", widen_min_run)
+        sch.knob("wide_weights", int(wide))
         loops = _loops(func)
         pix = [n for n in ("oh", "ow") if n in loops]
         if len(pix) == 2:
@@ -130,7 +187,7 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
         at_cache, inner = None, None
         if pix:
             pixels = _loops(sch.func)[pix[0]].extent
-            cols = _pick_cols(pixels, depth, max_cols, col_bytes_max)
+            cols = _pick_cols(pixels, depth, max_cols, col_bytes_max, 2 if wide else 1)
             if cols < pixels:
                 sch.split(pix[0], cols)
                 at_cache, inner = f"{pix[0]}_o", f"{pix[0]}_i"
@@ -139,44 +196,68 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
         at_acc = inner or ("oc" if "oc" in loops else None)
         if at_acc is None:
             return None
-        sch.cache_write("acc", at_acc)
-        if _variant(target) == "mve":   # Helium multiplies int8 as it is: no widened copies
-            sch.cache_read("xv", at_cache)
-            _unswitch_padding(sch)
-            _tensorize(sch, f"{at_acc}_1", target, "s8")
-            return sch
-        sch.cache_read("xv", at_cache, "int16")
+        if not fused:
+            sch.cache_write("acc", at_acc)
+        sch.cache_read("xv", at_cache, "int16" if wide else None)
         _unswitch_padding(sch)
-        if _variant(target) == "dsp":
+        if _variant(target) == "dsp" and wide:
             _widen_runs(sch, widen_min_run)
-        sch.pack_constant("w", "int16")
-        _tensorize(sch, f"{at_acc}_1", target, "s16")
+        if wide:
+            sch.pack_constant("w", "int16")
+        if fused:
+            if not any(b.name in ("mult", "shift") for b in sch.func.buffers):
+                sch.apply("requant_arrays", "oc")
+            # int8 weights on a board with no flash to spare: no zero padding of the panels.
+            variant = _variant(target)
+            if variant == "dsp" and not wide and _p4_pads(w.shape[0], depth, dtype):
+                variant = "c"
+            sch.tensorize(at_acc, rq_kernel_name(variant, dtype))
+        else:
+            _tensorize(sch, f"{at_acc}_1", target, dtype, packed=wide or not _p4_pads(w.shape[0], depth, dtype))
     except ScheduleError:
         return None
     return sch
 
 
-def schedule_dense_gemm(func: PrimFunc, target=None, fc_wide_bytes_max: int = FC_WIDE_BYTES_MAX) -> Schedule | None:
-    """The GEMV/GEMM schedule of an int8 fully_connected, or None when it does not apply."""
+def schedule_dense_gemm(func: PrimFunc, target=None, wide: bool | None = None,
+                        acc_rows: int = FC_ACC_ROWS) -> Schedule | None:
+    """The GEMV/GEMM schedule of an int8 fully_connected, or None when it does not apply.
+    `wide`: int16 weights (on DSP cores; None: when they stay under FC_WIDE_BYTES_MAX).
+    `acc_rows` (FC_ACC_ROWS_DOMAIN): output units per accumulator tile, for one input row."""
     if func.attrs.get("op") != "fully_connected":
         return None
+    assert acc_rows in FC_ACC_ROWS_DOMAIN, acc_rows
     loops = _loops(func)
     at = next((n for n in ("r", "u") if n in loops), None)
     if at is None:
         return None
     variant = _variant(target)
     w = next((b for b in func.buffers if b.name == "w"), None)
-    widen = w is not None and w.size * 2 <= fc_wide_bytes_max
+    tight = wide is False           # chosen for a board with no flash to spare: no padded panels
+    if wide is None:
+        wide = w is not None and w.size * 2 <= FC_WIDE_BYTES_MAX
     # On a DSP core int16 operands feed SMLAD with no extraction (1.4 instead of 2 instructions
     # per MAC) at the price of int16 weights in flash; plain-C cores gain nothing from that.
-    for dtype in (("s16", "s8") if variant == "dsp" and widen else ("s8",)):
+    for dtype in (("s16", "s8") if variant == "dsp" and wide else ("s8",)):
         sch = Schedule(func)
         try:
-            sch.cache_write("acc", at)
+            sch.knob("wide_weights", int(dtype == "s16"))
+            sch.knob("acc_rows", acc_rows)
+            tile_at = at
+            units = loops["u"].extent if "u" in loops else 1
+            if at == "u" and acc_rows < units:
+                # One input row: the accumulator tile covers `chunk` units at a time, a divisor
+                # of the units that is whole panels of four rows (else one tile for them all).
+                chunk = max((t for t in range(PANEL_ROWS, acc_rows + 1, PANEL_ROWS) if units % t == 0), default=units)
+                if chunk < units:
+                    sch.split("u", chunk)
+                    tile_at = "u_i"
+            sch.cache_write("acc", tile_at)
             if dtype == "s16":
                 sch.cache_read("xv", None, "int16")
                 sch.pack_constant("w", "int16")
-            _tensorize(sch, f"{at}_1", target, dtype)
+            rows = units if tile_at == at else chunk
+            _tensorize(sch, f"{tile_at}_1", target, dtype, packed=not (tight and _p4_pads(rows, w.shape[1], dtype)))
         except ScheduleError:
             continue
         return sch

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..tir.nodes import (For, IfThenElse, IntImm, PrimFunc, Stmt, Var, add, binop, mul, rewrite, substitute, walk)
 from ..tir.verify import verify_primfunc
+from .knobs import KNOBS
 
 # primitive name -> fn(PrimFunc, *args) -> PrimFunc. Filled with @primitive here and by the
 # other modules of this package; a Trace replays its decisions through this table.
@@ -39,6 +40,22 @@ def replace_loop(f: PrimFunc, name: str, fn) -> PrimFunc:
     find_loop(f, name)
     body = rewrite(f.body, lambda n: fn(n) if isinstance(n, For) and n.var.name == name else None)
     return verify_primfunc(f.with_body(body))
+
+
+@primitive("knob")
+def knob(f: PrimFunc, name: str, value) -> PrimFunc:
+    """Record the value a schedule chose for one of its knobs (a named decision with a declared
+    domain, e.g. knob("col_bytes_max", 1024)). The function is unchanged: the primitives that
+    follow carry out the choice, and the trace keeps it for the report and the tuner.
+
+        B   --knob(col_bytes_max, 1024)-->   B"""
+    if not isinstance(name, str) or not isinstance(value, (int, str)):
+        raise ScheduleError(f"knob needs a name and an int or string value, got {name!r}={value!r}")
+    if name not in KNOBS:
+        raise ScheduleError(f"knob {name!r} is not declared (schedule/knobs.py's declare_knob)")
+    if value not in KNOBS[name].domain:
+        raise ScheduleError(f"knob {name}={value!r} outside its domain {KNOBS[name].domain}")
+    return f
 
 
 @primitive("split")

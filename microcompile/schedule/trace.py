@@ -90,6 +90,9 @@ class Schedule:
             raise ScheduleError(f"unknown schedule primitive {primitive!r}")
         return self._apply(primitive, *args)
 
+    def knob(self, name: str, value) -> Schedule:
+        return self._apply("knob", name, value)
+
     def unswitch(self, loop: str) -> Schedule:
         return self._apply("unswitch", loop)
 

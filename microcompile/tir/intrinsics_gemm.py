@@ -5,14 +5,29 @@ semantics, and the panel layout the packed variants read.
         for j < n, i < m:  c[j*ldc + i] += sum_{p < k} a[i*lda + p] * b[j*ldb + p]
 
 variant "c" (portable) or "dsp" (SMLAD/SXTB16), dtype s8 (both operands int8) or s16 (both
-int16); variant "mve" (Helium, VMLADAV) takes s8 only. mc_gemm_p4_dsp_<dtype> compute the same on an A packed in panels of four rows
-(`pack_panels4`). The tensor intrinsics that reach them are in schedule/gemm_intrin.py.
+int16); variant "mve" (Helium, VMLADAV) takes s8 only. mc_gemm_p4_dsp_<dtype> compute the same
+on an A packed in panels of four rows (`pack_panels4`).
+
+The requantizing variants keep the accumulator in registers and write int8 (no int32 tile):
+
+    mc_gemm_rq_c_<dtype>(y, a, b, bias, mult, rshift, &{m, n, k, lda, ldb, ldy, out_offset, act_min, act_max})
+    mc_gemm_rq_mve_s8(y, a, b, bias, mult, rshift, &{... the same})          (Helium: int8 only)
+    mc_gemm_p4_rq_dsp_<dtype>(y, a_packed, b, bias, mult, rshift, &{... the same; lda ignored})
+        for j < n, i < m:
+            acc = bias[i] + sum_{p < k} a[i*lda + p] * b[j*ldb + p]
+            y[j*ldy + i] = clamp(MultiplyByQuantizedMultiplier(acc, mult[i], -rshift[i]) + out_offset,
+                                 act_min, act_max)
+
+in mc_requant.h's mc_mul_by_qm_pos_rshift domain (mult >= 0, rshift >= 1, |acc| < 2^30,
+which the lowering proves from the weights). The tensor intrinsics that reach them are in
+schedule/gemm_intrin.py.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..ir.fixedpoint import multiply_by_quantized_multiplier
 from .intrinsics import StructType, intrinsic
 
 GEMM_PARAMS = StructType("mc_gemm_params_t", ("m", "n", "k", "lda", "ldb", "ldc"))
@@ -84,3 +99,40 @@ def _gemm_p4_impl(group: int):
 
 for _name, (_dt, _group) in P4_KERNELS.items():
     intrinsic(_name, _GEMM_ARGS, "void", "mc_gemm.h", extern=True, writes=(0,))(_gemm_p4_impl(_group))
+
+
+GEMM_RQ_PARAMS = StructType("mc_gemm_rq_params_t", ("m", "n", "k", "lda", "ldb", "ldy", "out_offset", "act_min",
+                                                     "act_max"))
+# kernel -> (operand dtype, k group of the packed A; 0: A row-major with lda)
+RQ_KERNELS = {"mc_gemm_rq_c_s8": ("int8", 0), "mc_gemm_rq_c_s16": ("int16", 0),
+              "mc_gemm_p4_rq_dsp_s16": ("int16", 2), "mc_gemm_p4_rq_dsp_s8": ("int8", 4),
+              "mc_gemm_rq_mve_s8": ("int8", 0)}
+
+
+def rq_kernel_name(variant: str, dtype: str) -> str:
+    if variant == "dsp":
+        return f"mc_gemm_p4_rq_dsp_{dtype}"
+    return f"mc_gemm_rq_mve_{dtype}" if variant == "mve" else f"mc_gemm_rq_c_{dtype}"
+
+
+def _gemm_rq_impl(group: int):
+    def impl(y_ptr, a_ptr, b_ptr, bias_ptr, mult_ptr, rshift_ptr, p: dict):
+        m, n, k, lda, ldb, ldy = (p[f] for f in ("m", "n", "k", "lda", "ldb", "ldy"))
+        (ya, yo), (aa, ao), (ba, bo) = y_ptr, a_ptr, b_ptr
+        a = (unpack_panels4(aa[ao:], m, k, group) if group else
+             aa[ao + np.arange(m)[:, None] * lda + np.arange(k)[None, :]]).astype(np.int64)
+        b = ba[bo + np.arange(n)[:, None] * ldb + np.arange(k)[None, :]].astype(np.int64)
+        i = np.arange(m)
+        acc = b @ a.T + bias_ptr[0][bias_ptr[1] + i].astype(np.int64)              # [n, m]
+        mult, rshift = mult_ptr[0][mult_ptr[1] + i].astype(np.int64), rshift_ptr[0][rshift_ptr[1] + i].astype(np.int64)
+        assert np.all(np.abs(acc) < 2**30) and np.all(rshift >= 1) and np.all(mult >= 0), \
+            "outside mc_mul_by_qm_pos_rshift's domain"
+        v = np.asarray(multiply_by_quantized_multiplier(acc, mult, -rshift), np.int64) + p["out_offset"]
+        yi = yo + np.arange(n)[:, None] * ldy + i[None, :]
+        ya[yi] = np.clip(v, p["act_min"], p["act_max"]).astype(np.int8)
+    return impl
+
+
+for _name, (_dt, _group) in RQ_KERNELS.items():
+    intrinsic(_name, ("handle",) * 6 + (GEMM_RQ_PARAMS,), "void", "mc_gemm.h", extern=True,
+              writes=(0,))(_gemm_rq_impl(_group))

@@ -377,21 +377,29 @@ def walk(n: Node):
         yield from walk(c)
 
 
-def rewrite(n: Node, fn) -> Node:
-    """Post-order rebuild: children first, then `fn(node)` returns a replacement or None (keep)."""
+def rewrite(n: Node, fn, pre: bool = False) -> Node:
+    """Post-order rebuild: children first, then `fn(node)` returns a replacement or None (keep).
+    `pre`: `fn` sees each node before its children, and a replacement is not descended into
+    (the largest matching subtree is replaced)."""
+    if pre:
+        out = fn(n)
+        if out is not None:
+            return out
     changes = {}
     for f in fields(n):
         v = getattr(n, f.name)
         if isinstance(v, (Expr, Stmt)):
-            nv = rewrite(v, fn)
+            nv = rewrite(v, fn, pre)
             if nv is not v:
                 changes[f.name] = nv
         elif isinstance(v, tuple) and any(isinstance(x, (Expr, Stmt)) for x in v):
-            nv = tuple(rewrite(x, fn) if isinstance(x, (Expr, Stmt)) else x for x in v)
+            nv = tuple(rewrite(x, fn, pre) if isinstance(x, (Expr, Stmt)) else x for x in v)
             if any(a is not b for a, b in zip(nv, v)):
                 changes[f.name] = nv
     if changes:
         n = replace(n, **changes)
+    if pre:
+        return n
     out = fn(n)
     return n if out is None else out
 

@@ -8,6 +8,7 @@ from ..ir import Graph, verify
 from .cancel_transposes import CancelTransposes
 from .fold_constants import FoldConstants
 from .fold_dilated_conv import FoldDilatedConv
+from .fold_pad import FoldPad
 from .fold_shape import FoldShape
 from .fuse_activation import FuseActivation
 from .remove_dead import RemoveDeadCode
@@ -17,9 +18,15 @@ PIPELINE = [
     FoldConstants(),     # evaluate any node whose inputs are all constants, at compile time
     CancelTransposes(),  # sink layout transposes (ONNX NCHW import) and cancel inverse pairs
     FoldDilatedConv(),   # SPACE_TO_BATCH_ND -> conv -> BATCH_TO_SPACE_ND -> one dilated conv
+    FoldPad(),           # PAD -> conv/depthwise/max pool: the consumer's own padding, no padded copy
     FuseActivation(),    # standalone RELU/RELU6 -> the producer's fused clamp (when exact)
     RemoveDeadCode(),    # drop nodes and tensors that no output depends on
 ]
+
+
+# Before post-training quantization, whose result is written as a .tflite: everything but
+# FoldPad, whose explicit (e.g. asymmetric) paddings TFLite's SAME/VALID cannot always express.
+BEFORE_QUANTIZE = [p for p in PIPELINE if not isinstance(p, FoldPad)]
 
 
 def run(g: Graph, passes=None, dump: Callable[[str, Graph], None] | None = None) -> Graph:

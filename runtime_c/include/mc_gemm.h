@@ -22,7 +22,20 @@
  * is at a[(i/4)*4*kp + t*8 + (i%4)*2], rows past m and the element past an odd k are zero.
  * mc_gemm_p4_dsp_s8 is the int8 twin with groups of four k: with kp = k rounded up to a
  * multiple of 4, a[i][4t..4t+3] is at a[(i/4)*4*kp + t*16 + (i%4)*4].
- * The panel base must be 4-byte aligned (LDM). */
+ * The panel base must be 4-byte aligned (LDM).
+ *
+ * The requantizing variants end the accumulation in registers and store int8, so no int32
+ * tile exists at all (the caller's bias, multipliers and right shifts are per row):
+ *
+ *   for j < n, i < m:
+ *     acc = bias[i] + sum_{p < k} a[i*lda + p] * b[j*ldb + p]
+ *     y[j*ldy + i] = clamp(MultiplyByQuantizedMultiplier(acc, mult[i], -rshift[i]) + out_offset,
+ *                          act_min, act_max)                  (TFLite double rounding)
+ *
+ * with mult >= 0, rshift >= 1 and |acc| < 2^30, which the code generator proves from the
+ * weights (mc_requant.h's mc_mul_by_qm_pos_rshift). mc_gemm_rq_c_<dtype> and mc_gemm_rq_mve_s8
+ * read a row-major (lda); mc_gemm_p4_rq_dsp_<dtype> read it packed in panels as above (lda
+ * ignored). */
 #ifndef MC_GEMM_H
 #define MC_GEMM_H
 
@@ -41,6 +54,20 @@ typedef struct {
     int32_t ldc;  /* elements from one column of c to the next */
 } mc_gemm_params_t;
 
+/* The shape and output arithmetic of a requantizing call. */
+typedef struct {
+    int32_t m, n, k;               /* rows of a (output channels), columns of b (pixels), depth */
+    int32_t lda;                   /* elements from one row of a to the next (row-major variants) */
+    int32_t ldb;                   /* elements from one column of b to the next */
+    int32_t ldy;                   /* int8 elements from one column of y to the next */
+    int32_t out_offset;            /* output zero point */
+    int32_t act_min, act_max;      /* the fused activation's clamp */
+} mc_gemm_rq_params_t;
+
+#define MC_GEMM_RQ_ARGS(T)                                                                         \
+    int8_t *y, const T *a, const T *b, const int32_t *bias, const int32_t *mult, const int32_t *rshift, \
+        const mc_gemm_rq_params_t *params
+
 void mc_gemm_nt_c_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params);
 void mc_gemm_nt_c_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc_gemm_params_t *params);
 void mc_gemm_nt_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params);
@@ -48,6 +75,11 @@ void mc_gemm_nt_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc
 void mc_gemm_p4_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc_gemm_params_t *params);
 void mc_gemm_p4_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params);
 void mc_gemm_nt_mve_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params);
+void mc_gemm_rq_c_s8(MC_GEMM_RQ_ARGS(int8_t));
+void mc_gemm_rq_c_s16(MC_GEMM_RQ_ARGS(int16_t));
+void mc_gemm_p4_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t));
+void mc_gemm_p4_rq_dsp_s8(MC_GEMM_RQ_ARGS(int8_t));
+void mc_gemm_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t));
 
 #ifdef __cplusplus
 }

@@ -2,8 +2,9 @@
 single-op graph, and a host-gcc harness that runs many generated models in ONE program.
 
 Each model is compiled as its own translation unit that includes its model.c and
-model_weights.c with the global symbols (mc_model, mc_w<i>) renamed by #define, so any
-number of artifacts link into one executable. The program runs model k on case_k.in
+model_weights.c with the global symbols (mc_model, mc_k<i>_...) renamed by #define (which
+reaches the weights' assembler symbols too), so any number of artifacts link into one
+executable. The program runs model k on case_k.in
 through the real runtime (mc_init / mc_input / mc_run / mc_output) and writes case_k.out.
 """
 
@@ -166,9 +167,11 @@ def run_on_host(graphs: list[Graph], work: Path, seed: int = 0) -> list[tuple[np
     (work / "main.c").write_text(main)
     units = [f"wrap{k}.c" for k in range(len(cases))] + ["main.c", str(RUNTIME / "src" / "mc_runtime.c"),
                                                           *map(str, sorted((RUNTIME / "kernels").glob("*.c")))]
+    # The assembler finds each model's model_weights.bin (.incbin) in its case directory.
+    asm_inc = {f"wrap{k}.c": [f"-Wa,-I{c.dir}"] for k, c in enumerate(cases)}
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda u: _gcc([*CFLAGS, *inc, "-I", str(work), "-c", u, "-o", f"{Path(u).stem}.o"], work),
-                      units))
+        list(pool.map(lambda u: _gcc([*CFLAGS, *inc, *asm_inc.get(u, []), "-I", str(work), "-c", u,
+                                      "-o", f"{Path(u).stem}.o"], work), units))
     _gcc([*(f"{Path(u).stem}.o" for u in units), "-lm", "-o", "prog"], work)
     subprocess.run([str(work / "prog"), str(work)], check=True, cwd=work)
     results = []

@@ -92,7 +92,7 @@ def test_emission_is_deterministic(tmp_path):
     g = _chain_graph()
     compile_graph(g, tmp_path / "a")
     compile_graph(g, tmp_path / "b")
-    for name in ("model.c", "model.h", "model_weights.c", "model_weights.h", "manifest.json"):
+    for name in ("model.c", "model.h", "model_weights.c", "model_weights.h", "model_weights.bin", "manifest.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
 
@@ -100,15 +100,17 @@ def test_manifest(tmp_path):
     g = _chain_graph()
     m = compile_graph(g, tmp_path)
     assert json.loads((tmp_path / "manifest.json").read_text()) == m
-    assert m["schema_version"] == 2 and m["model"] == "chain"
+    assert m["schema_version"] == 3 and m["model"] == "chain"
     assert [k["name"] for k in m["kernels"]] == ["k0_conv2d", "k1_fully_connected", "k2_softmax"]
     assert [k["layer"] for k in m["kernels"]] == ["conv1", "fc", "prob"]
     assert m["kernels"][0]["macs"] == 3 * 3 * 4 * 3 * 3 * 2
     assert m["inputs"][0] == {"name": "x", "shape": [1, 6, 6, 2], "dtype": "int8", "scale": float(np.float32(0.05)),
                               "zero_point": 3, "offset": 0, "bytes": 72}
     assert m["outputs"][0]["dtype"] == "int8" and m["outputs"][0]["bytes"] == 10
-    # weights: conv filter (int16: the GEMM schedule widens it for SMLAD) + bias + mult + shift, fc weights + bias
-    assert m["weights_bytes"] == 2 * 72 + 16 + 16 + 16 + 360 + 40
+    # weights: conv filter (int8: no DSP, so no int16 copy) + bias + mult + shift, fc weights + bias
+    assert m["weights_bytes"] == 72 + 16 + 16 + 16 + 360 + 40
+    assert m["constants"][0] == {"symbol": "mc_k0_conv2d_weights", "bytes": 72}
+    assert (tmp_path / "model_weights.bin").stat().st_size == m["weights_bytes"]
     assert "#define MC_MODEL_ARENA_BYTES" in (tmp_path / "model.h").read_text()
 
 
@@ -121,7 +123,7 @@ def test_cross_compiles_for_cortex_m4(tmp_path):
         d = tmp_path / f"m{k}"
         compile_graph(g, d)
         for src in ("model.c", "model_weights.c"):
-            r = subprocess.run(["arm-none-eabi-gcc", *flags, "-c", str(d / src), "-o", str(d / (src + ".o"))],
+            r = subprocess.run(["arm-none-eabi-gcc", *flags, f"-Wa,-I{d}", "-c", str(d / src), "-o", str(d / (src + ".o"))],
                                capture_output=True, text=True)
             assert r.returncode == 0, r.stderr
 

@@ -9,8 +9,8 @@ and RESHAPE / AVERAGE_POOL_2D keep their input's quantization. So int8 values sp
 the whole range instead of saturating, and a wrong rounding anywhere shows.
 
 The models cover a residual block, several inputs and outputs (one of them an
-intermediate tensor), float32 or int8 I/O around an int8 core (QUANTIZE/DEQUANTIZE), and
-the converter patterns that must fold away at compile time (Flatten with a dynamic batch:
+intermediate tensor), a concatenation written in place by its producers, float32 or int8
+I/O around an int8 core (QUANTIZE/DEQUANTIZE), and the converter patterns that must fold away at compile time (Flatten with a dynamic batch:
 SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE; a dilated convolution as SPACE_TO_BATCH_ND ->
 CONV_2D -> BATCH_TO_SPACE_ND). `REQUIRES[name]` lists the ops a model needs beyond the
 original set, so its tests skip (saying why) until those ops exist.
@@ -154,6 +154,11 @@ def quantize_graph(g: Graph, name: str, float_io: bool = False, seed: int = 7) -
             else:
                 q = _act_quant(*ranges[out])
             tensors[out] = t.replace(dtype="int8", quant=q)
+    # CONCATENATION: the converter gives its inputs the output's quantization (no requantization).
+    for n in g.nodes:
+        if n.op == "concatenation":
+            for i in n.inputs:
+                tensors[i] = tensors[i].replace(quant=tensors[n.outputs[0]].quant)
     for name_in in g.inputs:
         tensors[name_in] = tensors[name_in].replace(dtype="int8", quant=_act_quant(*ranges[name_in]))
     # A KEEP_QUANT op directly on a graph input saw no quantization yet: redo them in order.
@@ -257,6 +262,19 @@ def dscnn_float32() -> Graph:
     return m.graph([m.op("softmax", (m.fc(f, 12, "logits"),), "probs", beta=1.0)])
 
 
+def concat_float32() -> Graph:
+    """Two branches concatenated along rows (NHWC axis 1: each input one contiguous block of
+    the output, which the planner lets the branches write in place) -> conv -> pool -> fc."""
+    m = _Model("concat_float32", seed=5)
+    x = m.input("image", (1, 6, 6, 3))
+    a = m.conv(x, 4, 3, "left", act="RELU")
+    b = m.depthwise(m.conv(x, 4, 1, "right/pw"), 3, "right/dw", act="RELU6")
+    c = m.op("concatenation", (a, b), "rows", axis=1)
+    d = m.conv(c, 4, 3, "mix", stride=2, act="RELU")
+    p = m.op("reshape", (m.avgpool(d, 3, "pool"),), "flatten", shape=(1, 8))
+    return m.graph([m.fc(p, 3, "logits")])
+
+
 def _int8(build, float_io=False):
     def make() -> Graph:
         g = build()
@@ -278,6 +296,7 @@ MODELS = {
     "dilated_sandwich_int8": _int8(dilated_sandwich_float32),
     "dscnn_float32": dscnn_float32,
     "dscnn_int8": _int8(dscnn_float32),
+    "concat_int8": _int8(concat_float32),
 }
 
 _QIO = ("quantize", "dequantize")

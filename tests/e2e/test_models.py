@@ -90,8 +90,17 @@ def test_cli_deploy_writes_output_and_report(tmp_path):
     assert "outputs match reference: yes" in p.stdout
     report = json.loads((tmp_path / "report.json").read_text())
     for key, kind in [("model", str), ("board", str), ("verified", bool), ("arena_bytes", int), ("flash_bytes", int),
-                      ("ram_bytes", int), ("instructions", int), ("layers", list)]:
+                      ("ram_bytes", int), ("instructions", int), ("layers", list), ("arena_lower_bound_bytes", int),
+                      ("flash_code_bytes", int), ("flash_weights_bytes", int), ("stack_bytes", int),
+                      ("widened_kernels", list)]:
         assert isinstance(report[key], kind), key
+    # The memory keys (README "Report"): the arena never below its bound, flash split in two,
+    # the weights as linked (mps2-an386 has room: every kernel that can widen did).
+    assert report["arena_lower_bound_bytes"] <= report["arena_bytes"]
+    assert report["flash_code_bytes"] + report["flash_weights_bytes"] + report["flash_other_bytes"] == report["flash_bytes"]
+    assert report["flash_other_bytes"] >= 490          # the embedded 49x10 int8 input at least
+    assert report["flash_weights_bytes"] >= report["weights_bytes"] - 64 and report["widened_kernels"]
+    assert 200 < report["stack_bytes"] < 4096
     assert report["model"] == "kws_ref_model" and report["board"] == "mps2-an386" and report["verified"]
     assert sum(layer["macs"] for layer in report["layers"]) == 2_656_768
     assert all(set(layer) >= {"name", "op", "macs"} for layer in report["layers"])

@@ -86,14 +86,16 @@ def test_mlperf_model_verifies_in_qemu(model, tmp_path):
 
 
 def _corrupt_first_weight(project_dir, node: str) -> None:
-    """Flip the first weight of `node`'s filter in the generated model_weights.c."""
-    path = project_dir / "model" / "model_weights.c"
-    text = path.read_text()
-    m = re.search(rf"/\* {re.escape(node)} filter .*?= \{{\s*(-?\d+)", text, re.S)
-    assert m, f"no filter of {node} in {path}"
-    value = int(m.group(1))
-    text = text[:m.start(1)] + str(127 if value < 0 else -127) + text[m.end(1):]
-    path.write_text(text)
+    """Flip the first weight of `node`'s filter in the generated model_weights.bin (its
+    MC_CONST line in model_weights.c gives the offset; the filter is int8 or int16)."""
+    text = (project_dir / "model" / "model_weights.c").read_text()
+    m = re.search(rf"^MC_CONST\((\w+), (\d+), (\d+)\);  /\* {re.escape(node)} filter ", text, re.M)
+    assert m, f"no filter of {node} in model_weights.c"
+    path = project_dir / "model" / "model_weights.bin"
+    data = bytearray(path.read_bytes())
+    offset = int(m.group(2))
+    data[offset] = 0x81 if data[offset] < 0x80 else 0x7F   # the low byte: a large change either way
+    path.write_bytes(bytes(data))
 
 
 def test_a_corrupted_layer_is_the_first_mismatch(tmp_path):
@@ -178,3 +180,33 @@ def test_without_litert_only_the_interpreter_is_compared(tmp_path, monkeypatch):
     assert not result.report["tflite_compared"] and result.report["verified"]
     assert all(r.vs_tflite is None and r.vs_ref.equal for r in result.rows)
     assert "ai_edge_litert is not installed" in result.table
+
+
+def test_concatenation_is_written_in_place(tmp_path):
+    """The two branches write straight into their slices: no kernel for the concatenation, its
+    inputs alias its buffer (test_multi_op_model_verifies[concat_int8-*] checks the bytes)."""
+    compiled = driver.plan_model(_model("concat_int8", tmp_path), "host")
+    assert "concatenation" not in [n.op for n, _, _ in compiled.kernels]
+    cat = next(n for n in compiled.graph.nodes if n.op == "concatenation")
+    plan, first = compiled.plan, compiled.graph.tensors[cat.inputs[0]].nbytes
+    assert [plan.offset(i) for i in cat.inputs] == [plan.offset(cat.outputs[0]), plan.offset(cat.outputs[0]) + first]
+
+
+def test_inspect_memory_prints_the_plan_and_plots_it(tmp_path, capsys, monkeypatch):
+    from microcompile import cli
+
+    path = _model("residual_int8", tmp_path)
+    assert cli.main(["inspect", str(path), "--memory", "--board", "stm32"]) == 0
+    out = capsys.readouterr().out
+    m = re.search(r"arena ([\d,]+) bytes, lower bound ([\d,]+) bytes \(planner (\w+)", out)
+    assert m and int(m.group(1).replace(",", "")) >= int(m.group(2).replace(",", "")), out
+    assert "in place (output written over an input" in out      # the residual add, at least
+    assert re.search(r"^\s+\d+\s+\S+\s+conv2d\s+[\d,]+\s+#+", out, re.M), out   # a timeline row with its bar
+    # --plot: an SVG with matplotlib; without it, a user error naming the extra
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert cli.main(["inspect", str(path), "--plot", str(tmp_path / "m.svg")]) == 2
+    assert "--plot needs matplotlib" in capsys.readouterr().err
+    monkeypatch.undo()
+    pytest.importorskip("matplotlib")
+    assert cli.main(["inspect", str(path), "--plot", str(tmp_path / "m.svg")]) == 0
+    assert (tmp_path / "m.svg").read_text().lstrip().startswith("<?xml")

@@ -1,4 +1,5 @@
-"""int8 ADD through per-input rescale tables: every one of the 256 entries of both tables is
+"""int8 ADD through per-input rescale tables (the default schedule's, schedule/tabulate.py) and
+through the lowering's arithmetic: every one of the 256 entries of both tables is
 exercised (inputs sweep -128..127) against the numpy interpreter, for equal shapes (one flat
 loop) and broadcast shapes, with random and power-of-two scales and every activation."""
 
@@ -10,6 +11,7 @@ import pytest
 from lower_cases import build_graph, cases, matches, reference, run_lowered
 from microcompile.tir import nodes as tir
 from microcompile.lower import lower_node
+from microcompile.schedule import default_schedule
 
 SHAPES = {"equal": ((1, 16, 16, 2), (1, 16, 16, 2)), "broadcast-channel": ((1, 8, 8, 4), (4,)),
           "broadcast-both": ((2, 1, 16, 8), (1, 4, 1, 8))}
@@ -37,12 +39,15 @@ def _sweep(g) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("shapes", SHAPES)
 def test_add_tables_match_interpreter(shapes, act, pot):
     g = _graph(shapes, act, pot, seed=len(act))
-    f = lower_node(g, g.nodes[0])
+    lowered = lower_node(g, g.nodes[0])
+    assert not any(b.scope == "const" for b in lowered.buffers)    # the arithmetic; tables are a schedule's
+    f, _ = default_schedule(lowered, None)
     assert {b.name for b in f.buffers if b.scope == "const"} == {"rescale_a", "rescale_b"}
     loops = [n for n in tir.walk(f.body) if isinstance(n, tir.For)]
     assert len(loops) == (1 if shapes == "equal" else len([d for d in g.tensors["out"].shape if d > 1]))
     ins = _sweep(g)
     assert matches(run_lowered(g, f, ins), reference(g, ins))
+    assert matches(run_lowered(g, lowered, ins), reference(g, ins))
 
 
 @pytest.mark.qemu

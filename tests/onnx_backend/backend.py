@@ -217,7 +217,8 @@ class HostRunner:
             renames += [f"#define {s} mc_case{k}_{s}" for s in weight_symbols(d)]
             (work / f"wrap{k}.c").write_text("\n".join(
                 renames + [f'#include "{d}/model_weights.c"', f'#include "{d}/model.c"', ""]))
-            err = _gcc([*CFLAGS, "-I", str(RUNTIME / "include"), "-c", f"wrap{k}.c", "-o", f"wrap{k}.o"], work)
+            err = _gcc([*CFLAGS, "-I", str(RUNTIME / "include"), f"-Wa,-I{d}", "-c", f"wrap{k}.c", "-o", f"wrap{k}.o"],
+                       work)
             if err:
                 self.cache[key] = AssertionError(f"generated C does not compile:\n{err[:2000]}")
                 return None

@@ -62,3 +62,18 @@ def test_fast_requant_equals_double_rounding(tmp_path):
                    cwd=tmp_path, check=True)
     r = subprocess.run([str(tmp_path / "t")], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[:2000]
+
+
+def test_smmulr_form_of_the_high_multiply():
+    """mc_requant_dsp.h computes mc_srdhm_pos(x, m) = floor((x*m + 2^30) / 2^31) as SMMULR(2x, m)
+    = floor((2x*m + 2^31) / 2^32) (ARM ARM: SMMULR adds 0x80000000 to the 64-bit product and
+    keeps the high word) for |x| < 2^30, m >= 0; the QEMU model tests run it for real."""
+    import random
+
+    rng = random.Random(7)
+    values = [0, 1, -1, (1 << 30) - 1, -(1 << 30) + 1] + [rng.randrange(-(1 << 30) + 1, 1 << 30) for _ in range(20000)]
+    mults = [0, 1 << 30, (1 << 31) - 1] + [rng.randrange(0, 1 << 31) for _ in range(200)]
+    for k, x in enumerate(values):
+        m = mults[k % len(mults)]
+        assert -(1 << 31) <= 2 * x < (1 << 31)
+        assert (2 * x * m + (1 << 31)) >> 32 == (x * m + (1 << 30)) >> 31, (x, m)

@@ -85,7 +85,8 @@ def test_variant_follows_the_core():
 def test_loops_knob_and_depth_multiplier_keep_loops():
     _, f = _lowered("3x3-s1-same", "RELU")
     loops = schedule_depthwise(f, None, kernel="loops")
-    assert {d.primitive for d in loops.trace.decisions} == {"unroll"} and not _calls(loops.func)
+    assert {d.primitive for d in loops.trace.decisions} == {"knob", "unroll"} and not _calls(loops.func)
+    assert loops.trace.decisions[0].args == ("depthwise_kernel", "loops")
     _, f3 = _lowered("odd-channels-mult3", "RELU")
     ic = next(n.var.name for n in tir.walk(f3.body) if isinstance(n, tir.For) and n.var.name.startswith("ic_"))
     with pytest.raises(ScheduleError):
@@ -113,3 +114,17 @@ def test_ssat_epilogue_of_armv7m_lowering_is_matched(board):
     assert any(n.name == "mc_ssat8" for n in tir.walk(f.body) if isinstance(n, tir.Call))
     sch = schedule_depthwise(f, target)
     assert sch is not None and all(c.endswith(("_dsp_s8" if target.dsp else "_c_s8")) for c in _calls(sch.func))
+
+
+def test_int8_weights_compute_region_biases_at_run_time():
+    """With no flash to spare (wide=False) the depthwise keeps int8 weights and computes each
+    border region's bias when it starts, instead of one more bias array per region in flash."""
+    g, f = _lowered("3x3-s1-same", "RELU")
+    narrow = schedule_depthwise(f, None, wide=False)
+    names = [d.primitive for d in narrow.trace.decisions]
+    assert "region_bias_at_runtime" in names and "pack_depthwise_s16" not in names
+    consts = {b.name for b in narrow.func.buffers if b.scope == "const"}
+    assert not any(n.startswith("bias_") for n in consts)
+    assert any(b.name.startswith("bias_") and b.scope == "scratch" for b in narrow.func.buffers)
+    ins = random_inputs(g, 3)
+    assert matches(run_lowered(g, narrow.func, ins), reference(g, ins))

@@ -46,12 +46,12 @@ def _depthwise(**over):
 TIE_BIASES = (-128, -127, -129, -384, -383, -640, 128, 127, 384, -1, -2, 0)
 
 
-def _depthwise_ties():
-    g = _depthwise(cin=len(TIE_BIASES), hw=3, activation="NONE")
+def _with_ties(g, w_axis: int):
+    """`g` (one channel per tie bias) with zero weights, the tie biases and unit scales around them."""
     c = len(TIE_BIASES)
     t = g.tensors
     unit = QuantParams((1.0,), (0,))
-    w_q = QuantParams((2.0 ** -8,) * c, (0,) * c, axis=3)
+    w_q = QuantParams((2.0 ** -8,) * c, (0,) * c, axis=w_axis)
     b_q = QuantParams((2.0 ** -8,) * c, (0,) * c, axis=0)
     return g.replace(tensors={
         **t, "x": Tensor("x", t["x"].shape, "int8", unit), "out": Tensor("out", t["out"].shape, "int8", unit),
@@ -59,11 +59,22 @@ def _depthwise_ties():
         "b": Tensor("b", t["b"].shape, "int32", b_q, data=np.array(TIE_BIASES, np.int32))})
 
 
+def _depthwise_ties():
+    return _with_ties(_depthwise(cin=len(TIE_BIASES), hw=3, activation="NONE"), w_axis=3)
+
+
+def _conv_ties():
+    """The same ties through a convolution: the requantizing GEMM's vector output stage (VQRDMULH,
+    VRSHL) must round them away from zero as TFLite does."""
+    return _with_ties(_conv(cin=3, cout=len(TIE_BIASES), hw=3, activation="NONE"), w_axis=0)
+
+
 # m rows (tail of the 4-row tile), n columns (odd: the one-column path), k depth (tail of 16)
 CASES = {
     "conv m5 k27": lambda: _conv(),                                               # k = 16 + 11
     "conv 1x1 m7 k20 s2": lambda: _conv(cin=20, cout=7, kernel=1, stride=2, padding="VALID"),
     "conv m9 k72 (k tail of 8)": lambda: _conv(cin=8, cout=9, hw=5, stride=2),
+    "conv rounding ties": _conv_ties,
     "fc m13 k37 n2": lambda: _fc(in_shape=(2, 37), units=13, bias=True, per_channel=True),
     "fc m4 k16 n1": lambda: _fc(in_shape=(1, 16), units=4),
     "depthwise c7 (a partial group)": lambda: _depthwise(cin=7),
@@ -90,13 +101,18 @@ def test_mve_schedules_widen_nothing_and_match_the_interpreter(name):
         # int8 operands as they are: no int16 copy of the weights or of the im2col columns
         assert not any(b.dtype == "int16" for b in f.buffers), [(b.name, b.dtype) for b in f.buffers]
         assert "mc_widen_dsp_s8_s16" not in calls
+    if name.startswith("conv"):
+        # bias and requantization in the kernel's epilogue: no int32 accumulator tile in scratch
+        assert "mc_gemm_rq_mve_s8" in calls, calls
+        assert not any(b.dtype == "int32" and b.scope == "scratch" for b in f.buffers), f.buffers
     ins = random_inputs(g, 2)
     assert matches(run_lowered(g, f, ins), reference(g, ins))
 
 
-def test_the_tie_case_has_ties():
-    """Rounding half up instead of away from zero would change outputs of the tie case."""
-    g = _depthwise_ties()
+@pytest.mark.parametrize("build", [_depthwise_ties, _conv_ties])
+def test_the_tie_case_has_ties(build):
+    """Rounding half up instead of away from zero would change outputs of the tie cases."""
+    g = build()
     out = reference(g, random_inputs(g, 1))[0, 1, 1]
     s = np.floor((np.array(TIE_BIASES) + 1) / 2)
     away = (np.sign(s) * np.floor(np.abs(s) / 128 + 0.5)).astype(int)   # TFLite: half away from zero
@@ -106,7 +122,7 @@ def test_the_tie_case_has_ties():
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("name", ["conv m5 k27", "fc m13 k37 n2", "depthwise rounding ties",
+@pytest.mark.parametrize("name", ["conv m5 k27", "conv m9 k72 (k tail of 8)", "conv rounding ties", "fc m13 k37 n2", "depthwise rounding ties",
                                   "depthwise c7 (a partial group)"])
 def test_mve_kernels_bit_exact_on_cortex_m55(name, tmp_path):
     from qemu_cases import deploy_graph

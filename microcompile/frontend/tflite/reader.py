@@ -143,7 +143,7 @@ def _vector(obj, name: str) -> tuple:
     return tuple(getattr(obj, f"{name}AsNumpy")().tolist())
 
 
-def _buffer_bytes(buf: bytes, model, index: int) -> bytes | None:
+def _buffer_bytes(buf: bytes, model, index: int):
     """The bytes of buffer `index`: inline data, or (models >2GB) offset/size into the file."""
     if index == 0:
         return None   # buffer 0 is the schema's empty sentinel
@@ -152,7 +152,9 @@ def _buffer_bytes(buf: bytes, model, index: int) -> bytes | None:
                                f"{model.BuffersLength()} buffers")
     b = model.Buffers(index)
     if b.DataLength() > 0:
-        return b.DataAsNumpy().tobytes()
+        # A view into the file's bytes: the one copy is the tensor's own array (_tensor), so
+        # loading a model holds the file plus its weights, not twice its weights.
+        return b.DataAsNumpy()
     offset = b.Offset() if hasattr(b, "Offset") else 0
     # An offset of 0 or 1 marks "no external data" (1 is the writer's placeholder).
     if offset > 1:

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "mc_depthwise.h"
-#include "mc_requant.h"
+#include "mc_requant_dsp.h"
 
 static inline int32_t ld32(const void *p)
 {
@@ -28,26 +28,6 @@ static inline int32_t sxtb16_ror8(int32_t x)
     return r;
 }
 
-static inline int32_t requant(int32_t acc, int32_t mult, int32_t rshift, int32_t out_offset)
-{
-    return __ssat(mc_mul_by_qm_pos_rshift(acc, mult, rshift) + out_offset, 8);
-}
-
-/* Four int8 results, packed into one word and clamped to [act_min, act_max] byte-wise:
- * SSUB8 sets a GE flag per byte where the first operand is >= the second, SEL picks per
- * byte by those flags. lo4/hi4 hold act_min/act_max in every byte. */
-static inline void store4(int8_t *y, int32_t v0, int32_t v1, int32_t v2, int32_t v3, int32_t lo4, int32_t hi4)
-{
-    uint32_t p = ((uint32_t)v0 & 0xFFu) | (((uint32_t)v1 & 0xFFu) << 8) | (((uint32_t)v2 & 0xFFu) << 16)
-                 | ((uint32_t)v3 << 24);
-
-    (void)__ssub8((int32_t)p, lo4);
-    p = __sel(p, (uint32_t)lo4);
-    (void)__ssub8(hi4, (int32_t)p);
-    p = __sel(p, (uint32_t)hi4);
-    memcpy(y, &p, 4);   /* one STR */
-}
-
 /* The whole kernel; each exported variant inlines it with kh, kw and w_row fixed (or not). */
 static inline __attribute__((always_inline)) void depthwise_dsp(
     int8_t *y, const int8_t *x, const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *rshift,
@@ -55,8 +35,7 @@ static inline __attribute__((always_inline)) void depthwise_dsp(
     int32_t out_offset, int32_t act_min, int32_t act_max)
 {
     const int32_t c4 = channels & ~3;
-    const int32_t lo4 = (int32_t)(((uint32_t)act_min & 0xFFu) * 0x01010101u);
-    const int32_t hi4 = (int32_t)(((uint32_t)act_max & 0xFFu) * 0x01010101u);
+    const int32_t lo4 = mc_bytes4(act_min), hi4 = mc_bytes4(act_max);
     int32_t c = 0;
 
     for (; c < c4; c += 4) {
@@ -83,9 +62,10 @@ static inline __attribute__((always_inline)) void depthwise_dsp(
                 __asm__ volatile("" ::: "memory");
             }
         }
-        store4(y + c, requant(a0, mult[c], rshift[c], out_offset), requant(a1, mult[c + 1], rshift[c + 1], out_offset),
-               requant(a2, mult[c + 2], rshift[c + 2], out_offset), requant(a3, mult[c + 3], rshift[c + 3], out_offset),
-               lo4, hi4);
+        mc_store4_s8(y + c, mc_requant_ssat8(a0, mult[c], rshift[c], out_offset),
+                     mc_requant_ssat8(a1, mult[c + 1], rshift[c + 1], out_offset),
+                     mc_requant_ssat8(a2, mult[c + 2], rshift[c + 2], out_offset),
+                     mc_requant_ssat8(a3, mult[c + 3], rshift[c + 3], out_offset), lo4, hi4);
     }
     for (; c < channels; ++c) {   /* the last, partial group: one channel at a time */
         const int16_t *wc = w + (c >> 2) * w_group + (c % 2) * 2 + (c % 4) / 2;
@@ -96,7 +76,7 @@ static inline __attribute__((always_inline)) void depthwise_dsp(
                 acc += (int32_t)x[c + i * x_row + j * x_col] * wc[i * w_row + j * 4];
             }
         }
-        acc = requant(acc, mult[c], rshift[c], out_offset);
+        acc = mc_requant_ssat8(acc, mult[c], rshift[c], out_offset);
         acc = acc < act_min ? act_min : acc;
         y[c] = (int8_t)(acc > act_max ? act_max : acc);
     }

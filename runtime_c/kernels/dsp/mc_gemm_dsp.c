@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "mc_gemm.h"
+#include "mc_requant_dsp.h"
 
 /* An unaligned 32-bit load (LDR allows it on Armv7-M); memcpy compiles to one LDR. */
 static inline int32_t ld32(const void *p)
@@ -407,3 +408,46 @@ void mc_gemm_p4_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_ge
         }
     }
 }
+
+/* The requantizing panel kernels (mc_gemm.h): per column, each panel of four rows starts
+ * from its bias, runs the same assembly loop as above, and its four sums are requantized
+ * and stored as one word of int8 (mc_requant_dsp.h). No int32 tile, no second pass. */
+#define MC_GEMM_P4_RQ(NAME, T, PANEL)                                                               \
+    void NAME(MC_GEMM_RQ_ARGS(T))                                                                     \
+    {                                                                                                 \
+        const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy; \
+        const int32_t m4 = m & ~3, k8 = k & ~7, off = params->out_offset;                             \
+        const int32_t lo4 = mc_bytes4(params->act_min), hi4 = mc_bytes4(params->act_max);             \
+                                                                                                      \
+        for (int32_t j = 0; j < n; ++j) {                                                             \
+            const T *col = b + j * ldb, *col8 = col + k8, *w = a;                                     \
+            int8_t *yj = y + j * ldy;                                                                 \
+            int32_t i = 0;                                                                            \
+                                                                                                      \
+            for (; i < m4; i += 4) {                                                                  \
+                int32_t s[4] = {bias[i], bias[i + 1], bias[i + 2], bias[i + 3]};                      \
+                                                                                                      \
+                w = PANEL(s, w, col, col8, k);                                                        \
+                mc_store4_s8(yj + i, mc_requant_ssat8(s[0], mult[i], rshift[i], off),                  \
+                             mc_requant_ssat8(s[1], mult[i + 1], rshift[i + 1], off),                  \
+                             mc_requant_ssat8(s[2], mult[i + 2], rshift[i + 2], off),                  \
+                             mc_requant_ssat8(s[3], mult[i + 3], rshift[i + 3], off), lo4, hi4);       \
+            }                                                                                         \
+            if (i < m) { /* the last, partial panel (its padding rows are zero) */                   \
+                int32_t s[4] = {0, 0, 0, 0};                                                          \
+                                                                                                      \
+                for (int32_t r = i; r < m; ++r)                                                       \
+                    s[r - i] = bias[r];                                                               \
+                PANEL(s, w, col, col8, k);                                                            \
+                for (int32_t r = i; r < m; ++r) {                                                     \
+                    int32_t v = mc_requant_ssat8(s[r - i], mult[r], rshift[r], off);                  \
+                                                                                                      \
+                    v = v < params->act_min ? params->act_min : v;                                    \
+                    yj[r] = (int8_t)(v > params->act_max ? params->act_max : v);                      \
+                }                                                                                     \
+            }                                                                                         \
+        }                                                                                             \
+    }
+
+MC_GEMM_P4_RQ(mc_gemm_p4_rq_dsp_s16, int16_t, p4_s16_panel)
+MC_GEMM_P4_RQ(mc_gemm_p4_rq_dsp_s8, int8_t, p4_s8_panel)

@@ -1,0 +1,124 @@
+"""RAM and flash of the MLPerf Tiny int8 models against TFLite Micro, and the issue-12 targets.
+
+    PYTHONPATH=. python benchmarks/memory.py [--models DIR] [--skip-stm32]
+
+For each shared int8 model, deployed to QEMU mps2-an386 (the deterministic input of
+../shared/BENCHMARK.md, output checked against the reference interpreter):
+
+  arena      our planned arena, its lower bound (the most bytes live at one step, in-place
+             sharing credited), TFLM's arena_used_bytes and the ratio
+  code       all flash but the weights (report keys flash_code_bytes + flash_other_bytes),
+             TFLM's code+rodata without the model, and the ratio
+  weights    the weights linked on mps2-an386 (which has room, so kernels get int16 weights),
+             the same with int8 weights everywhere (what a board without room gets), and the
+             model's own int8 tensors plus biases and requantization constants (int32
+             multiplier and shift per output channel, as TFLM computes them)
+  instr      instructions for one inference against the figures of 2025-12 (before issue 12)
+
+Then every shared model on the stm32 twin (NUCLEO-F446RE limits: 512 KiB flash, 128 KiB RAM):
+does it build, fit and verify. Targets checked (exit 1 if one is missed): arena <= 0.8x TFLM
+on each model and <= 0.65x in geometric mean; code <= 0.35x TFLM; int8-everywhere weights no
+larger than the model's tensors; instructions at most 3% above today's; every model TFLM can
+run on the STM32F446 fits ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+from pathlib import Path
+
+from microcompile import driver
+from microcompile.errors import UserError
+from microcompile.frontend import load_model
+from microcompile.ir import ops
+
+# TFLM + CMSIS-NN on the same QEMU set-up (BENCHMARK.md): arena_used_bytes, code+rodata without the model.
+TFLM = {"kws_ref_model": (22_820, 58_276), "pretrainedResnet_quant": (54_996, 56_064), "ad01_int8": (2_580, 32_564)}
+# microcompile before issue 12 (mps2-an386): instructions, arena, code, weights.
+TODAY = {"kws_ref_model": (4_513_760, 32_400, 13_760, 59_184),
+         "pretrainedResnet_quant": (15_417_360, 54_784, 12_476, 165_224),
+         "ad01_int8": (341_120, 3_328, 6_152, 371_232)}
+# The shared models TFLM runs on a 512 KiB / 128 KiB STM32F446 (the float ResNet-8 needs about
+# 220 KiB of arena there and ad01_fp32 1 MiB of weights, so neither fits TFLM either).
+STM32_MODELS = ["kws_ref_model", "pretrainedResnet_quant", "ad01_int8", "kws_ref_model_float32"]
+TARGETS = {"arena": 0.8, "arena_geomean": 0.65, "code": 0.35, "instructions": 1.03}
+
+
+def model_tensor_bytes(path: Path) -> int:
+    """The model's constant tensors (int8 weights, int32 biases) plus an int32 multiplier and
+    shift per output channel of every weighted layer."""
+    g = load_model(path)
+    tensors = sum(t.nbytes for t in g.tensors.values() if t.is_const)
+    channels = sum(g.tensors[n.outputs[0]].shape[-1] for n in g.nodes if ops.get(n.op).quant == "weighted")
+    return tensors + 8 * channels
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", type=Path, default=Path(__file__).resolve().parent.parent.parent / "shared" / "models")
+    ap.add_argument("--skip-stm32", action="store_true", help="skip the stm32 fit check")
+    args = ap.parse_args(argv)
+    if not args.models.is_dir():
+        print(f"no models at {args.models}; pass --models DIR", file=sys.stderr)
+        return 2
+    header = (f"{'model':<24} {'arena':>7} {'bound':>7} {'TFLM':>7} {'ratio':>6} | {'code':>6} {'TFLM':>7} {'ratio':>6} | "
+              f"{'weights':>8} {'int8':>8} {'model':>8} | {'instructions':>12} {'today':>12} {'ratio':>6} {'ok':>3}")
+    print(header)
+    print("-" * len(header))
+    failures, ratios = [], []
+    for name, (tflm_arena, tflm_code) in TFLM.items():
+        path = args.models / f"{name}.tflite"
+        if not path.is_file():
+            print(f"{name:<24} missing")
+            failures.append(f"{name} missing")
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            r = driver.deploy(path, "mps2-an386", Path(tmp) / name, emulate=True, progress=lambda s: None).report
+        narrow = driver.plan_model(path, "mps2-an386", flash_budget=1).manifest["weights_bytes"]
+        own = model_tensor_bytes(path)
+        today = TODAY[name][0]
+        # The target's "code" is all flash but the weights: our program plus "other" (the
+        # self-test input, vector table, data), as TFLM's figure includes its harness.
+        code = r["flash_bytes"] - r["flash_weights_bytes"]
+        arena_ratio, code_ratio = r["arena_bytes"] / tflm_arena, code / tflm_code
+        ratios.append(arena_ratio)
+        print(f"{name:<24} {r['arena_bytes']:>7,} {r['arena_lower_bound_bytes']:>7,} {tflm_arena:>7,} {arena_ratio:>6.2f} | "
+              f"{code:>6,} {tflm_code:>7,} {code_ratio:>6.2f} | {r['flash_weights_bytes']:>8,} "
+              f"{narrow:>8,} {own:>8,} | {r['instructions']:>12,} {today:>12,} {r['instructions'] / today:>6.3f} "
+              f"{'yes' if r['verified'] else 'NO':>3}")
+        checks = [(r["verified"], "not bit-exact"), (arena_ratio <= TARGETS["arena"], f"arena {arena_ratio:.2f}x TFLM"),
+                  (code_ratio <= TARGETS["code"], f"code {code_ratio:.2f}x TFLM"),
+                  (narrow <= own, f"int8 weights {narrow} > model tensors {own}"),
+                  (r["instructions"] <= TARGETS["instructions"] * today, "instructions more than 3% above today's")]
+        failures += [f"{name}: {why}" for ok, why in checks if not ok]
+    if ratios:
+        geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        print(f"\narena geometric mean {geo:.3f}x TFLM (target <= {TARGETS['arena_geomean']})")
+        if geo > TARGETS["arena_geomean"]:
+            failures.append(f"arena geometric mean {geo:.3f}")
+    if not args.skip_stm32:
+        print("\nstm32 (NUCLEO-F446RE: 512 KiB flash, 128 KiB RAM), on its QEMU twin:")
+        for name in STM32_MODELS:
+            path = args.models / f"{name}.tflite"
+            if not path.is_file():
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    r = driver.deploy(path, "stm32", Path(tmp) / name, emulate=True, progress=lambda s: None).report
+                except UserError as e:
+                    print(f"  {name:<24} does not fit: {e.message}")
+                    failures.append(f"{name} does not fit stm32")
+                    continue
+            print(f"  {name:<24} flash {r['flash_bytes']:>8,}  RAM {r['ram_bytes']:>7,}  arena {r['arena_bytes']:>7,}  "
+                  f"int16 weights in {len(r['widened_kernels'])} kernels  verified {'yes' if r['verified'] else 'NO'}")
+            if not r["verified"]:
+                failures.append(f"{name} on stm32 not bit-exact")
+    print("\nall targets met" if not failures else "\ntargets missed:\n  " + "\n  ".join(failures))
+    return 0 if not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""The requantizing store that ends an int8 convolution's accumulation, recognised in the
+loop IR so that a micro-kernel can take it over (schedule/depthwise_intrin.py, and the
+GEMM kernels of schedule/gemm_intrin.py):
+
+    y[Y + oc] = int8(clamp(mc_mul_by_qm_pos_rshift(acc, mult[oc], rshift[oc]) + off, lo, hi))
+"""
+
+from __future__ import annotations
+
+from ..tir.interp import compile_expr
+from ..tir.nodes import Buffer, BinOp, Call, Cast, IntImm, Load, add, simplify, walk
+from .tensorize import affine
+
+
+def eval_int(e, env: dict) -> int:
+    return int(compile_expr(e)(env, {}))
+
+
+def unit_load(e, var: str) -> tuple[Buffer, object] | None:
+    """(buffer, base) of a Load whose index is base + var."""
+    if not isinstance(e, Load):
+        return None
+    a = affine(e.index, {var})
+    return (e.buffer, a[1]) if a is not None and a[0] == {var: 1} else None
+
+
+def _to_int8(e, lo: int, hi: int, ssat: bool):
+    """The store epilogues lower/saturate.py's to_int8 makes (schedule/ may not import lower/):
+    int8(min(max(e, lo), hi)), or with SSAT int8(mc_ssat8(max(e, lo))) when hi is 127."""
+    if not ssat:
+        return Cast("int8", BinOp("min", BinOp("max", e, IntImm(lo)), IntImm(hi)))
+    if hi != 127:
+        return None
+    return Cast("int8", Call("mc_ssat8", (BinOp("max", e, IntImm(lo)) if lo > -128 else e,), "int32"))
+
+
+def requant_epilogue(e, acc: Buffer, ic: str) -> dict | None:
+    """The parameters of int8(clamp(mc_mul_by_qm_pos_rshift(acc, mult[ic], r[ic]) + off, lo, hi)),
+    found loosely and then checked by rebuilding the expression as the lowering makes it."""
+    # Only the rshift form: the lowering emits it where it proved |acc| < 2^30 and right >= 1,
+    # the domain in which the kernels' cheap rounding is exact.
+    call = next((n for n in walk(e) if isinstance(n, Call) and n.name == "mc_mul_by_qm_pos_rshift"), None)
+    if call is None or not (isinstance(call.args[0], Load) and call.args[0].buffer is acc):
+        return None
+    mult, shift = unit_load(call.args[1], ic), unit_load(call.args[2], ic)
+    if mult is None or shift is None or eval_int(mult[1], {}) != 0 or eval_int(shift[1], {}) != 0:
+        return None
+    adds = [(n.b.value if n.op == "add" else -n.b.value) for n in walk(e)
+            if isinstance(n, BinOp) and n.op in ("add", "sub") and isinstance(n.b, IntImm)]
+    lo = next((n.b.value for n in walk(e) if isinstance(n, BinOp) and n.op == "max" and isinstance(n.b, IntImm)), -128)
+    hi = next((n.b.value for n in walk(e) if isinstance(n, BinOp) and n.op == "min" and isinstance(n.b, IntImm)), 127)
+    for off in (adds[:1] or [0]):
+        inner = add(call, IntImm(off))
+        for ssat in (False, True):
+            if simplify(_to_int8(inner, lo, hi, ssat)) == simplify(e):
+                return {"mult": mult[0], "rshift": shift[0], "off": off, "lo": lo, "hi": hi}
+    return None

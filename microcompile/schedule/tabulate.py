@@ -1,0 +1,104 @@
+"""tabulate: replace a function of one int8 value by a 256-entry table computed at compile time.
+
+    y[i] = ... mc_mul_by_qm_smaller_than_one_exp((i32(a[i]) + 3) << 20, 1518500250, -2) ...
+    --tabulate(a, rescale_a)-->
+    y[i] = ... rescale_a[i32(a[i]) + 128] ...      rescale_a: int32[256] const, entry v + 128
+                                                   holds the expression at a[i] = v
+
+The expression replaced is the largest int32 one that reads nothing but that one element of
+`a` (and immediates); the loop-IR interpreter evaluates it for every int8 value, so the
+table is exactly what the code computed. One load from flash then replaces the arithmetic
+(two multiplies and roundings per element for an int8 ADD), at 1 KiB of flash per table.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..tir.interp import compile_expr
+from ..tir.nodes import Address, BinOp, Buffer, Call, Cast, IntImm, Load, PrimFunc, Select, Var, rewrite, walk
+from ..tir.verify import verify_primfunc
+from .knobs import declare_knob
+from .primitives import ScheduleError, primitive
+from .trace import Schedule
+
+
+@primitive("tabulate")
+def tabulate(f: PrimFunc, operand: str, table: str) -> PrimFunc:
+    """Replace every largest int32 expression of one int8 element of buffer `operand` by a
+    load from a new 256-entry constant `table` (see the module docstring)."""
+    buf = next((b for b in f.buffers if b.name == operand), None)
+    if buf is None or buf.dtype != "int8":
+        raise ScheduleError(f"{f.name}: no int8 buffer named {operand}")
+    if any(b.name == table for b in f.buffers):
+        raise ScheduleError(f"{f.name}: a buffer named {table} exists already")
+    found: dict = {}
+
+    def fn(n):
+        if not isinstance(n, (BinOp, Call, Cast, Select)) or n.dtype != "int32":
+            return None
+        loads = [m for m in walk(n) if isinstance(m, Load) and m.buffer is buf]
+        if not loads or any(m != loads[0] for m in loads) or not _pure(n, loads[0]):
+            return None
+        key = _shape_key(n, loads[0])
+        found.setdefault(key, (n, loads[0]))
+        return Load(_table_buffer(found, key, table, buf), BinOp("add", Cast("int32", loads[0]), IntImm(128)))
+
+    tables: dict = {}
+
+    def _table_buffer(found, key, name, buf):
+        if key not in tables:
+            expr, load = found[key]
+            values = _evaluate(expr, load)
+            if values.min() < -2**31 or values.max() >= 2**31:
+                raise ScheduleError(f"{f.name}: tabulated values overflow int32")
+            tables[key] = Buffer(name if not tables else f"{name}{len(tables)}", "int32", (256,), "const",
+                                 data=values.astype(np.int32), comment=f"{f.name}: {operand}-dependent term for "
+                                                                         f"{operand} = -128..127")
+        return tables[key]
+
+    body = rewrite(f.body, fn, pre=True)
+    if not tables:
+        raise ScheduleError(f"{f.name}: no int32 expression of one element of {operand} to tabulate")
+    return verify_primfunc(PrimFunc(f.name, (*f.buffers, *tables.values()), body, dict(f.attrs)))
+
+
+def _pure(e, load: Load) -> bool:
+    """`e` varies only through `load`: every Var it mentions is inside that load's index."""
+    inside = {id(n) for n in walk(load)}
+    return all(not isinstance(n, (Var, Load, Address)) or id(n) in inside for n in walk(e))
+
+
+def _shape_key(e, load: Load):
+    """The expression with the load abstracted: equal keys compute equal tables."""
+    return rewrite(e, lambda n: IntImm(0, "int8") if n is load or n == load else None)
+
+
+def _evaluate(e, load: Load) -> np.ndarray:
+    """`e` at load = -128..127: compiled once, with the load as a variable."""
+    v = Var("__tabulated", "int8")
+    run = compile_expr(rewrite(e, lambda n: v if n == load else None))
+    return np.array([run({v.name: x}, {}) for x in range(-128, 128)], np.int64)
+
+
+TABLES_DOMAIN = declare_knob("tables", (0, 1), "int8 ADD: input rescales as 256-entry tables (2 KiB of flash)")
+
+
+def schedule_add_tables(func: PrimFunc, target=None, wide: bool | None = None) -> Schedule | None:
+    """An int8 ADD with each input's rescale tabulated (2 KiB of flash, two multiplies and
+    roundings fewer per element), unless `wide` is False (no flash to spare)."""
+    if func.attrs.get("op") != "add" or wide is False:
+        return None
+    if not any(isinstance(n, Call) and n.name == "mc_mul_by_qm_smaller_than_one_exp" for n in walk(func.body)):
+        return None
+    sch = Schedule(func)
+    try:
+        sch.knob("tables", 1)
+        for operand in ("a", "b"):
+            sch.apply("tabulate", operand, f"rescale_{operand}")
+    except ScheduleError:
+        return None
+    return sch
+
+
+TABLE_SCHEDULES = (schedule_add_tables,)
