@@ -142,7 +142,8 @@ def log_softmax_params(g: Graph, n: Node):
         return None
     qi, qo = _q(g, n.inputs[0]), _q(g, n.outputs[0])
     if qo.zp != LOG_SOFTMAX_OUTPUT_ZERO_POINT or float(_f32(qo.s)) != LOG_SOFTMAX_OUTPUT_SCALE:
-        raise ValueError(f"{n.name}: int8 log_softmax output must be scale 16/256, zero point 127")
+        raise fp.KernelParamsError(f"int8 log_softmax output must be scale 16/256, zero point 127 (it is "
+                                   f"{qo.s:g} / {qo.zp})")
     bits = LOG_SOFTMAX_SCALED_DIFF_INTEGER_BITS
     mult, left_shift = fp.preprocess_softmax_scaling(1.0, float(_f32(qi.s)), bits)
     # PreprocessLogSoftmaxScalingExp: the inverse of the input scaling, for the cutoff.
