@@ -47,11 +47,17 @@ def quant_problem(t: Tensor) -> str | None:
 
 
 def node_problem(g: Graph, n: Node) -> str | None:
-    """The op's own verification: input ranks, then its `check`. None when it fits."""
+    """The op's own verification: input ranks, per-channel quantization only where the
+    kernels take it (the weights and bias of a weighted op), then its `check`."""
     od = ops.get(n.op)
     for rank, name in zip(od.ranks, n.inputs):
         if rank is not None and name and len(g.tensors[name].shape) != rank:
             return f"input {name} is {len(g.tensors[name].shape)}-D {g.tensors[name].shape}; {n.op} needs {rank}-D"
+    weights = set(n.inputs[1:3]) if od.quant == "weighted" else set()
+    for name in n.inputs + n.outputs:
+        q = g.tensors[name].quant if name else None
+        if q is not None and q.per_channel and name not in weights:
+            return f"tensor {name} is quantized per channel (axis {q.axis}); {n.op} takes it per tensor only"
     return od.check(g, n) if od.check else None
 
 

@@ -12,6 +12,7 @@ Steps, so that a bad or unsupported model fails before any conversion work:
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -84,7 +85,7 @@ def parse_shape_arg(text: str) -> tuple[str, tuple[int, ...]]:
         if not sep or not name or any(d <= 0 for d in shape):
             raise ValueError
     except ValueError:
-        raise UserError(f"bad --input-shape {text!r}", hint="write NAME:DIMS, for example input:1x3x32x32") from None
+        raise UserError(f"bad --input-shape {shown(text)!r}", hint="write NAME:DIMS, for example input:1x3x32x32") from None
     return name, shape
 
 
@@ -155,7 +156,11 @@ def _fold(ctx: Ctx, node, opsets) -> None:
     from onnx.reference import ReferenceEvaluator
     feeds = {x: ctx.const(x) for x in node.input if x}
     try:
-        results = ReferenceEvaluator(node, opsets=dict(opsets)).run(None, feeds)
+        # onnx's evaluator computes in numpy: an overflow or a NaN cast is a value here (checked
+        # later by the validation), not a RuntimeWarning for the user's terminal
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            results = ReferenceEvaluator(node, opsets=dict(opsets)).run(None, feeds)
     except Exception as e:
         raise UnsupportedOpError(f"cannot evaluate constant node {node.name or node.output[0]} ({node.op_type}): "
                                  f"{type(e).__name__}: {e}", hint="this constant subgraph is not supported") from None
