@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -19,7 +18,8 @@ import numpy as np
 
 from . import memory, memory_report, project
 from .codegen import emit_artifact
-from .errors import DeviceError, UserError
+from .errors import DeviceError, UserError, shown
+from .files import check_output_file, load_arrays, write_file
 from .frontend import load_model
 from .ir import Graph, NP_DTYPES, ops
 from .reference import interp
@@ -135,35 +135,52 @@ def deterministic_input(shape, dtype: str) -> np.ndarray:
     return (x.astype(np.float32) / 128 if dtype == "float32" else x.astype(NP_DTYPES[dtype])).reshape(shape)
 
 
-def load_inputs(graph: Graph, input_path: str | Path | None) -> dict[str, np.ndarray]:
-    """The model inputs: from a .npy (one input) / .npz (by name), or the deterministic pattern."""
+def load_inputs(graph: Graph, input_path: str | Path | None, arrays=None) -> dict[str, np.ndarray]:
+    """The model inputs: from a .npy (one input) / .npz (by name), or the deterministic pattern.
+    `arrays` is the file's content when it was read already (`load_arrays`).
+
+    UserError for an unreadable file, a wrong name, shape or dtype, and for NaN or infinity
+    in a float input (see check_finite_inputs)."""
     specs = [graph.tensors[name] for name in graph.inputs]
     if input_path is None:
         return {t.name: deterministic_input(t.shape, t.dtype) for t in specs}
     path = Path(input_path)
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise UserError(f"cannot read input file {path}: {e}", hint="save the input with numpy.save(path, array)") from None
+    loaded = load_arrays(path, "input file") if arrays is None else arrays
     if isinstance(loaded, np.ndarray):
         if len(specs) != 1:
             raise UserError(f"{path} holds one array but the model has {len(specs)} inputs",
                             hint="pass a .npz with one array per input name: " + ", ".join(t.name for t in specs))
-        arrays = {specs[0].name: loaded}
-    else:
-        arrays = {k: loaded[k] for k in loaded.files}
+        loaded = {specs[0].name: loaded}
     out = {}
     for t in specs:
-        if t.name not in arrays:
-            raise UserError(f"{path} has no array named {t.name!r}", hint=f"arrays found: {', '.join(arrays)}")
-        a = arrays[t.name]
+        if t.name not in loaded:
+            raise UserError(f"{path} has no array named {t.name!r}",
+                            hint=f"arrays found: {', '.join(shown(k) for k in loaded)}")
+        a = loaded[t.name]
         want = np.dtype(NP_DTYPES[t.dtype])
         if tuple(a.shape) != tuple(t.shape) or a.dtype != want:
             raise UserError(f"input {t.name!r} in {path} is {a.dtype}{list(a.shape)}, "
                             f"but the model expects {want}{list(t.shape)}",
                             hint=f"convert it, e.g. np.save(path, x.reshape({tuple(t.shape)}).astype(np.{want}))")
         out[t.name] = a
+    check_finite_inputs(out, path)
     return out
+
+
+def check_finite_inputs(inputs: dict[str, np.ndarray], path) -> None:
+    """Refuse NaN and infinity in float inputs: nothing could be verified with them. numpy
+    propagates NaN through every op, while the compiled kernels, like TFLite's, clamp with
+    fminf/fmaxf and take maxima by comparison, which drop a NaN or turn it into a finite
+    value; infinity gives inf - inf = NaN inside softmax and normalizations."""
+    for name, a in inputs.items():
+        if np.issubdtype(a.dtype, np.floating) and not np.isfinite(a).all():
+            where = [list(map(int, i)) for i in np.argwhere(~np.isfinite(a))[:3]]
+            raise UserError(
+                f"input {name!r} in {path} has {int((~np.isfinite(a)).sum())} non-finite value(s) (NaN or infinity) "
+                f"at {', '.join(map(str, where))}{' ...' if (~np.isfinite(a)).sum() > 3 else ''}: the compiled float "
+                "kernels do not propagate them as the reference does (their clamps and maxima drop a NaN or make "
+                "it finite), so the outputs could not be compared",
+                hint="give finite input values")
 
 
 @dataclass
@@ -215,6 +232,9 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
                         hint="drop --emulate to flash it, or pick a board listed by `microcompile boards` with a twin")
     where = project.placement(board, arena_region, weights_region, emulated=emulate)
     project_dir = Path(project_dir)
+    # Before any work: the project folder (a file? someone else's? writable?) and the input file.
+    project.check_out_dir(project_dir)
+    arrays = load_arrays(input_path, "input file") if input_path is not None else None
     with tempfile.TemporaryDirectory(prefix="microcompile-") as tmp:
         if quantize is not None:
             model_path = _quantize_for_deploy(model_path, quantize, calibration, Path(tmp) / "quantized", progress,
@@ -223,7 +243,7 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
         progress(f"[compile] {model_path}")
         compiled = compile_model(model_path, board, Path(tmp), dump_ir, input_shapes=input_shapes,
                                  flash_budget=flash_budget)
-        inputs = load_inputs(compiled.graph, input_path)
+        inputs = load_inputs(compiled.graph, input_path, arrays)
         progress(f"[compile] {len(compiled.kernels)} kernels, arena {compiled.plan.arena_bytes} bytes "
                  f"(lower bound {compiled.plan.lower_bound})")
         if not board.is_host:
@@ -232,7 +252,7 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
         project.generate(Path(tmp), board, project_dir, test_inputs, emulated=emulate, trace=trace, agent=agent,
                          arena_region=arena_region, weights_region=weights_region)
         if quantize is not None:   # keep the int8 model the firmware was built from, next to it
-            model_path = Path(shutil.copy(model_path, project_dir / Path(model_path).name))
+            model_path = write_file(project_dir / Path(model_path).name, Path(model_path).read_bytes(), "model")
     sizes = _build_with_bar(project_dir, progress)
     if flash_budget is not None and not board.is_host and sizes.flash > flash_budget:
         progress(f"[build] note: flash {sizes.flash} B is over --flash-budget {flash_budget} B "
@@ -384,7 +404,8 @@ def _layers(compiled: Compiled, run) -> list[dict]:
 
 
 def write_report(report: dict, path: str | Path) -> None:
-    Path(path).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    """Write the JSON report atomically (missing parent directories are created)."""
+    write_file(path, (json.dumps(report, indent=2, sort_keys=True) + "\n").encode(), "report")
 
 
 @dataclass
@@ -402,9 +423,11 @@ def quantize_model(model_path: str | Path, calibration_path: str | Path, output_
     from . import quantize as qz
     from .frontend.tflite.writer import write_tflite
 
-    if output_path is not None and Path(output_path).suffix.lower() != ".tflite":
-        raise UserError(f"cannot write {output_path}: quantized models are saved as .tflite",
-                        hint="name the output model_int8.tflite (it reloads in microcompile and opens in Netron)")
+    if output_path is not None:
+        check_output_file(output_path, "output model")
+        if Path(output_path).suffix.lower() != ".tflite":
+            raise UserError(f"cannot write {output_path}: quantized models are saved as .tflite",
+                            hint="name the output model_int8.tflite (it reloads in microcompile and opens in Netron)")
     # Fuse activations, fold batch-norm and constants first: TFLite quantizes the fused graph.
     graph = pipeline.run(load_model(model_path, input_shapes=input_shapes), passes=pipeline.BEFORE_QUANTIZE)
     samples = qz.load_calibration(calibration_path, graph)
@@ -417,8 +440,7 @@ def quantize_model(model_path: str | Path, calibration_path: str | Path, output_
         except ValueError as e:
             raise UserError(f"cannot save the quantized model as .tflite: {e}",
                             hint="the model needs an op or padding TFLite cannot express") from None
-        Path(output_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(output_path).write_bytes(data)
+        write_file(output_path, data, "output model")
     return QuantizeResult(result, method, Path(output_path) if output_path else None)
 
 

@@ -34,7 +34,7 @@ MODEL_BYTES_MAX = 512 * MIB
 ARRAY_BYTES_MAX = 2048 * MIB
 
 _NPY_MAGIC = b"\x93NUMPY"
-_ZIP_MAGIC = b"PK\x03\x04"
+_ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")   # a member first; or an empty archive's end record
 _KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
           stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}
 
@@ -95,7 +95,7 @@ def load_arrays(path: str | os.PathLike, what: str, limit: int = ARRAY_BYTES_MAX
     hint = "save arrays with numpy.save(path, array) or numpy.savez(path, name=array)"
     if not data:
         raise error(f"{what} {path} is empty", hint=hint)
-    if data.startswith(_ZIP_MAGIC):
+    if data.startswith(_ZIP_MAGICS):
         return _load_npz(data, path, what, limit, error, hint)
     if not data.startswith(_NPY_MAGIC):
         kind = "a Python pickle, which microcompile never loads (it could run code)" if data[:1] == b"\x80" \
@@ -107,7 +107,7 @@ def load_arrays(path: str | os.PathLike, what: str, limit: int = ARRAY_BYTES_MAX
 def _load_npy(data: bytes, label: str, error: type[UserError], hint: str) -> np.ndarray:
     try:
         array = np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, EOFError, OSError, TypeError, SyntaxError, MemoryError, OverflowError) as e:
+    except Exception as e:   # numpy parses the header with ast/tokenize: a corrupt one raises anything
         raise error(f"{label} is not a valid .npy file: {_npy_problem(e)}", hint=hint) from None
     if not isinstance(array, np.ndarray):
         raise error(f"{label} does not hold an array", hint=hint)
@@ -162,7 +162,7 @@ def _load_npz(data: bytes, path: Path, what: str, limit: int, error: type[UserEr
 def check_output_file(path: str | os.PathLike, what: str) -> Path:
     """Fail now (UserError) if `path` cannot be written as a file later; returns it."""
     path = Path(path)
-    if path.is_dir():
+    if _stat_mode(path) is not None and stat.S_ISDIR(_stat_mode(path)):
         raise UserError(f"{what} {path} is a directory", hint="give a file name, e.g. " + str(path / "out"))
     _check_creatable(path, what)
     return path
@@ -171,26 +171,35 @@ def check_output_file(path: str | os.PathLike, what: str) -> Path:
 def check_output_dir(path: str | os.PathLike, what: str) -> Path:
     """Fail now (UserError) if directory `path` neither exists nor can be created; returns it."""
     path = Path(path)
-    if path.exists() and not path.is_dir():
+    mode = _stat_mode(path)
+    if mode is not None and not stat.S_ISDIR(mode):
         raise UserError(f"{what} {path} exists and is not a directory", hint="choose a directory path")
-    if not path.exists():
+    if mode is None:
         _check_creatable(path, what)
     return path
+
+
+def _stat_mode(path: Path) -> int | None:
+    """st_mode of `path` (following links), None when there is nothing there to stat
+    (missing, or a name the file system cannot even look up)."""
+    try:
+        return os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
 
 
 def _check_creatable(path: Path, what: str) -> None:
     """`path` (missing, or a file to replace) can be created: the nearest existing ancestor is a
     directory we may create entries in, and every name still to create fits the file system."""
     absolute = Path(os.path.abspath(path))
-    ancestor, missing = absolute.parent if absolute.exists() else absolute, []
-    while not ancestor.exists():
+    missing = [absolute.name]
+    ancestor = absolute.parent
+    while _stat_mode(ancestor) is None and ancestor != ancestor.parent:
         missing.append(ancestor.name)
         ancestor = ancestor.parent
-    if absolute.exists():
-        missing = [absolute.name]
-    if not ancestor.is_dir():
-        raise UserError(f"cannot create {what} {shown(str(path))}: {ancestor} is a file, not a directory",
-                        hint="choose a path whose parent is a directory")
+    if not stat.S_ISDIR(_stat_mode(ancestor) or 0):
+        raise UserError(f"cannot create {what} {shown(str(path), 200)}: {shown(str(ancestor), 200)} is a file, "
+                        "not a directory", hint="choose a path whose parent is a directory")
     try:
         name_max = os.pathconf(ancestor, "PC_NAME_MAX")
     except (OSError, ValueError, AttributeError):
@@ -202,7 +211,7 @@ def _check_creatable(path: Path, what: str) -> None:
     try:   # the only reliable test: read-only mounts, /proc, ACLs and root all answer differently
         os.rmdir(tempfile.mkdtemp(prefix=".microcompile-probe-", dir=ancestor))
     except OSError as e:
-        raise UserError(f"cannot create {what} {shown(str(path))}: cannot write in {ancestor} "
+        raise UserError(f"cannot create {what} {shown(str(path), 200)}: cannot write in {ancestor} "
                         f"({e.strerror or e})", hint="choose a directory you can write to") from None
 
 
