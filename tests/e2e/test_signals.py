@@ -1,0 +1,156 @@
+"""Signals: microcompile stopped by SIGTERM, SIGHUP, SIGINT or SIGKILL leaves no process behind.
+
+`timeout`, a CI cancellation and a closed terminal send SIGTERM or SIGHUP to microcompile
+alone, not to its process group; QEMU used to keep running at full CPU with parent 1. Here
+an emulated deploy of a model that runs for seconds in QEMU (float convolutions on the
+Cortex-M3, which has no FPU) is stopped at a chosen moment: while make and gcc build the
+firmware, or while QEMU runs it. Every process it started must be gone afterwards, and the
+exit code says which signal stopped it (128 + the signal number; -9 for SIGKILL, which
+nothing can catch: there the kernel's parent-death signal stops the children).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from cli_run import REPO
+
+pytestmark = [
+    pytest.mark.qemu,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process tree from /proc"),
+    pytest.mark.skipif(shutil.which("qemu-system-arm") is None or shutil.which("arm-none-eabi-gcc") is None,
+                       reason="needs qemu-system-arm and arm-none-eabi-gcc"),
+]
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except (FileNotFoundError, ProcessLookupError):
+        return []
+
+
+def descendants(pid: int) -> list[int]:
+    kids = _children(pid)
+    return kids + [d for k in kids for d in descendants(k)]
+
+
+def comm(pid: int) -> str:
+    try:
+        return pathlib.Path(f"/proc/{pid}/comm").read_text().strip()
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
+def alive(pid: int) -> bool:
+    try:
+        return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line contains `text` (our project directory)."""
+    found = []
+    for entry in pathlib.Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes() and alive(int(entry.name)):
+                    found.append(int(entry.name))
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def slow_model(tmp_path_factory) -> pathlib.Path:
+    """float32 1x16x16x8 -> two 3x3 convolutions: 0.3 M float MACs, run twice by the self-test in
+    soft-float (the Cortex-M3 has no FPU): seconds of QEMU, enough to stop it mid-run."""
+    from microcompile.frontend.tflite.writer import write_tflite
+    from microcompile.ir import Graph, Node, Tensor
+
+    rng = np.random.default_rng(3)
+    t = {"x": Tensor("x", (1, 16, 16, 8), "float32")}
+    nodes, prev = [], "x"
+    for k in range(2):
+        t[f"w{k}"] = Tensor(f"w{k}", (8, 3, 3, 8), "float32", None, rng.normal(0, 0.2, (8, 3, 3, 8)).astype(np.float32))
+        t[f"y{k}"] = Tensor(f"y{k}", (1, 16, 16, 8), "float32")
+        nodes.append(Node("conv2d", f"conv{k}", (prev, f"w{k}", ""), (f"y{k}",),
+                          {"stride": (1, 1), "padding": (1, 1, 1, 1), "activation": "RELU"}))
+        prev = f"y{k}"
+    path = tmp_path_factory.mktemp("slow") / "slow_convs.tflite"
+    path.write_bytes(write_tflite(Graph("slow_convs", t, tuple(nodes), ("x",), (prev,))))
+    return path
+
+
+@pytest.fixture(scope="module")
+def project_dir(tmp_path_factory) -> pathlib.Path:
+    return tmp_path_factory.mktemp("signals") / "project"
+
+
+def _stop_deploy_during(model, out: pathlib.Path, phase: str, sig: int) -> tuple[int, list[int], str]:
+    """Start `deploy --emulate`, wait until a process named `phase` runs under it, send `sig`
+    to microcompile alone; returns (exit code, the processes it had started, stderr)."""
+    proc = subprocess.Popen([sys.executable, "-m", "microcompile", "deploy", str(model), "--board=mps2-an385",
+                             "--emulate", "-o", str(out)], cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        started: set[int] = set()
+        while time.monotonic() < deadline and proc.poll() is None:
+            tree = descendants(proc.pid)
+            started.update(tree)
+            if any(comm(p).startswith(phase) for p in tree):
+                break
+            time.sleep(0.02)
+        else:
+            pytest.fail(f"no {phase} process appeared under microcompile (exit {proc.poll()}): "
+                        f"{proc.stderr.read() if proc.poll() is not None else ''}")
+        time.sleep(0.3)                            # let it get going (gcc under make, the guest under QEMU)
+        started.update(descendants(proc.pid))
+        proc.send_signal(sig)
+        rc = proc.wait(timeout=60)
+        return rc, sorted(started), proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _assert_nothing_left(started: list[int], out: pathlib.Path) -> None:
+    deadline = time.monotonic() + 15              # bounds a failure only; a pass returns at once
+    while time.monotonic() < deadline:
+        left = [p for p in started if alive(p)] + processes_mentioning(str(out))
+        if not left:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"processes left behind: {[(p, comm(p)) for p in left]}")
+
+
+EXIT = {signal.SIGTERM: 143, signal.SIGHUP: 129, signal.SIGINT: 130, signal.SIGKILL: -signal.SIGKILL}
+
+
+def test_sigterm_while_make_and_gcc_build(slow_model, project_dir):
+    rc, started, err = _stop_deploy_during(slow_model, project_dir, "make", signal.SIGTERM)
+    assert rc == 143, err
+    assert "Traceback" not in err and "SIGTERM" in err
+    _assert_nothing_left(started, project_dir)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGKILL],
+                         ids=["SIGTERM", "SIGHUP", "SIGINT", "SIGKILL"])
+def test_signal_while_qemu_runs(slow_model, project_dir, sig):
+    rc, started, err = _stop_deploy_during(slow_model, project_dir, "qemu-system", sig)
+    assert rc == EXIT[sig], err
+    assert "Traceback" not in err
+    _assert_nothing_left(started, project_dir)
