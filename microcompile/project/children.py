@@ -7,10 +7,11 @@ that none outlives it, however microcompile ends:
 - **Own process group.** Each child leads a new session and process group, so one
   `killpg` reaches everything it starts in turn (make -> gcc -> cc1 -> as), and a Ctrl-C
   in the terminal reaches microcompile alone, which then stops its children in order.
-- **Leaving early kills the group.** `spawn` (a context manager) and `run` kill the whole
-  group when the caller leaves by any exception: KeyboardInterrupt, the CLI's exception for
-  SIGTERM/SIGHUP, a timeout, a bug. First SIGTERM (make then deletes its half-written
-  targets and passes the signal to its compilers; QEMU exits), SIGKILL after `GRACE_S`.
+- **A child lives as long as its block.** Leaving a `spawn` block (or `run`) while the child
+  still runs, by an exception (KeyboardInterrupt, the CLI's exception for SIGTERM/SIGHUP,
+  a timeout, a bug) or on purpose, stops its whole group: SIGTERM first (make then deletes
+  its half-written targets and passes the signal to its compilers; QEMU exits), SIGKILL
+  after `GRACE_S`.
 - **Parent-death signal (Linux).** When microcompile itself is killed with SIGKILL, no code
   of ours runs; the kernel sends each child `death_signal` instead (prctl PR_SET_PDEATHSIG,
   set between fork and exec). The default SIGKILL suits QEMU; make gets SIGTERM so that it
@@ -22,15 +23,17 @@ that none outlives it, however microcompile ends:
 
 macOS has no parent-death signal: there the process groups and the cleanup on every exit
 path apply, but a SIGKILLed microcompile leaves its running children to finish on their
-own (QEMU's run has a timeout of its own in `run.py`). Windows has no POSIX process groups
+own (a self-test QEMU stops when its firmware ends; a long-lived one, as an agent's, keeps
+running: a documented limit). Tested on Linux only. Windows has no POSIX process groups
 or signals: children are started normally and killed on every exit path except a hard kill
 (a Job object with KILL_ON_JOB_CLOSE would be the equivalent; not implemented, Windows is
 not a supported host).
 
     spawn(cmd, *, death_signal=SIGKILL, **popen_kwargs) -> context manager yielding a Popen
     run(cmd, *, timeout=None, input=None, death_signal=SIGKILL, **popen_kwargs) -> CompletedProcess
-    kill_all()
-    live() -> set of running children
+    stop(proc)          stop one child's group now
+    kill_all()          stop every child still running
+    live() -> the running children
 """
 
 from __future__ import annotations
