@@ -42,8 +42,12 @@ NPY_COUNT, SLOW_NPY_COUNT = 200, 2000
 DEPLOY_SAMPLE = 6     # mutants of the digits models deployed to the host board as a subprocess
 
 
-def _slow_selected(config) -> bool:
-    return "slow" in (config.getoption("markexpr") or "").replace("not slow", "")
+@pytest.fixture
+def long_run(request):
+    """The long runs are marked slow and, unlike the other slow tests, run only when `-m`
+    selects slow tests: thousands of mutants would take CI past its time budget."""
+    if "slow" not in (request.config.getoption("markexpr") or "").replace("not slow", ""):
+        pytest.skip("the long fuzz run: select it with -m slow (README, Tests)")
 
 
 # --- the source models -------------------------------------------------------------------------
@@ -159,7 +163,7 @@ def _fuzz_models(sources, counts, tmp_path) -> dict[str, dict[str, int]]:
     return tally
 
 
-def test_model_mutants_under_inspect_and_compile(sources, tmp_path, request):
+def test_model_mutants_under_inspect_and_compile(sources, tmp_path):
     tally = _fuzz_models(sources, COUNTS, tmp_path)
     for name in ("digits", "digits_int8", "onnx_cnn", "onnx_qdq"):
         t = tally[name]
@@ -167,9 +171,7 @@ def test_model_mutants_under_inspect_and_compile(sources, tmp_path, request):
 
 
 @pytest.mark.slow
-def test_model_mutants_long_run(sources, tmp_path, request):
-    if not _slow_selected(request.config):
-        pytest.skip("the long fuzz run: select it with -m slow (README, Tests)")
+def test_model_mutants_long_run(sources, tmp_path, long_run):
     _fuzz_models(sources, SLOW_COUNTS, tmp_path)
 
 
@@ -227,9 +229,7 @@ def test_npy_mutants_as_input_and_calibration(sources, tmp_path):
 
 
 @pytest.mark.slow
-def test_npy_mutants_long_run(sources, tmp_path, request):
-    if not _slow_selected(request.config):
-        pytest.skip("the long fuzz run: select it with -m slow (README, Tests)")
+def test_npy_mutants_long_run(sources, tmp_path, long_run):
     _fuzz_arrays(sources, SLOW_NPY_COUNT, tmp_path)
 
 
