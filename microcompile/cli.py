@@ -438,10 +438,10 @@ def main(argv=None) -> int:
                 print(f"hint: {e.hint}", file=sys.stderr)
             return e.exit_code
         except KeyboardInterrupt:
-            print("error: interrupted (SIGINT); stopped", file=sys.stderr)
+            print("error: stopped by SIGINT (Ctrl-C)", file=sys.stderr)
             return 128 + signal.SIGINT
         except Terminated as t:
-            print(f"error: terminated by {signal.Signals(t.signum).name}; stopped", file=sys.stderr)
+            print(f"error: stopped by {signal.Signals(t.signum).name}", file=sys.stderr)
             return 128 + t.signum
         except BrokenPipeError:
             _stdout_gone()

@@ -173,14 +173,13 @@ def check_finite_inputs(inputs: dict[str, np.ndarray], path) -> None:
     fminf/fmaxf and take maxima by comparison, which drop a NaN or turn it into a finite
     value; infinity gives inf - inf = NaN inside softmax and normalizations."""
     for name, a in inputs.items():
-        if np.issubdtype(a.dtype, np.floating) and not np.isfinite(a).all():
-            where = [list(map(int, i)) for i in np.argwhere(~np.isfinite(a))[:3]]
-            raise UserError(
-                f"input {name!r} in {path} has {int((~np.isfinite(a)).sum())} non-finite value(s) (NaN or infinity) "
-                f"at {', '.join(map(str, where))}{' ...' if (~np.isfinite(a)).sum() > 3 else ''}: the compiled float "
-                "kernels do not propagate them as the reference does (their clamps and maxima drop a NaN or make "
-                "it finite), so the outputs could not be compared",
-                hint="give finite input values")
+        bad = ~np.isfinite(a) if np.issubdtype(a.dtype, np.floating) else None
+        if bad is not None and bad.any():
+            where = ", ".join(str(list(map(int, i))) for i in np.argwhere(bad)[:3]) + (" ..." if bad.sum() > 3 else "")
+            raise UserError(f"input {name!r} in {path} has {int(bad.sum())} non-finite value(s) (NaN or infinity) at "
+                            f"{where}: the compiled float kernels do not propagate them as the reference does (their "
+                            "clamps and maxima drop a NaN or make it finite), so the outputs could not be compared",
+                            hint="give finite input values")
 
 
 @dataclass
