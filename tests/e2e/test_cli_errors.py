@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import model_path
+from cli_run import run_cli_inprocess   # cli.main in this process: no interpreter start-up per case
 
 from microcompile.frontend.tflite.writer import write_tflite
 from microcompile.ir import Graph, Node, Tensor
@@ -116,13 +117,6 @@ def test_refuses_to_overwrite_foreign_directory(tiny_model, tmp_path):
 
 
 # --- issue 14: the error boundary, exit codes and the smaller mistakes --------------------------
-
-def run_cli_inprocess(*args):
-    """cli.main in this process: most error paths need no interpreter start-up of their own."""
-    sys.path.insert(0, str(pathlib.Path(__file__).parent))
-    from cli_run import run_cli_inprocess as run
-    return run(*args)
-
 
 def test_internal_error_exits_3_with_a_crash_log(tmp_path):
     """A bug (here: an exception planted in `boards`) is not a user error: exit 3, one line
