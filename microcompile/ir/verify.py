@@ -108,13 +108,13 @@ def verify(g: Graph) -> Graph:
                 fail(f"node {n.name} has unknown attribute {key}")
         if "activation" in n.attrs and n.attrs["activation"] not in ops.ACTIVATIONS:
             fail(f"node {n.name} has unknown activation {n.attrs['activation']}")
-        shapes = ", ".join(f"{i} {g.tensors[i].shape}" for i in n.inputs if i)
         try:
             problem = node_problem(g, n)
             expected = od.infer(g, n) if od.infer and problem is None else None
         except VerifyError:
             raise
         except MISFIT as e:
+            shapes = ", ".join(f"{i} {g.tensors[i].shape}" for i in n.inputs if i)
             problem = f"its inputs ({shapes}) and attributes do not fit the op ({type(e).__name__}: {e})"
         if problem is not None:
             fail(f"node {n.name} ({n.op}): {problem}")

@@ -201,6 +201,9 @@ def conv_params(graph: Graph, node: Node) -> ConvParams | FloatActParams:
     if _is_float(graph, node):
         return _float_act(node)
     x, w, out = node.inputs[0], node.inputs[1], node.outputs[0]
+    if any(_q(graph, w).zero_point):
+        raise KernelParamsError(f"int8 {node.op} weights must be symmetric (zero point 0), not "
+                                f"{max(_q(graph, w).zero_point, key=abs)}: the kernel has no weight offset")
     channels = graph.tensors[out].shape[-1]
     mult, shift = _per_channel_multipliers(_q(graph, x).s, _channel_scales(_q(graph, w), channels),
                                            _q(graph, out).s)

@@ -92,6 +92,8 @@ BROKEN = {
     "negative scale": (int8_cnn, lambda g: _with(g, "c", quant=_q(-0.1, -5)), "'c'"),
     "zero point out of int8": (int8_mlp, lambda g: _with(g, "x", quant=_q(0.05, 300)), "'x'"),
     "weight zero point out of int8": (int8_mlp, lambda g: _with(g, "w", quant=_q(0.01, 100000)), "'w'"),
+    "asymmetric conv weights": (int8_cnn, lambda g: _with(g, "w", quant=_q(np.full(3, 0.02), [0, 5, 0], 0)),
+                                "conv_2d_0"),
     # kernel arithmetic: the int32 accumulator (and the bias the lowering folds) must not overflow
     "bias overflows the accumulator": (int8_mlp, lambda g: _data(g, "b", lambda d: d.__setitem__(1, 2**31 - 1)),
                                        "fully_connected_0"),
@@ -125,3 +127,22 @@ def test_broken_model_is_a_model_format_error_naming_the_culprit(case, tmp_path)
         _load(breaker(make()), tmp_path)
     assert culprit in e.value.message, e.value.message
     assert e.value.message.startswith(str(tmp_path)), "the message names the file"
+
+
+def test_onnx_initializer_whose_data_does_not_match_its_dims(tmp_path):
+    """onnx.checker passes a tensor with more data than its dims hold; numpy_helper.to_array
+    then raised deep in the converter (found by the long fuzz run: mutant 307 of the ONNX CNN)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    c = numpy_helper.from_array(np.float32(1.5), "c")
+    c.raw_data = np.ones(3, np.float32).tobytes()     # three floats for a scalar
+    g = helper.make_graph([helper.make_node("Add", ["x", "c"], ["y"])], "m",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])], [c])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, tmp_path / "m.onnx")
+    with pytest.raises(ModelFormatError, match="'c'"):
+        load_model(tmp_path / "m.onnx")

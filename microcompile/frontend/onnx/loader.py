@@ -67,6 +67,24 @@ def _check(model) -> None:
                                     "`python -m onnx.checker`-style validation must pass") from None
 
 
+def _check_tensors(model) -> None:
+    """Every tensor the model stores (initializers, tensor attributes such as Constant's
+    value) must decode: onnx.checker does not compare a tensor's data with its dims."""
+    from onnx import numpy_helper
+    tensors = [(t.name, t) for t in model.graph.initializer]
+    for node in model.graph.node:
+        for a in node.attribute:
+            tensors += [(f"{node.name or node.op_type}.{a.name}", t) for t in ([a.t] if a.HasField("t") else [])
+                        + list(a.tensors)]
+    for name, t in tensors:
+        try:
+            numpy_helper.to_array(t)
+        except Exception as e:   # a size/dims mismatch, an unknown data type, ...
+            raise ModelFormatError(f"ONNX tensor {shown(name)!r} of shape {list(t.dims)} does not hold data of that "
+                                   f"shape and type ({type(e).__name__}: {shown(str(e), 160)})",
+                                   hint="the file is corrupted; re-export the model") from None
+
+
 def _opsets(model) -> dict[str, int]:
     opsets = {imp.domain or "": imp.version for imp in model.opset_import}
     opsets.setdefault("ai.onnx", opsets.get("", 0))
@@ -185,6 +203,7 @@ def _convert(model, input_shapes, nhwc_io: bool, name: str | None) -> Graph:
     label = str(model) if not hasattr(model, "graph") else "the ONNX model"
     model, stem = _read(model)
     _check(model)
+    _check_tensors(model)
     opsets = _opsets(model)
     inputs = _graph_inputs(model, input_shapes)
     folded, problems = _plan(model, opsets)
