@@ -141,11 +141,16 @@ def bias_problem(g: Graph, n: Node, channels: int) -> str | None:
     return None
 
 
-def _check_conv2d(g, n):
+def channels_problem(g: Graph, n: Node) -> str | None:
+    """conv2d and transpose_conv2d: the filter [out, kh, kw, in] must take the input's channels."""
     x, w = in_tensor(g, n, 0), in_tensor(g, n, 1)
     if x.shape[3] != w.shape[3]:
         return f"input {x.name} has {x.shape[3]} channels, filter {w.name} {w.shape} expects {w.shape[3]}"
-    return window_problem(n) or bias_problem(g, n, w.shape[0])
+    return None
+
+
+def _check_conv2d(g, n):
+    return channels_problem(g, n) or window_problem(n) or bias_problem(g, n, in_tensor(g, n, 1).shape[0])
 
 
 def _check_depthwise(g, n):

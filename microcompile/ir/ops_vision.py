@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ops import OpDef, bias_problem, check_pool, in_tensor, infer_pool, register, window_problem
+from .ops import OpDef, bias_problem, channels_problem, check_pool, in_tensor, infer_pool, register, window_problem
 
 
 def _infer_transpose_conv(g, n):
@@ -27,12 +27,9 @@ def _infer_transpose_conv(g, n):
 
 
 def _check_transpose_conv(g, n):
-    x, w = in_tensor(g, n, 0), in_tensor(g, n, 1)
-    if x.shape[3] != w.shape[3]:
-        return f"input {x.name} has {x.shape[3]} channels, filter {w.name} {w.shape} expects {w.shape[3]}"
     if min(n.attrs["output_hw"]) < 1:
         return f"output size {tuple(n.attrs['output_hw'])} must be at least 1"
-    return window_problem(n) or bias_problem(g, n, w.shape[0])
+    return channels_problem(g, n) or window_problem(n) or bias_problem(g, n, in_tensor(g, n, 1).shape[0])
 
 
 def _check_pad(g, n):
