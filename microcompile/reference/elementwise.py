@@ -153,7 +153,6 @@ def log_softmax_params(g: Graph, n: Node):
                             -fp.calculate_input_radius(bits, left_shift))
 
 
-@qp.prepare("quantize")
 def quantize_params(g: Graph, n: Node):
     """float32 -> int8 only; int8 -> int8 requantization is a table (int8_table)."""
     if not _is_float(g, n):
@@ -245,6 +244,16 @@ def int8_table(g: Graph, n: Node) -> np.ndarray:
 
 def uses_table(g: Graph, n: Node) -> bool:
     return n.op in _TABLES and g.tensors[n.inputs[0]].dtype == "int8"
+
+
+@qp.prepare(*_TABLES)
+def unary_params(g: Graph, n: Node):
+    """The Prepare of the table ops: an int8 op's 256-entry table (LiteRT's Prepare builds the
+    same LUTs, and refuses the scales it cannot compute with); float32 -> int8 quantize's
+    QuantizeParams; None for the other float32 ops."""
+    if uses_table(g, n):
+        return int8_table(g, n)
+    return quantize_params(g, n) if n.op == "quantize" else None
 
 
 # --- hard_swish (reference_ops::HardSwish), int16 fixed point ---------------------------

@@ -54,6 +54,12 @@ def int8_cnn() -> Graph:
     return Graph("cnn", {x.name: x for x in t}, nodes, ("x",), ("y",))
 
 
+def int8_requantize() -> Graph:
+    """x int8 [1,8] -> quantize (int8 -> int8: a 256-entry table built at compile time)."""
+    t = [Tensor("x", (1, 8), "int8", _q(0.5, 1)), Tensor("y", (1, 8), "int8", _q(0.25, -2))]
+    return Graph("rq", {x.name: x for x in t}, (Node("quantize", "rq", ("x",), ("y",)),), ("x",), ("y",))
+
+
 def float_mlp() -> Graph:
     t = [Tensor("x", (1, 8), "float32"),
          Tensor("w", (4, 8), "float32", None, RNG.normal(size=(4, 8)).astype(np.float32)),
@@ -79,7 +85,7 @@ def _load(g: Graph, tmp_path):
     return load_model(path)
 
 
-@pytest.mark.parametrize("make", [int8_mlp, int8_cnn, float_mlp])
+@pytest.mark.parametrize("make", [int8_mlp, int8_cnn, int8_requantize, float_mlp])
 def test_the_valid_models_load(make, tmp_path):
     _load(make(), tmp_path)
 
@@ -101,6 +107,8 @@ BROKEN = {
                                             "conv_2d_0"),
     # requantization multipliers out of the kernels' range
     "huge output scale ratio": (int8_cnn, lambda g: _with(g, "y", quant=_q(1e-30, 0)), "add_2"),
+    # a table op's Prepare (found by the long fuzz run: the lowering raised while building it)
+    "requantize table multiplier": (int8_requantize, lambda g: _with(g, "y", quant=_q(1e-10, 0)), "quantize_0"),
     "softmax output quantization": (int8_mlp, lambda g: _with(g, "y", quant=_q(0.5, 0)), "softmax_1"),
     "average pool requantizes": (int8_cnn, lambda g: _with(g, "p", quant=_q(0.3, -5)), "average_pool_2d_1"),
     # shapes and ranks
