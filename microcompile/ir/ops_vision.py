@@ -36,6 +36,9 @@ def _check_pad(g, n):
     pads, rank = n.attrs["pads"], len(in_tensor(g, n, 0).shape)
     if len(pads) != rank or any(len(p) != 2 or min(p) < 0 for p in pads):
         return f"pads {pads} must be one (before, after) pair of non-negative sizes per dimension ({rank})"
+    value = n.attrs.get("value", 0)
+    if in_tensor(g, n, 0).dtype == "int8" and not (value == int(value) and -128 <= value <= 127):
+        return f"the int8 fill value {value} is not an int8 value"
     return None
 
 

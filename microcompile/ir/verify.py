@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .graph import DTYPES, Graph, Node, Tensor
 from .fixedpoint import QRANGE
 from . import ops
@@ -108,6 +110,9 @@ def verify(g: Graph) -> Graph:
                 fail(f"node {n.name} has unknown attribute {key}")
         if "activation" in n.attrs and n.attrs["activation"] not in ops.ACTIVATIONS:
             fail(f"node {n.name} has unknown activation {n.attrs['activation']}")
+        nan = [k for k, v in n.attrs.items() if isinstance(v, (float, np.floating)) and np.isnan(v)]
+        if nan:
+            fail(f"node {n.name} ({n.op}) has a NaN attribute {nan[0]}")
         try:
             problem = node_problem(g, n)
             expected = od.infer(g, n) if od.infer and problem is None else None

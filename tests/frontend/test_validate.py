@@ -60,6 +60,11 @@ def int8_requantize() -> Graph:
     return Graph("rq", {x.name: x for x in t}, (Node("quantize", "rq", ("x",), ("y",)),), ("x",), ("y",))
 
 
+def float_softmax() -> Graph:
+    t = {n: Tensor(n, (1, 8), "float32") for n in ("x", "y")}
+    return Graph("fsm", t, (Node("softmax", "sm", ("x",), ("y",), {"beta": 1.0}),), ("x",), ("y",))
+
+
 def float_mlp() -> Graph:
     t = [Tensor("x", (1, 8), "float32"),
          Tensor("w", (4, 8), "float32", None, RNG.normal(size=(4, 8)).astype(np.float32)),
@@ -85,7 +90,7 @@ def _load(g: Graph, tmp_path):
     return load_model(path)
 
 
-@pytest.mark.parametrize("make", [int8_mlp, int8_cnn, int8_requantize, float_mlp])
+@pytest.mark.parametrize("make", [int8_mlp, int8_cnn, int8_requantize, float_softmax, float_mlp])
 def test_the_valid_models_load(make, tmp_path):
     _load(make(), tmp_path)
 
@@ -109,6 +114,8 @@ BROKEN = {
     "huge output scale ratio": (int8_cnn, lambda g: _with(g, "y", quant=_q(1e-30, 0)), "add_2"),
     # a table op's Prepare (found by the long fuzz run: the lowering raised while building it)
     "requantize table multiplier": (int8_requantize, lambda g: _with(g, "y", quant=_q(1e-10, 0)), "quantize_0"),
+    "NaN softmax beta": (float_softmax, lambda g: g.replace(nodes=(g.nodes[0].replace(attrs={"beta": float("nan")}),)),
+                         "softmax_0"),
     "softmax output quantization": (int8_mlp, lambda g: _with(g, "y", quant=_q(0.5, 0)), "softmax_1"),
     "average pool requantizes": (int8_cnn, lambda g: _with(g, "p", quant=_q(0.3, -5)), "average_pool_2d_1"),
     # shapes and ranks
