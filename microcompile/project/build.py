@@ -85,8 +85,8 @@ def _overflow_error(project_dir: Path, lines: list[str], marker: dict, jobs: int
     if not _OVERFLOW.search("\n".join(lines)):
         return None
     board = load_board(marker["board"])
-    proc = subprocess.run(["make", "-C", str(project_dir), "--no-print-directory", f"-j{jobs}", "build/measure.elf"],
-                          capture_output=True, text=True)
+    proc = children.run(["make", "-C", str(project_dir), "--no-print-directory", f"-j{jobs}", "build/measure.elf"],
+                        text=True, death_signal=signal.SIGTERM)
     if proc.returncode != 0:
         over = ", ".join(f"{r} by {n} bytes" for r, n in _OVERFLOW.findall("\n".join(lines)))
         return BoardError(f"the firmware does not fit {board.name}: {over}",
