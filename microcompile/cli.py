@@ -81,7 +81,7 @@ def _check_outputs(args) -> None:
     """Output files named on the command line: writable, checked before any work is done."""
     from .files import check_output_file
 
-    for flag in ("report", "output"):
+    for flag in ("report", "output", "json", "csv", "plot"):
         if getattr(args, flag, None):
             check_output_file(getattr(args, flag), f"--{flag} file")
 
@@ -166,6 +166,7 @@ def _cmd_verify(args) -> int:
 def _cmd_run(args) -> int:
     from . import driver
 
+    _check_outputs(args)
     project_dir = args.project_dir or Path("build") / f"{Path(args.model).stem}-agent"
     result = driver.run_model(args.model, args.board, project_dir, emulate=args.emulate, port=args.port,
                               input_path=args.input, repeat=args.repeat, labels_path=args.labels,
@@ -195,6 +196,11 @@ def _cmd_run(args) -> int:
 def _cmd_profile(args) -> int:
     from . import driver, profile_report
 
+    _check_outputs(args)
+    fmt = (Path(args.plot).suffix[1:].lower() or "png") if args.plot else "png"
+    if fmt not in profile_report.PLOT_FORMATS:
+        raise UserError(f"cannot write the plot {args.plot}: unknown format {fmt!r}",
+                        hint=f"end the file name with one of {', '.join('.' + f for f in profile_report.PLOT_FORMATS)}")
     project_dir = args.project_dir or Path("build") / f"{Path(args.model).stem}-agent"
     result = driver.profile_model(args.model, args.board, project_dir, emulate=args.emulate, port=args.port,
                                   input_path=args.input, timeout=args.timeout)

@@ -497,6 +497,12 @@ def _serial_port(board: Board, port: str | None) -> str:
     from .device import UsbId, find_serial_ports
 
     if port:
+        # A device path that is not there is found now, not after a minute of building
+        # (pyserial URLs such as socket://host:port or rfc2217://... are left to pyserial).
+        if "://" not in port and not Path(port).exists():
+            raise DeviceError(f"serial port {shown(port, 200)} does not exist",
+                              hint="check the name (`python -m serial.tools.list_ports` lists the ports), "
+                                   "or drop --port to find the board by its USB id")
         return port
     probe = board.probe
     ids = [UsbId(probe.usb_vid, probe.usb_pid)] if probe and probe.usb_vid is not None else []
@@ -583,13 +589,10 @@ def _batch(graph: Graph, input_path, repeat: int | None) -> list[dict[str, np.nd
     if input_path is None:
         raise UserError("--repeat needs --input with a batch of samples", hint="np.save('x.npy', batch)")
     path = Path(input_path)
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise UserError(f"cannot read input file {path}: {e}") from None
+    loaded = load_arrays(path, "input file")
     names = list(graph.inputs)
     arrays = {names[0]: loaded} if isinstance(loaded, np.ndarray) and len(names) == 1 else \
-        ({k: loaded[k] for k in loaded.files} if not isinstance(loaded, np.ndarray) else None)
+        (loaded if not isinstance(loaded, np.ndarray) else None)
     if arrays is None:
         raise UserError(f"{path} holds one array but the model has {len(names)} inputs",
                         hint="pass a .npz with one batch per input name: " + ", ".join(names))
@@ -597,7 +600,8 @@ def _batch(graph: Graph, input_path, repeat: int | None) -> list[dict[str, np.nd
     for name in names:
         t = graph.tensors[name]
         if name not in arrays:
-            raise UserError(f"{path} has no array named {name!r}", hint=f"arrays found: {', '.join(arrays)}")
+            raise UserError(f"{path} has no array named {name!r}",
+                            hint=f"arrays found: {', '.join(shown(k) for k in arrays)}")
         a = arrays[name]
         want = np.dtype(NP_DTYPES[t.dtype])
         shape = tuple(t.shape)
@@ -615,6 +619,8 @@ def _batch(graph: Graph, input_path, repeat: int | None) -> list[dict[str, np.nd
                             hint=f"use --repeat {batch.shape[0]} or fewer")
         for k in range(repeat):
             samples[k][name] = batch[k]
+    for sample in samples:
+        check_finite_inputs(sample, path)
     return samples
 
 
@@ -680,10 +686,7 @@ def _iter_bar(items, desc: str, unit: str):
 
 
 def _labels(path, n: int) -> np.ndarray:
-    try:
-        y = np.load(Path(path), allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise UserError(f"cannot read labels {path}: {e}") from None
+    y = load_arrays(path, "labels file")
     if not isinstance(y, np.ndarray) or y.ndim not in (1, 2) or y.shape[0] < n:
         raise UserError(f"labels {path} must hold at least {n} class indices [N] or one-hot rows [N, C]",
                         hint="np.save('y.npy', np.array(labels))")

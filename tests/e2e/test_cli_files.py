@@ -195,3 +195,56 @@ def test_existing_output_is_replaced_whole(model, tmp_path):
     bad.write_bytes(b"")
     p = run_cli_inprocess("deploy", model, "--board=host", "--input", bad, "--output", out, "-o", tmp_path / "out")
     assert p.returncode == 2 and out.read_bytes() == before
+
+
+# --- the agent commands (run, profile) and flash: same checks, same exit codes -----------------
+
+def test_run_on_a_serial_port_that_does_not_exist(model, tmp_path):
+    """A mistyped --port is exit 2 before any building (a missing device is a user's problem)."""
+    p = run_cli_inprocess("run", model, "--board=nucleo-f446re", "--port", tmp_path / "ttyACM9", "-o", tmp_path / "out")
+    assert p.returncode == 2 and "ttyACM9" in p.stderr and "does not exist" in p.stderr, p.stderr
+    _no_work_done(p)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("flag", ["--report", "--output"])
+def test_run_output_under_a_regular_file(model, tmp_path, flag):
+    (tmp_path / "f").write_text("")
+    p = run_cli_inprocess("run", model, "--board=host", flag, tmp_path / "f" / "x", "-o", tmp_path / "out")
+    assert p.returncode == 2 and "not a directory" in p.stderr, p.stderr
+    _no_work_done(p)
+
+
+@pytest.mark.parametrize("flag, name", [("--json", "p.json"), ("--csv", "p.csv"), ("--plot", "p.svg")])
+def test_profile_output_under_a_regular_file(model, tmp_path, flag, name):
+    (tmp_path / "f").write_text("")
+    p = run_cli_inprocess("profile", model, "--board=host", flag, tmp_path / "f" / name, "-o", tmp_path / "out")
+    assert p.returncode == 2 and "not a directory" in p.stderr, p.stderr
+    _no_work_done(p)
+
+
+def test_profile_plot_in_an_unknown_format(model, tmp_path):
+    p = run_cli_inprocess("profile", model, "--board=host", "--plot", tmp_path / "p.bmpx", "-o", tmp_path / "out")
+    assert p.returncode == 2 and "bmpx" in p.stderr and ".svg" in p.stderr, p.stderr
+    _no_work_done(p)
+
+
+@pytest.mark.parametrize("flag", ["--input", "--labels"])
+def test_run_batch_and_labels_files_are_read_safely(model, tmp_path, flag):
+    """`run --repeat`'s batch and `--labels` go through the same reader as --input: an empty
+    file is named (it was an EOFError traceback), a text file never gets numpy's pickle advice."""
+    batch = tmp_path / "batch.npy"
+    np.save(batch, np.zeros((2, 1, 8), np.float32))
+    empty, text = tmp_path / "empty.npy", tmp_path / "text.npy"
+    empty.write_bytes(b"")
+    text.write_text("1 2 3\n")
+    for bad, words in ((empty, "is empty"), (text, "not a .npy")):
+        args = ["--input", bad] if flag == "--input" else ["--input", batch, "--labels", bad]
+        p = run_cli_inprocess("run", model, "--board=host", "--repeat", "2", *args, "-o", tmp_path / "out")
+        assert p.returncode == 2 and words in p.stderr and str(bad) in p.stderr, p.stderr
+        assert "allow_pickle" not in p.stderr
+
+
+def test_flash_of_nothing_is_exit_2(tmp_path):
+    p = run_cli_inprocess("flash", tmp_path / "no-such-project", "--board=nucleo-f446re")
+    assert p.returncode == 2 and "no-such-project" in p.stderr, p.stderr
