@@ -1,5 +1,8 @@
 """Signals: microcompile stopped by SIGTERM, SIGHUP, SIGINT or SIGKILL leaves no process behind.
 
+Covered: `deploy --emulate` (make and gcc; the self-test's QEMU) and `run --emulate` (the
+host agent's QEMU, talking over a TCP console).
+
 `timeout`, a CI cancellation and a closed terminal send SIGTERM or SIGHUP to microcompile
 alone, not to its process group; QEMU used to keep running at full CPU with parent 1. Here
 an emulated deploy of a model that runs for seconds in QEMU (float convolutions on the
@@ -98,10 +101,17 @@ def project_dir(tmp_path_factory) -> pathlib.Path:
     return tmp_path_factory.mktemp("signals") / "project"
 
 
-def _stop_deploy_during(model, out: pathlib.Path, phase: str, sig: int) -> tuple[int, list[int], str]:
-    """Start `deploy --emulate`, wait until a process named `phase` runs under it, send `sig`
-    to microcompile alone; returns (exit code, the processes it had started, stderr)."""
-    proc = subprocess.Popen([sys.executable, "-m", "microcompile", "deploy", str(model), "--board=mps2-an385",
+@pytest.fixture(scope="module")
+def agent_dir(tmp_path_factory) -> pathlib.Path:
+    return tmp_path_factory.mktemp("signals") / "agent"
+
+
+def _stop_deploy_during(model, out: pathlib.Path, phase: str, sig: int, command: str = "deploy"
+                       ) -> tuple[int, list[int], str]:
+    """Start `<command> --emulate` (deploy: the self-test in QEMU; run: the agent's QEMU on a
+    TCP console), wait until a process named `phase` runs under it, send `sig` to microcompile
+    alone; returns (exit code, the processes it had started, stderr)."""
+    proc = subprocess.Popen([sys.executable, "-m", "microcompile", command, str(model), "--board=mps2-an385",
                              "--emulate", "-o", str(out)], cwd=REPO, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     try:
@@ -154,3 +164,13 @@ def test_signal_while_qemu_runs(slow_model, project_dir, sig):
     assert rc == EXIT[sig], err
     assert "Traceback" not in err
     _assert_nothing_left(started, project_dir)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGKILL],
+                         ids=["SIGTERM", "SIGHUP", "SIGINT", "SIGKILL"])
+def test_signal_while_the_agents_qemu_runs(slow_model, agent_dir, sig):
+    """`run --emulate`: the host agent's QEMU (project/launch.py) is stopped the same way."""
+    rc, started, err = _stop_deploy_during(slow_model, agent_dir, "qemu-system", sig, command="run")
+    assert rc == EXIT[sig], err
+    assert "Traceback" not in err
+    _assert_nothing_left(started, agent_dir)
