@@ -55,11 +55,22 @@ def comm(pid: int) -> str:
         return ""
 
 
-def alive(pid: int) -> bool:
+def start_time(pid: int) -> int | None:
+    """The process's start time (field 22 of /proc/PID/stat): with the pid, it names one process,
+    so a pid the kernel has given to another process since (this machine is busy) is not ours."""
     try:
-        return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        return int(pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        return None
+
+
+def alive(pid: int, started_at: int | None = None) -> bool:
+    """`pid` runs and is not a zombie (and, given `started_at`, is still the process seen then)."""
+    try:
+        fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (FileNotFoundError, ProcessLookupError):
         return False
+    return fields[0] != "Z" and (started_at is None or int(fields[19]) == started_at)
 
 
 def processes_mentioning(text: str) -> list[int]:
@@ -77,17 +88,19 @@ def processes_mentioning(text: str) -> list[int]:
 
 @pytest.fixture(scope="module")
 def slow_model(tmp_path_factory) -> pathlib.Path:
-    """float32 1x16x16x8 -> two 3x3 convolutions: 0.3 M float MACs, run twice by the self-test in
-    soft-float (the Cortex-M3 has no FPU): seconds of QEMU, enough to stop it mid-run."""
+    """float32 1x32x32x16 -> four 3x3 convolutions: 9.4 M float MACs, run twice by the self-test in
+    soft-float (the Cortex-M3 has no FPU): many seconds of QEMU, so that on a busy machine too the
+    signal arrives while it runs (with 0.3 M MACs a run could end before a late signal)."""
     from microcompile.frontend.tflite.writer import write_tflite
     from microcompile.ir import Graph, Node, Tensor
 
     rng = np.random.default_rng(3)
-    t = {"x": Tensor("x", (1, 16, 16, 8), "float32")}
+    t = {"x": Tensor("x", (1, 32, 32, 16), "float32")}
     nodes, prev = [], "x"
-    for k in range(2):
-        t[f"w{k}"] = Tensor(f"w{k}", (8, 3, 3, 8), "float32", None, rng.normal(0, 0.2, (8, 3, 3, 8)).astype(np.float32))
-        t[f"y{k}"] = Tensor(f"y{k}", (1, 16, 16, 8), "float32")
+    for k in range(4):
+        t[f"w{k}"] = Tensor(f"w{k}", (16, 3, 3, 16), "float32", None,
+                            rng.normal(0, 0.1, (16, 3, 3, 16)).astype(np.float32))
+        t[f"y{k}"] = Tensor(f"y{k}", (1, 32, 32, 16), "float32")
         nodes.append(Node("conv2d", f"conv{k}", (prev, f"w{k}", ""), (f"y{k}",),
                           {"stride": (1, 1), "padding": (1, 1, 1, 1), "activation": "RELU"}))
         prev = f"y{k}"
@@ -107,7 +120,7 @@ def agent_dir(tmp_path_factory) -> pathlib.Path:
 
 
 def _stop_deploy_during(model, out: pathlib.Path, phase: str, sig: int, command: str = "deploy"
-                       ) -> tuple[int, list[int], str]:
+                       ) -> tuple[int, dict[int, int | None], str]:
     """Start `<command> --emulate` (deploy: the self-test in QEMU; run: the agent's QEMU on a
     TCP console), wait until a process named `phase` runs under it, send `sig` to microcompile
     alone; returns (exit code, the processes it had started, stderr)."""
@@ -116,10 +129,10 @@ def _stop_deploy_during(model, out: pathlib.Path, phase: str, sig: int, command:
                             stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 300
-        started: set[int] = set()
+        started: dict[int, int | None] = {}
         while time.monotonic() < deadline and proc.poll() is None:
             tree = descendants(proc.pid)
-            started.update(tree)
+            started.update((p, start_time(p)) for p in tree if p not in started)
             if any(comm(p).startswith(phase) for p in tree):
                 break
             time.sleep(0.02)
@@ -127,20 +140,22 @@ def _stop_deploy_during(model, out: pathlib.Path, phase: str, sig: int, command:
             pytest.fail(f"no {phase} process appeared under microcompile (exit {proc.poll()}): "
                         f"{proc.stderr.read() if proc.poll() is not None else ''}")
         time.sleep(0.3)                            # let it get going (gcc under make, the guest under QEMU)
-        started.update(descendants(proc.pid))
+        started.update((p, start_time(p)) for p in descendants(proc.pid) if p not in started)
+        assert any(alive(p) and comm(p).startswith(phase) for p in descendants(proc.pid)), \
+            f"{phase} ended before the signal was sent: the test needs a longer run"
         proc.send_signal(sig)
         rc = proc.wait(timeout=60)
-        return rc, sorted(started), proc.stderr.read()
+        return rc, started, proc.stderr.read()
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
 
 
-def _assert_nothing_left(started: list[int], out: pathlib.Path) -> None:
+def _assert_nothing_left(started: dict[int, int | None], out: pathlib.Path) -> None:
     deadline = time.monotonic() + 15              # bounds a failure only; a pass returns at once
     while time.monotonic() < deadline:
-        left = [p for p in started if alive(p)] + processes_mentioning(str(out))
+        left = [p for p, t in started.items() if t is not None and alive(p, t)] + processes_mentioning(str(out))
         if not left:
             return
         time.sleep(0.05)
