@@ -1,24 +1,58 @@
-"""Command line: parses arguments, calls the driver, prints results. No logic of its own."""
+"""Command line: parses arguments, calls the driver, prints results. No logic of its own.
+
+`main` is the one error boundary (README, "Errors"). Exit codes:
+  0 ok; 1 the device's outputs differ from the reference; 2 a user error (UserError: the
+  message and a hint, never a traceback); 3 an internal error (a bug: one line on stderr,
+  the traceback in a crash log whose path is printed); 128 + N when signal N stopped it
+  (130 SIGINT, 143 SIGTERM, 129 SIGHUP), after every child process was stopped; 141 when
+  the reader of stdout went away (`| head`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import platform
+import shlex
+import signal
 import sys
+import tempfile
+import threading
+import time
+import traceback
 from pathlib import Path
 
 import numpy as np
 
-from .errors import UserError
+from .errors import UserError, shown
 from .frontend import parse_input_shapes
 from .memory_report import parse_bytes
 
 EXIT_MISMATCH = 1
+EXIT_INTERNAL = 3
+EXIT_BROKEN_PIPE = 128 + 13     # what a shell shows for a process killed by SIGPIPE
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived (`timeout`, a CI cancel, a closed terminal). Raised in the
+    main thread like KeyboardInterrupt, so every `finally` on the way out runs: child
+    process groups are stopped, temporary directories removed, half projects discarded."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
 
 
 def _cmd_deploy(args) -> int:
     from . import driver
 
+    if args.calibration and not args.quantize:
+        raise UserError("--calibration is only used with --quantize int8",
+                        hint="add --quantize int8 to quantize the model first, or drop --calibration")
+    _check_outputs(args)
     dump = None
     if args.dump_ir:
         from .ir.printer import print_graph
@@ -43,11 +77,26 @@ def _cmd_deploy(args) -> int:
     return 0 if r["verified"] else EXIT_MISMATCH
 
 
+def _check_outputs(args) -> None:
+    """Output files named on the command line: writable, checked before any work is done."""
+    from .files import check_output_file
+
+    for flag in ("report", "output", "json", "csv", "plot"):
+        if getattr(args, flag, None):
+            check_output_file(getattr(args, flag), f"--{flag} file")
+
+
 def _save_outputs(outputs: dict[str, np.ndarray], path: str) -> None:
+    import io
+
+    from .files import write_file
+
+    buf = io.BytesIO()
     if len(outputs) == 1 and not path.endswith(".npz"):
-        np.save(path, next(iter(outputs.values())))
+        np.save(buf, next(iter(outputs.values())))
     else:
-        np.savez(path, **outputs)
+        np.savez(buf, **outputs)
+    write_file(path, buf.getvalue(), "--output file")
 
 
 def _summary(r: dict) -> str:
@@ -104,6 +153,7 @@ def _cmd_inspect(args) -> int:
 def _cmd_verify(args) -> int:
     from . import driver
 
+    _check_outputs(args)
     project_dir = args.project_dir or Path("build") / f"{Path(args.model).stem}-trace"
     result = driver.verify_layers(args.model, args.board, project_dir, emulate=args.emulate,
                                   input_path=args.input, port=args.port, timeout=args.timeout)
@@ -116,6 +166,7 @@ def _cmd_verify(args) -> int:
 def _cmd_run(args) -> int:
     from . import driver
 
+    _check_outputs(args)
     project_dir = args.project_dir or Path("build") / f"{Path(args.model).stem}-agent"
     result = driver.run_model(args.model, args.board, project_dir, emulate=args.emulate, port=args.port,
                               input_path=args.input, repeat=args.repeat, labels_path=args.labels,
@@ -145,6 +196,11 @@ def _cmd_run(args) -> int:
 def _cmd_profile(args) -> int:
     from . import driver, profile_report
 
+    _check_outputs(args)
+    fmt = (Path(args.plot).suffix[1:].lower() or "png") if args.plot else "png"
+    if fmt not in profile_report.PLOT_FORMATS:
+        raise UserError(f"cannot write the plot {args.plot}: unknown format {fmt!r}",
+                        hint=f"end the file name with one of {', '.join('.' + f for f in profile_report.PLOT_FORMATS)}")
     project_dir = args.project_dir or Path("build") / f"{Path(args.model).stem}-agent"
     result = driver.profile_model(args.model, args.board, project_dir, emulate=args.emulate, port=args.port,
                                   input_path=args.input, timeout=args.timeout)
@@ -373,17 +429,96 @@ def _add_placement_args(parser) -> None:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command; returns the exit code (see the module docstring). Never raises,
+    except SystemExit from argparse (usage errors: exit 2 with argparse's message)."""
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    from .project import children
+
+    with _signals_raise():
+        try:
+            args = build_parser().parse_args(argv)
+            return args.fn(args)
+        except UserError as e:
+            print(f"error: {e.message}", file=sys.stderr)
+            if e.hint:
+                print(f"hint: {e.hint}", file=sys.stderr)
+            return e.exit_code
+        except KeyboardInterrupt:
+            print("error: stopped by SIGINT (Ctrl-C)", file=sys.stderr)
+            return 128 + signal.SIGINT
+        except Terminated as t:
+            print(f"error: stopped by {signal.Signals(t.signum).name}", file=sys.stderr)
+            return 128 + t.signum
+        except BrokenPipeError:
+            _stdout_gone()
+            return EXIT_BROKEN_PIPE
+        except Exception:
+            return _internal_error(argv)
+        finally:
+            children.kill_all()   # normally none is left: each one's `with` block stopped it
+
+
+@contextlib.contextmanager
+def _signals_raise():
+    """SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt / Terminated in the main thread;
+    once one has arrived, the others are ignored, so that the cleanup it starts finishes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        for s in _STOP_SIGNALS:
+            signal.signal(s, signal.SIG_IGN)
+        raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
+
+    previous = {s: signal.signal(s, handler) for s in _STOP_SIGNALS}
     try:
-        return args.fn(args)
-    except UserError as e:
-        print(f"error: {e.message}", file=sys.stderr)
-        if e.hint:
-            print(f"hint: {e.hint}", file=sys.stderr)
-        return e.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _stdout_gone() -> None:
+    """The reader of stdout left: point stdout at /dev/null, so that the interpreter's final
+    flush does not print a second BrokenPipeError."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def _internal_error(argv: list[str]) -> int:
+    """A bug: one line on stderr, the full traceback in a crash log."""
+    from . import __version__
+
+    exc = sys.exc_info()[1]
+    command = "microcompile " + shlex.join(argv)
+    report = (f"microcompile {__version__}: internal error\ncommand: {command}\ncwd: {os.getcwd()}\n"
+              f"python: {sys.version.split()[0]} on {platform.platform()}\ntime: {time.strftime('%Y-%m-%d %H:%M:%S')}"
+              f"\n\n{traceback.format_exc()}")
+    log = _write_crash_log(report)
+    print(f"internal error in microcompile {__version__}: {type(exc).__name__}: {shown(str(exc), 200)}",
+          file=sys.stderr)
+    print(f"command: {shown(command, 300)}", file=sys.stderr)
+    if log is not None:
+        print(f"crash log: {log}", file=sys.stderr)
+    else:   # no writable temporary directory: the traceback itself is the last resort
+        print(report, file=sys.stderr)
+    print("hint: this is a bug in microcompile, not a mistake of yours; rerunning the same command reproduces "
+          "it. Please report it with the crash log.", file=sys.stderr)
+    return EXIT_INTERNAL
+
+
+def _write_crash_log(text: str) -> str | None:
+    """The crash log goes to the temporary directory ($TMPDIR, else /tmp):
+    microcompile-crash-<date>-<time>-<random>.log."""
+    try:
+        fd, path = tempfile.mkstemp(prefix=f"microcompile-crash-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".log")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        return path
+    except OSError:
+        return None
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -19,7 +18,8 @@ import numpy as np
 
 from . import memory, memory_report, project
 from .codegen import emit_artifact
-from .errors import DeviceError, UserError
+from .errors import DeviceError, UserError, shown
+from .files import check_output_file, load_arrays, write_file
 from .frontend import load_model
 from .ir import Graph, NP_DTYPES, ops
 from .reference import interp
@@ -135,35 +135,51 @@ def deterministic_input(shape, dtype: str) -> np.ndarray:
     return (x.astype(np.float32) / 128 if dtype == "float32" else x.astype(NP_DTYPES[dtype])).reshape(shape)
 
 
-def load_inputs(graph: Graph, input_path: str | Path | None) -> dict[str, np.ndarray]:
-    """The model inputs: from a .npy (one input) / .npz (by name), or the deterministic pattern."""
+def load_inputs(graph: Graph, input_path: str | Path | None, arrays=None) -> dict[str, np.ndarray]:
+    """The model inputs: from a .npy (one input) / .npz (by name), or the deterministic pattern.
+    `arrays` is the file's content when it was read already (`load_arrays`).
+
+    UserError for an unreadable file, a wrong name, shape or dtype, and for NaN or infinity
+    in a float input (see check_finite_inputs)."""
     specs = [graph.tensors[name] for name in graph.inputs]
     if input_path is None:
         return {t.name: deterministic_input(t.shape, t.dtype) for t in specs}
     path = Path(input_path)
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise UserError(f"cannot read input file {path}: {e}", hint="save the input with numpy.save(path, array)") from None
+    loaded = load_arrays(path, "input file") if arrays is None else arrays
     if isinstance(loaded, np.ndarray):
         if len(specs) != 1:
             raise UserError(f"{path} holds one array but the model has {len(specs)} inputs",
                             hint="pass a .npz with one array per input name: " + ", ".join(t.name for t in specs))
-        arrays = {specs[0].name: loaded}
-    else:
-        arrays = {k: loaded[k] for k in loaded.files}
+        loaded = {specs[0].name: loaded}
     out = {}
     for t in specs:
-        if t.name not in arrays:
-            raise UserError(f"{path} has no array named {t.name!r}", hint=f"arrays found: {', '.join(arrays)}")
-        a = arrays[t.name]
+        if t.name not in loaded:
+            raise UserError(f"{path} has no array named {t.name!r}",
+                            hint=f"arrays found: {', '.join(shown(k) for k in loaded)}")
+        a = loaded[t.name]
         want = np.dtype(NP_DTYPES[t.dtype])
         if tuple(a.shape) != tuple(t.shape) or a.dtype != want:
             raise UserError(f"input {t.name!r} in {path} is {a.dtype}{list(a.shape)}, "
                             f"but the model expects {want}{list(t.shape)}",
                             hint=f"convert it, e.g. np.save(path, x.reshape({tuple(t.shape)}).astype(np.{want}))")
         out[t.name] = a
+    check_finite_inputs(out, path)
     return out
+
+
+def check_finite_inputs(inputs: dict[str, np.ndarray], path) -> None:
+    """Refuse NaN and infinity in float inputs: nothing could be verified with them. numpy
+    propagates NaN through every op, while the compiled kernels, like TFLite's, clamp with
+    fminf/fmaxf and take maxima by comparison, which drop a NaN or turn it into a finite
+    value; infinity gives inf - inf = NaN inside softmax and normalizations."""
+    for name, a in inputs.items():
+        bad = ~np.isfinite(a) if np.issubdtype(a.dtype, np.floating) else None
+        if bad is not None and bad.any():
+            where = ", ".join(str(list(map(int, i))) for i in np.argwhere(bad)[:3]) + (" ..." if bad.sum() > 3 else "")
+            raise UserError(f"input {name!r} in {path} has {int(bad.sum())} non-finite value(s) (NaN or infinity) at "
+                            f"{where}: the compiled float kernels do not propagate them as the reference does (their "
+                            "clamps and maxima drop a NaN or make it finite), so the outputs could not be compared",
+                            hint="give finite input values")
 
 
 @dataclass
@@ -215,6 +231,9 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
                         hint="drop --emulate to flash it, or pick a board listed by `microcompile boards` with a twin")
     where = project.placement(board, arena_region, weights_region, emulated=emulate)
     project_dir = Path(project_dir)
+    # Before any work: the project folder (a file? someone else's? writable?) and the input file.
+    project.check_out_dir(project_dir)
+    arrays = load_arrays(input_path, "input file") if input_path is not None else None
     with tempfile.TemporaryDirectory(prefix="microcompile-") as tmp:
         if quantize is not None:
             model_path = _quantize_for_deploy(model_path, quantize, calibration, Path(tmp) / "quantized", progress,
@@ -223,7 +242,7 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
         progress(f"[compile] {model_path}")
         compiled = compile_model(model_path, board, Path(tmp), dump_ir, input_shapes=input_shapes,
                                  flash_budget=flash_budget)
-        inputs = load_inputs(compiled.graph, input_path)
+        inputs = load_inputs(compiled.graph, input_path, arrays)
         progress(f"[compile] {len(compiled.kernels)} kernels, arena {compiled.plan.arena_bytes} bytes "
                  f"(lower bound {compiled.plan.lower_bound})")
         if not board.is_host:
@@ -232,7 +251,7 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
         project.generate(Path(tmp), board, project_dir, test_inputs, emulated=emulate, trace=trace, agent=agent,
                          arena_region=arena_region, weights_region=weights_region)
         if quantize is not None:   # keep the int8 model the firmware was built from, next to it
-            model_path = Path(shutil.copy(model_path, project_dir / Path(model_path).name))
+            model_path = write_file(project_dir / Path(model_path).name, Path(model_path).read_bytes(), "model")
     sizes = _build_with_bar(project_dir, progress)
     if flash_budget is not None and not board.is_host and sizes.flash > flash_budget:
         progress(f"[build] note: flash {sizes.flash} B is over --flash-budget {flash_budget} B "
@@ -384,7 +403,8 @@ def _layers(compiled: Compiled, run) -> list[dict]:
 
 
 def write_report(report: dict, path: str | Path) -> None:
-    Path(path).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    """Write the JSON report atomically (missing parent directories are created)."""
+    write_file(path, (json.dumps(report, indent=2, sort_keys=True) + "\n").encode(), "report")
 
 
 @dataclass
@@ -402,9 +422,11 @@ def quantize_model(model_path: str | Path, calibration_path: str | Path, output_
     from . import quantize as qz
     from .frontend.tflite.writer import write_tflite
 
-    if output_path is not None and Path(output_path).suffix.lower() != ".tflite":
-        raise UserError(f"cannot write {output_path}: quantized models are saved as .tflite",
-                        hint="name the output model_int8.tflite (it reloads in microcompile and opens in Netron)")
+    if output_path is not None:
+        check_output_file(output_path, "output model")
+        if Path(output_path).suffix.lower() != ".tflite":
+            raise UserError(f"cannot write {output_path}: quantized models are saved as .tflite",
+                            hint="name the output model_int8.tflite (it reloads in microcompile and opens in Netron)")
     # Fuse activations, fold batch-norm and constants first: TFLite quantizes the fused graph.
     graph = pipeline.run(load_model(model_path, input_shapes=input_shapes), passes=pipeline.BEFORE_QUANTIZE)
     samples = qz.load_calibration(calibration_path, graph)
@@ -417,8 +439,7 @@ def quantize_model(model_path: str | Path, calibration_path: str | Path, output_
         except ValueError as e:
             raise UserError(f"cannot save the quantized model as .tflite: {e}",
                             hint="the model needs an op or padding TFLite cannot express") from None
-        Path(output_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(output_path).write_bytes(data)
+        write_file(output_path, data, "output model")
     return QuantizeResult(result, method, Path(output_path) if output_path else None)
 
 
@@ -476,6 +497,12 @@ def _serial_port(board: Board, port: str | None) -> str:
     from .device import UsbId, find_serial_ports
 
     if port:
+        # A device path that is not there is found now, not after a minute of building
+        # (pyserial URLs such as socket://host:port or rfc2217://... are left to pyserial).
+        if "://" not in port and not Path(port).exists():
+            raise DeviceError(f"serial port {shown(port, 200)} does not exist",
+                              hint="check the name (`python -m serial.tools.list_ports` lists the ports), "
+                                   "or drop --port to find the board by its USB id")
         return port
     probe = board.probe
     ids = [UsbId(probe.usb_vid, probe.usb_pid)] if probe and probe.usb_vid is not None else []
@@ -562,13 +589,10 @@ def _batch(graph: Graph, input_path, repeat: int | None) -> list[dict[str, np.nd
     if input_path is None:
         raise UserError("--repeat needs --input with a batch of samples", hint="np.save('x.npy', batch)")
     path = Path(input_path)
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise UserError(f"cannot read input file {path}: {e}") from None
+    loaded = load_arrays(path, "input file")
     names = list(graph.inputs)
     arrays = {names[0]: loaded} if isinstance(loaded, np.ndarray) and len(names) == 1 else \
-        ({k: loaded[k] for k in loaded.files} if not isinstance(loaded, np.ndarray) else None)
+        (loaded if not isinstance(loaded, np.ndarray) else None)
     if arrays is None:
         raise UserError(f"{path} holds one array but the model has {len(names)} inputs",
                         hint="pass a .npz with one batch per input name: " + ", ".join(names))
@@ -576,7 +600,8 @@ def _batch(graph: Graph, input_path, repeat: int | None) -> list[dict[str, np.nd
     for name in names:
         t = graph.tensors[name]
         if name not in arrays:
-            raise UserError(f"{path} has no array named {name!r}", hint=f"arrays found: {', '.join(arrays)}")
+            raise UserError(f"{path} has no array named {name!r}",
+                            hint=f"arrays found: {', '.join(shown(k) for k in arrays)}")
         a = arrays[name]
         want = np.dtype(NP_DTYPES[t.dtype])
         shape = tuple(t.shape)
@@ -594,6 +619,8 @@ def _batch(graph: Graph, input_path, repeat: int | None) -> list[dict[str, np.nd
                             hint=f"use --repeat {batch.shape[0]} or fewer")
         for k in range(repeat):
             samples[k][name] = batch[k]
+    for sample in samples:
+        check_finite_inputs(sample, path)
     return samples
 
 
@@ -659,10 +686,7 @@ def _iter_bar(items, desc: str, unit: str):
 
 
 def _labels(path, n: int) -> np.ndarray:
-    try:
-        y = np.load(Path(path), allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise UserError(f"cannot read labels {path}: {e}") from None
+    y = load_arrays(path, "labels file")
     if not isinstance(y, np.ndarray) or y.ndim not in (1, 2) or y.shape[0] < n:
         raise UserError(f"labels {path} must hold at least {n} class indices [N] or one-hot rows [N, C]",
                         hint="np.save('y.npy', np.array(labels))")

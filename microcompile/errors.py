@@ -38,3 +38,9 @@ class BoardError(UserError):
 
 class DeviceError(UserError):
     """No probe attached, or the device/emulator did not answer as expected."""
+
+
+def shown(text: str, limit: int = 60) -> str:
+    """`text` as it may appear in a message: a user's 5,000-character typo is cut, not echoed."""
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"

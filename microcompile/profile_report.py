@@ -8,11 +8,16 @@ The JSON shape is fixed, other tools read it:
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
+from .files import write_file
 from .verify_layers import short_layer_name
+
+
+PLOT_FORMATS = ("png", "svg", "pdf")
 
 
 @dataclass(frozen=True)
@@ -85,14 +90,16 @@ def _pct(part: int, whole: int) -> str:
 
 
 def write_csv(rows: list[ProfileRow], unit: str, path: str | Path) -> None:
+    """One row per kernel (written atomically; missing parent directories are created)."""
     summed = sum(r.count for r in rows)
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["name", "layers", "op", "output_shape", "macs", "count", "unit", "macs_per_count", "share"])
-        for r in rows:
-            per = r.macs_per_count
-            w.writerow([r.name, " + ".join(r.layers), r.op, "x".join(map(str, r.shape)), r.macs, r.count, unit,
-                        f"{per:.4f}" if per is not None else "", f"{r.count / summed:.6f}" if summed else ""])
+    f = io.StringIO(newline="")
+    w = csv.writer(f)
+    w.writerow(["name", "layers", "op", "output_shape", "macs", "count", "unit", "macs_per_count", "share"])
+    for r in rows:
+        per = r.macs_per_count
+        w.writerow([r.name, " + ".join(r.layers), r.op, "x".join(map(str, r.shape)), r.macs, r.count, unit,
+                    f"{per:.4f}" if per is not None else "", f"{r.count / summed:.6f}" if summed else ""])
+    write_file(path, f.getvalue().encode(), "--csv file")
 
 
 def write_plot(rows: list[ProfileRow], unit: str, path: str | Path, title: str) -> None:
@@ -112,5 +119,12 @@ def write_plot(rows: list[ProfileRow], unit: str, path: str | Path, title: str) 
     ax.set_xlabel(unit)
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, metadata={"Date": None} if str(path).endswith(".svg") else None)
+    fmt = Path(path).suffix[1:].lower() or "png"
+    if fmt not in PLOT_FORMATS:
+        plt.close(fig)
+        raise UserError(f"cannot write the plot {path}: unknown format {fmt!r}",
+                        hint=f"end the file name with one of {', '.join('.' + f for f in PLOT_FORMATS)}")
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
     plt.close(fig)
+    write_file(path, buf.getvalue(), "--plot file")

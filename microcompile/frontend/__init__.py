@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from ..errors import ModelFormatError, UserError
+from ..files import MODEL_BYTES_MAX, read_file
 from ..ir import Graph
 from .tflite.reader import FILE_IDENTIFIER, list_ops, load_tflite
 
@@ -34,16 +35,12 @@ def load_model(path, input_shapes: dict | None = None) -> Graph:
     if input_shapes:
         raise UserError("--input-shape applies to ONNX models only",
                         hint="TFLite models have static input shapes; drop --input-shape")
-    if ext == ".tflite" or path.is_dir():
-        return load_tflite(path)   # which also explains a missing file or a directory
-    if path.is_file():
-        with open(path, "rb") as f:
-            head = f.read(8)
-        if head[4:8] == FILE_IDENTIFIER:
-            return load_tflite(path)
-    elif not path.exists():
-        raise ModelFormatError(f"model file {path} does not exist",
-                               hint="check the path (relative paths are taken from the current directory)")
+    if ext == ".tflite":
+        return load_tflite(path)
+    # No known extension: read the file once (a regular file, permissions, size) and sniff it.
+    data = read_file(path, "model file", MODEL_BYTES_MAX, ModelFormatError)
+    if data[4:8] == FILE_IDENTIFIER:
+        return load_tflite(data, name=path.stem, label=str(path))
     raise UserError(f"cannot tell the format of {path} (extension {ext or 'none'!r})",
                     hint="microcompile reads .tflite and .onnx models")
 

@@ -37,6 +37,15 @@ import numpy as np
 
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
+# The largest left shift of a requantization: the kernels shift an int32 left before the
+# high multiply, and TFLite's single-rounding kernels saturate at 30 as well.
+MAX_LEFT_SHIFT = 30
+
+
+class KernelParamsError(ValueError):
+    """A model's quantization asks for kernel parameters the int8 kernels cannot represent
+    (TFLite's Prepare refuses such a model too). At import this means a bad model file and
+    the frontends report it with the layer's name; raised later, it is a bug."""
 
 QRANGE = {"int8": (-128, 127), "int16": (-32768, 32767), "int32": (INT32_MIN, INT32_MAX)}
 
@@ -58,9 +67,12 @@ def tflite_round(x):
 def quantize_multiplier(real: float) -> tuple[int, int]:
     """TFLite QuantizeMultiplier: real ~= mult * 2^(shift-31), mult in [2^30, 2^31).
 
-    The q == 2^31 carry bumps the shift; a shift below -31 flushes to (0, 0).
+    The q == 2^31 carry bumps the shift; a shift below -31 flushes to (0, 0). A non-finite
+    `real`, or one of 2^30 and more, is a KernelParamsError (the model's scales are corrupt).
     """
     real = float(real)
+    if not math.isfinite(real):
+        raise KernelParamsError(f"the requantization multiplier (a ratio of the scales) is {real}")
     if real == 0.0:
         return 0, 0
     q, shift = math.frexp(real)
@@ -72,12 +84,17 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
     assert q_fixed <= INT32_MAX
     if shift < -31:
         return 0, 0
+    if shift > MAX_LEFT_SHIFT:
+        raise KernelParamsError(f"the requantization multiplier (a ratio of the scales) is {real:g}, "
+                                f"beyond the 2^{MAX_LEFT_SHIFT} the fixed-point kernels can scale by")
     return q_fixed, shift
 
 
 def quantize_multiplier_smaller_than_one_exp(real: float) -> tuple[int, int]:
     """QuantizeMultiplierSmallerThanOneExp: 0 < real < 1, returns (mult, left_shift <= 0)."""
-    assert 0.0 < real < 1.0, real
+    if not 0.0 < real < 1.0:
+        raise KernelParamsError(f"the requantization multiplier (a ratio of the scales) is {real:g}; "
+                                "this kernel needs it between 0 and 1")
     mult, shift = quantize_multiplier(real)
     assert shift <= 0
     return mult, shift
@@ -85,7 +102,9 @@ def quantize_multiplier_smaller_than_one_exp(real: float) -> tuple[int, int]:
 
 def quantize_multiplier_greater_than_one(real: float) -> tuple[int, int]:
     """QuantizeMultiplierGreaterThanOne: real > 1, returns (mult, left_shift >= 0)."""
-    assert real > 1.0, real
+    if not real > 1.0:
+        raise KernelParamsError(f"the input multiplier (a scale times beta) is {real:g}; this kernel "
+                                "needs it above 1")
     mult, shift = quantize_multiplier(real)
     assert shift >= 0
     return mult, shift

@@ -1,8 +1,9 @@
 """The op registry: the one place an op is defined.
 
 Each `OpDef` declares its inputs, its attributes with defaults, shape/type inference,
-a MAC count and extra verification. Passes, the interpreter and lowering all look ops
-up here; nothing else hard-codes an op's arity or attributes.
+a MAC count and extra verification (`ranks` of its inputs, a `check` of how its inputs and
+attributes fit together). Passes, the interpreter and lowering all look ops up here;
+nothing else hard-codes an op's arity or attributes.
 
 Attribute conventions (all ops are NHWC):
   stride=(sh, sw), dilation=(dh, dw), padding=(top, left, bottom, right) explicit pixels,
@@ -21,6 +22,8 @@ from .graph import Graph, Node
 ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 
 InferFn = Callable[[Graph, Node], list[tuple[tuple[int, ...], str]]]
+# fn(graph, node) -> what is wrong with the node's inputs and attributes, or None.
+CheckFn = Callable[[Graph, Node], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,11 @@ class OpDef:
     is_view: bool = False
     # The last input role repeats: one or more inputs (CONCATENATION, PACK).
     variadic: bool = False
+    # The rank each input role must have (None: any), checked by the verifier before `infer`.
+    ranks: tuple[int | None, ...] = ()
+    # What `infer` cannot see: channel counts that must agree, attributes in range. The
+    # verifier runs it after `ranks`, before `infer`.
+    check: CheckFn | None = None
 
     # --- traits: what the passes ask about an op ---
     # How post-training quantization makes it int8 (TFLite's scheme; quantize/ptq.py):
@@ -117,6 +125,55 @@ def _spatial_out(n: Node, h: int, w: int, kh: int, kw: int) -> tuple[int, int]:
     return conv_out_size(h, kh, sh, dh, top, bottom), conv_out_size(w, kw, sw, dw, left, right)
 
 
+def window_problem(n: Node) -> str | None:
+    """Stride, dilation and filter at least 1, padding not negative (conv and pool attributes)."""
+    for key in ("stride", "dilation", "filter"):
+        if key in n.attrs and min(n.attrs[key]) < 1:
+            return f"{key} {tuple(n.attrs[key])} must be at least 1"
+    if min(n.attrs.get("padding", (0,))) < 0:
+        return f"padding {tuple(n.attrs['padding'])} must not be negative"
+    return None
+
+
+def bias_problem(g: Graph, n: Node, channels: int) -> str | None:
+    if len(n.inputs) > 2 and n.inputs[2] and g.tensors[n.inputs[2]].size != channels:
+        return f"bias {n.inputs[2]} has {g.tensors[n.inputs[2]].size} values for {channels} output channels"
+    return None
+
+
+def channels_problem(g: Graph, n: Node) -> str | None:
+    """conv2d and transpose_conv2d: the filter [out, kh, kw, in] must take the input's channels."""
+    x, w = in_tensor(g, n, 0), in_tensor(g, n, 1)
+    if x.shape[3] != w.shape[3]:
+        return f"input {x.name} has {x.shape[3]} channels, filter {w.name} {w.shape} expects {w.shape[3]}"
+    return None
+
+
+def _check_conv2d(g, n):
+    return channels_problem(g, n) or window_problem(n) or bias_problem(g, n, in_tensor(g, n, 1).shape[0])
+
+
+def _check_depthwise(g, n):
+    x, w = in_tensor(g, n, 0), in_tensor(g, n, 1)
+    m = n.attrs.get("depth_multiplier", 1)
+    if w.shape[0] != 1 or m < 1 or w.shape[3] != x.shape[3] * m:
+        return (f"filter {w.name} {w.shape} does not fit input {x.name} {x.shape} with depth multiplier {m} "
+                "(expected [1, kh, kw, channels * multiplier])")
+    return window_problem(n) or bias_problem(g, n, w.shape[3])
+
+
+def _check_fc(g, n):
+    x, w = in_tensor(g, n, 0), in_tensor(g, n, 1)
+    units, depth = w.shape
+    if depth < 1 or units < 1 or x.size % depth:
+        return f"input {x.name} {x.shape} cannot be viewed as rows of depth {depth} (weights {w.name} {w.shape})"
+    return bias_problem(g, n, units)
+
+
+def check_pool(g, n):
+    return window_problem(n)
+
+
 def _infer_conv2d(g, n):
     x, w = in_tensor(g, n, 0), in_tensor(g, n, 1)
     b, h, wd, _ = x.shape
@@ -191,16 +248,17 @@ def same_as_input(g, n):
 _CONV_ATTRS = {"stride": (1, 1), "dilation": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"}
 
 register(OpDef("conv2d", ("input", "filter", "bias"), optional=("bias",), attrs=dict(_CONV_ATTRS),
-               infer=_infer_conv2d, macs=_macs_conv2d, quant="weighted", weight_axis=0, inplace="window"))
+               infer=_infer_conv2d, macs=_macs_conv2d, quant="weighted", weight_axis=0, inplace="window",
+               ranks=(4, 4, 1), check=_check_conv2d))
 register(OpDef("depthwise_conv2d", ("input", "filter", "bias"), optional=("bias",),
                attrs=dict(_CONV_ATTRS, depth_multiplier=1), infer=_infer_depthwise, macs=_macs_depthwise,
-               quant="weighted", weight_axis=3, inplace="window"))
+               quant="weighted", weight_axis=3, inplace="window", ranks=(4, 4, 1), check=_check_depthwise))
 register(OpDef("fully_connected", ("input", "weights", "bias"), optional=("bias",),
                attrs={"activation": "NONE", "keep_num_dims": False}, infer=_infer_fc, macs=_macs_fc,
-               quant="weighted", weight_axis=0))
+               quant="weighted", weight_axis=0, ranks=(None, 2, 1), check=_check_fc))
 register(OpDef("average_pool2d", ("input",),
                attrs={"filter": (1, 1), "stride": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"},
-               infer=infer_pool, quant="same", inplace="window"))
+               infer=infer_pool, quant="same", inplace="window", ranks=(4,), check=check_pool))
 register(OpDef("add", ("lhs", "rhs"), attrs={"activation": "NONE"}, infer=_infer_binary, quant="calibrated",
                layout="elementwise"))
 register(OpDef("reshape", ("input",), attrs={"shape": ()}, infer=_infer_reshape, is_view=True, quant="same"))

@@ -6,8 +6,8 @@ quantization (TFLite's reference kernel does no requantization either).
 from __future__ import annotations
 
 from .ops import OpDef, register
-from .ops_vision import infer_reduce, macs_reduce
+from .ops_vision import check_reduce, infer_reduce, macs_reduce
 
 register(OpDef("reduce_max", ("input",), attrs={"axes": (), "keep_dims": False}, infer=infer_reduce,
-               macs=macs_reduce, quant="same", layout="axis"))
+               macs=macs_reduce, quant="same", layout="axis", check=check_reduce))
 

@@ -21,15 +21,22 @@ from .graph import Graph, Node
 from .ops import OpDef, register
 
 
-def check_same_quant(g: Graph, n: Node) -> None:
+def same_quant_problem(g: Graph, n: Node) -> str | None:
     """int8 CONCATENATION / PACK: every input must share the output's quantization."""
     out = g.tensors[n.outputs[0]]
     if out.dtype != "int8":
-        return
+        return None
     for name in n.inputs:
         if not g.tensors[name].quant.same_as(out.quant):
-            raise ValueError(f"{n.name}: int8 {n.op} input {name} is quantized differently from the "
-                             "output; TFLite requires equal scale and zero point")
+            return (f"int8 {n.op} input {name} is quantized differently from the output; TFLite requires "
+                    "equal scale and zero point")
+    return None
+
+
+def check_same_quant(g: Graph, n: Node) -> None:
+    problem = same_quant_problem(g, n)
+    if problem is not None:
+        raise ValueError(f"{n.name}: {problem}")
 
 
 def _in(g: Graph, n: Node, i: int = 0):
@@ -235,31 +242,147 @@ def _infer_batch_to_space(g, n):
     return _same((nb // (bh * bw), h * bh - ct - cb, w * bw - cl - cr, c), x.dtype)
 
 
+# --- checks: attributes that must fit the input's shape ------------------------------------
+
+def _axis_problem(axis: int, rank: int) -> str | None:
+    return None if 0 <= axis < rank else f"axis {axis} is out of range for rank {rank}"
+
+
+def _check_concat(g, n):
+    xs = [g.tensors[i] for i in n.inputs]
+    axis, shape = n.attrs["axis"], xs[0].shape
+    problem = _axis_problem(axis, len(shape))
+    if problem:
+        return problem
+    for x in xs[1:]:
+        if len(x.shape) != len(shape) or any(a != b for i, (a, b) in enumerate(zip(x.shape, shape)) if i != axis):
+            return f"inputs {xs[0].name} {shape} and {x.name} {x.shape} differ outside axis {axis}"
+    return same_quant_problem(g, n)
+
+
+def _check_pack(g, n):
+    xs = [g.tensors[i] for i in n.inputs]
+    if any(x.shape != xs[0].shape for x in xs):
+        return "inputs of different shapes " + ", ".join(str(x.shape) for x in xs)
+    return _axis_problem(n.attrs["axis"], len(xs[0].shape) + 1) or same_quant_problem(g, n)
+
+
+def _check_split(g, n):
+    x = _in(g, n)
+    axis = n.attrs["axis"]
+    problem = _axis_problem(axis, len(x.shape))
+    if problem:
+        return problem
+    sizes = split_sizes(g, n)
+    if len(sizes) != len(n.outputs) or sum(sizes) != x.shape[axis] or min(sizes, default=0) < 1:
+        return f"cannot split {x.shape[axis]} elements of axis {axis} into {len(n.outputs)} outputs of sizes {sizes}"
+    return None
+
+
+def _check_expand_dims(g, n):
+    return _axis_problem(norm_axis(n.attrs["axis"], len(_in(g, n).shape) + 1), len(_in(g, n).shape) + 1)
+
+
+def _check_squeeze(g, n):
+    shape = _in(g, n).shape
+    bad = [a for a in n.attrs["axes"] if not -len(shape) <= a < len(shape) or shape[norm_axis(a, len(shape))] != 1]
+    return f"cannot squeeze axes {tuple(n.attrs['axes'])} of shape {shape}" if bad else None
+
+
+def _check_transpose(g, n):
+    rank = len(_in(g, n).shape)
+    perm = tuple(n.attrs["perm"])
+    return None if sorted(perm) == list(range(rank)) else f"perm {perm} is not a permutation of {rank} axes"
+
+
+def _check_slice(g, n):
+    shape = _in(g, n).shape
+    if not len(n.attrs["begin"]) == len(n.attrs["size"]) == len(shape):
+        return f"begin/size {n.attrs['begin']}/{n.attrs['size']} do not match rank {len(shape)}"
+    for d, dim in zip(shape, slice_dims(g, n)):
+        if dim.start < 0 or dim.size < 0 or dim.start + dim.size > d:
+            return f"slice begin {n.attrs['begin']} size {n.attrs['size']} is outside shape {shape}"
+    return None
+
+
+def _check_strided_slice(g, n):
+    a = n.attrs
+    if not len(a["begin"]) == len(a["end"]) == len(a["strides"]) or 0 in a["strides"]:
+        return f"begin/end/strides {a['begin']}/{a['end']}/{a['strides']} are not one non-zero stride per index"
+    return None
+
+
+def _check_gather(g, n):
+    x, axis = _in(g, n), n.attrs["axis"]
+    problem = _axis_problem(axis, len(x.shape))
+    if problem:
+        return problem
+    indices = np.asarray(n.attrs["indices"])
+    if indices.size and (indices.min() < 0 or indices.max() >= x.shape[axis]):
+        return f"indices outside 0..{x.shape[axis] - 1} of axis {axis}"
+    return None
+
+
+def _check_block(g, n):
+    _, h, w, c = _in(g, n).shape
+    b = n.attrs["block_size"]
+    if b < 1:
+        return f"block size {b} must be at least 1"
+    if n.op == "depth_to_space" and c % (b * b):
+        return f"{c} channels are not a multiple of block size {b} squared"
+    if n.op == "space_to_depth" and (h % b or w % b):
+        return f"height {h} and width {w} are not multiples of block size {b}"
+    return None
+
+
+def _check_space_batch(g, n):
+    _, h, w, _ = _in(g, n).shape
+    (bh, bw) = n.attrs["block_shape"]
+    if min(bh, bw) < 1:
+        return f"block shape {(bh, bw)} must be at least 1"
+    if n.op == "space_to_batch_nd":
+        ((pt, pb), (pl, pr)) = n.attrs["paddings"]
+        if min(pt, pb, pl, pr) < 0 or (h + pt + pb) % bh or (w + pl + pr) % bw:
+            return f"padded size does not divide into blocks {(bh, bw)}"
+    elif _in(g, n).shape[0] % (bh * bw) or min(x for pair in n.attrs["crops"] for x in pair) < 0:
+        return f"batch {_in(g, n).shape[0]} is not a multiple of the block {(bh, bw)}, or a crop is negative"
+    return None
+
+
 _SLICE_ATTRS = {"begin": (), "end": (), "strides": (), "begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0,
                 "new_axis_mask": 0, "shrink_axis_mask": 0, "offset": False}
 
 # Every op here moves bytes without arithmetic: int8 outputs keep the input's quantization
 # ("same"), except the joins, whose inputs must share the output's ("shared").
-register(OpDef("squeeze", ("input",), attrs={"axes": ()}, infer=_infer_squeeze, is_view=True, quant="same"))
-register(OpDef("expand_dims", ("input",), attrs={"axis": 0}, infer=_infer_expand_dims, is_view=True, quant="same"))
+register(OpDef("squeeze", ("input",), attrs={"axes": ()}, infer=_infer_squeeze, is_view=True, quant="same",
+               check=_check_squeeze))
+register(OpDef("expand_dims", ("input",), attrs={"axis": 0}, infer=_infer_expand_dims, is_view=True, quant="same",
+               check=_check_expand_dims))
 register(OpDef("concatenation", ("values",), attrs={"axis": 0}, infer=_infer_concat, variadic=True, quant="shared",
-               layout="axis"))
-register(OpDef("split", ("input",), attrs={"axis": 0}, infer=_infer_split, quant="same"))
+               layout="axis", check=_check_concat))
+register(OpDef("split", ("input",), attrs={"axis": 0}, infer=_infer_split, quant="same", check=_check_split))
 register(OpDef("split_v", ("input",), attrs={"axis": 0, "sizes": ()}, infer=_infer_split, quant="same",
-               layout="axis"))
-register(OpDef("pack", ("values",), attrs={"axis": 0}, infer=_infer_pack, variadic=True, quant="shared"))
-register(OpDef("unpack", ("input",), attrs={"axis": 0}, infer=_infer_split, quant="same"))
-register(OpDef("transpose", ("input",), attrs={"perm": ()}, infer=_infer_transpose, quant="same"))
-register(OpDef("strided_slice", ("input",), attrs=dict(_SLICE_ATTRS), infer=_infer_strided_slice, quant="same"))
-register(OpDef("slice", ("input",), attrs={"begin": (), "size": ()}, infer=_infer_slice, quant="same"))
+               layout="axis", check=_check_split))
+register(OpDef("pack", ("values",), attrs={"axis": 0}, infer=_infer_pack, variadic=True, quant="shared",
+               check=_check_pack))
+register(OpDef("unpack", ("input",), attrs={"axis": 0}, infer=_infer_split, quant="same", check=_check_split))
+register(OpDef("transpose", ("input",), attrs={"perm": ()}, infer=_infer_transpose, quant="same",
+               check=_check_transpose))
+register(OpDef("strided_slice", ("input",), attrs=dict(_SLICE_ATTRS), infer=_infer_strided_slice, quant="same",
+               check=_check_strided_slice))
+register(OpDef("slice", ("input",), attrs={"begin": (), "size": ()}, infer=_infer_slice, quant="same",
+               check=_check_slice))
 # Constant indices only: they are an attribute (nested tuples), the lowering's flash table.
-register(OpDef("gather", ("params",), attrs={"axis": 0, "indices": ()}, infer=_infer_gather, quant="same"))
-register(OpDef("depth_to_space", ("input",), attrs={"block_size": 2}, infer=_infer_depth_to_space, quant="same"))
-register(OpDef("space_to_depth", ("input",), attrs={"block_size": 2}, infer=_infer_space_to_depth, quant="same"))
+register(OpDef("gather", ("params",), attrs={"axis": 0, "indices": ()}, infer=_infer_gather, quant="same",
+               check=_check_gather))
+register(OpDef("depth_to_space", ("input",), attrs={"block_size": 2}, infer=_infer_depth_to_space, quant="same",
+               ranks=(4,), check=_check_block))
+register(OpDef("space_to_depth", ("input",), attrs={"block_size": 2}, infer=_infer_space_to_depth, quant="same",
+               ranks=(4,), check=_check_block))
 # Converter patterns: fold_shape turns SHAPE into a constant; fold_dilated_conv removes
 # the SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND pair around a convolution.
 register(OpDef("shape", ("input",), infer=_infer_shape))
 register(OpDef("space_to_batch_nd", ("input",), attrs={"block_shape": (1, 1), "paddings": ((0, 0), (0, 0))},
-               infer=_infer_space_to_batch, quant="same"))
+               infer=_infer_space_to_batch, quant="same", ranks=(4,), check=_check_space_batch))
 register(OpDef("batch_to_space_nd", ("input",), attrs={"block_shape": (1, 1), "crops": ((0, 0), (0, 0))},
-               infer=_infer_batch_to_space, quant="same"))
+               infer=_infer_batch_to_space, quant="same", ranks=(4,), check=_check_space_batch))

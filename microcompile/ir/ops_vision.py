@@ -17,13 +17,39 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ops import OpDef, infer_pool, in_tensor, register
+from .ops import OpDef, bias_problem, channels_problem, check_pool, in_tensor, infer_pool, register, window_problem
 
 
 def _infer_transpose_conv(g, n):
     x, w = in_tensor(g, n, 0), in_tensor(g, n, 1)
     oh, ow = n.attrs["output_hw"]
     return [((x.shape[0], oh, ow, w.shape[0]), x.dtype)]
+
+
+def _check_transpose_conv(g, n):
+    if min(n.attrs["output_hw"]) < 1:
+        return f"output size {tuple(n.attrs['output_hw'])} must be at least 1"
+    return channels_problem(g, n) or window_problem(n) or bias_problem(g, n, in_tensor(g, n, 1).shape[0])
+
+
+def _check_pad(g, n):
+    pads, rank = n.attrs["pads"], len(in_tensor(g, n, 0).shape)
+    if len(pads) != rank or any(len(p) != 2 or min(p) < 0 for p in pads):
+        return f"pads {pads} must be one (before, after) pair of non-negative sizes per dimension ({rank})"
+    value = n.attrs.get("value", 0)
+    if in_tensor(g, n, 0).dtype == "int8" and not (value == int(value) and -128 <= value <= 127):
+        return f"the int8 fill value {value} is not an int8 value"
+    return None
+
+
+def _check_resize(g, n):
+    return f"output size {tuple(n.attrs['size'])} must be at least 1" if min(n.attrs["size"]) < 1 else None
+
+
+def check_reduce(g, n):
+    rank = len(in_tensor(g, n, 0).shape)
+    bad = [a for a in n.attrs["axes"] if not 0 <= a < rank]
+    return f"axes {tuple(n.attrs['axes'])} out of range for rank {rank}" if bad else None
 
 
 def _macs_transpose_conv(g, n):
@@ -43,7 +69,6 @@ def infer_reduce(g, n):
 def _infer_pad(g, n):
     x = in_tensor(g, n, 0)
     pads = n.attrs["pads"]
-    assert len(pads) == len(x.shape), f"{n.name}: {len(pads)} pad pairs for rank {len(x.shape)}"
     return [(tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, pads)), x.dtype)]
 
 
@@ -71,18 +96,22 @@ _RESIZE_ATTRS = {"size": (1, 1), "align_corners": False, "half_pixel_centers": F
 
 register(OpDef("transpose_conv2d", ("input", "filter", "bias"), optional=("bias",),
                attrs={"stride": (1, 1), "padding": (0, 0, 0, 0), "output_hw": (1, 1), "activation": "NONE"},
-               infer=_infer_transpose_conv, macs=_macs_transpose_conv, quant="weighted", weight_axis=0))
+               infer=_infer_transpose_conv, macs=_macs_transpose_conv, quant="weighted", weight_axis=0,
+               ranks=(4, 4, 1), check=_check_transpose_conv))
 register(OpDef("max_pool2d", ("input",),
                attrs={"filter": (1, 1), "stride": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"},
-               infer=infer_pool, macs=_macs_window, quant="same", inplace="window"))
+               infer=infer_pool, macs=_macs_window, quant="same", inplace="window", ranks=(4,), check=check_pool))
 register(OpDef("mean", ("input",), attrs={"axes": (), "keep_dims": False}, infer=infer_reduce, macs=macs_reduce,
-               quant="calibrated", layout="axis"))
-register(OpDef("pad", ("input",), attrs={"pads": ()}, infer=_infer_pad, quant="same", layout="axis"))
+               quant="calibrated", layout="axis", check=check_reduce))
+register(OpDef("pad", ("input",), attrs={"pads": ()}, infer=_infer_pad, quant="same", layout="axis",
+               check=_check_pad))
 # pad_v2 keeps float32 under PTQ: its fill value is not representable in general.
-register(OpDef("pad_v2", ("input",), attrs={"pads": (), "value": 0}, infer=_infer_pad, layout="axis"))
-register(OpDef("resize_nearest_neighbor", ("input",), attrs=dict(_RESIZE_ATTRS), infer=_infer_resize, quant="same"))
+register(OpDef("pad_v2", ("input",), attrs={"pads": (), "value": 0}, infer=_infer_pad, layout="axis",
+               check=_check_pad))
+register(OpDef("resize_nearest_neighbor", ("input",), attrs=dict(_RESIZE_ATTRS), infer=_infer_resize, quant="same",
+               ranks=(4,), check=_check_resize))
 register(OpDef("resize_bilinear", ("input",), attrs=dict(_RESIZE_ATTRS), infer=_infer_resize,
-               macs=_macs_bilinear, quant="same"))
+               macs=_macs_bilinear, quant="same", ranks=(4,), check=_check_resize))
 
 
 def normalize_axes(axes, rank: int) -> tuple[int, ...]:

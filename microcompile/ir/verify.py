@@ -1,13 +1,66 @@
-"""Graph verifier. Every pass must leave a graph that passes `verify`."""
+"""Graph verifier. Every pass must leave a graph that passes `verify`.
+
+The frontends run it on every graph they import, where a failure means a corrupted or
+inconsistent model file (they turn it into a ModelFormatError); after a pass, a failure is
+a bug in that pass. So the checks cover what a bad file can break: tensor shapes and
+quantization parameters, each op's input ranks, its `check` and its shape inference.
+"""
 
 from __future__ import annotations
 
-from .graph import DTYPES, Graph
+import math
+
+import numpy as np
+
+from .graph import DTYPES, Graph, Node, Tensor
+from .fixedpoint import QRANGE
 from . import ops
 
 
 class VerifyError(AssertionError):
-    """The graph breaks an IR invariant. Always a bug in microcompile, never a user error."""
+    """The graph breaks an IR invariant: a bug in microcompile after a pass, a bad model file at import."""
+
+
+# What shape inference (or a frontend's converter) may raise on inputs and attributes that
+# do not fit the op; reported as that node's problem. (An AssertionError is a bug: not caught.)
+MISFIT = (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, OverflowError)
+
+
+def quant_problem(t: Tensor) -> str | None:
+    """What is wrong with `t`'s quantization parameters, or None. The fixed-point
+    multipliers need finite positive scales, and zero points are values of the dtype."""
+    q = t.quant
+    if q is None:
+        return None
+    if not q.scale or len(q.zero_point) != len(q.scale):
+        return f"{len(q.scale)} scales and {len(q.zero_point)} zero points"
+    if q.axis is None and len(q.scale) != 1:
+        return f"{len(q.scale)} scales without a quantized axis"
+    if q.axis is not None and not (0 <= q.axis < len(t.shape) and t.shape[q.axis] == len(q.scale)):
+        return f"{len(q.scale)} scales along axis {q.axis} of shape {t.shape}"
+    bad = [s for s in q.scale if not (math.isfinite(s) and s > 0)]
+    if bad:
+        return f"scale {bad[0]} (scales must be finite and positive)"
+    lo, hi = QRANGE.get(t.dtype, QRANGE["int32"])
+    bad = [z for z in q.zero_point if not lo <= z <= hi]
+    if bad:
+        return f"zero point {bad[0]} outside the {t.dtype} range {lo}..{hi}"
+    return None
+
+
+def node_problem(g: Graph, n: Node) -> str | None:
+    """The op's own verification: input ranks, per-channel quantization only where the
+    kernels take it (the weights and bias of a weighted op), then its `check`."""
+    od = ops.get(n.op)
+    for rank, name in zip(od.ranks, n.inputs):
+        if rank is not None and name and len(g.tensors[name].shape) != rank:
+            return f"input {name} is {len(g.tensors[name].shape)}-D {g.tensors[name].shape}; {n.op} needs {rank}-D"
+    weights = set(n.inputs[1:3]) if od.quant == "weighted" else set()
+    for name in n.inputs + n.outputs:
+        q = g.tensors[name].quant if name else None
+        if q is not None and q.per_channel and name not in weights:
+            return f"tensor {name} is quantized per channel (axis {q.axis}); {n.op} takes it per tensor only"
+    return od.check(g, n) if od.check else None
 
 
 def verify(g: Graph) -> Graph:
@@ -25,8 +78,12 @@ def verify(g: Graph) -> Graph:
             fail(f"tensor key {name} != tensor name {t.name}")
         if t.dtype not in DTYPES:
             fail(f"tensor {name} has unknown dtype {t.dtype}")
+        if any(d < 0 for d in t.shape):
+            fail(f"tensor {name} has a negative dimension in shape {t.shape}")
         if t.dtype == "int8" and t.quant is None:
             fail(f"int8 tensor {name} has no quantization parameters")
+        if (problem := quant_problem(t)) is not None:
+            fail(f"tensor {name!r} has invalid quantization: {problem}")
         if t.is_const and tuple(t.data.shape) != tuple(t.shape):
             fail(f"constant {name} data shape {t.data.shape} != {t.shape}")
     seen_nodes = set()
@@ -53,13 +110,27 @@ def verify(g: Graph) -> Graph:
                 fail(f"node {n.name} has unknown attribute {key}")
         if "activation" in n.attrs and n.attrs["activation"] not in ops.ACTIVATIONS:
             fail(f"node {n.name} has unknown activation {n.attrs['activation']}")
-        expected = od.infer(g, n) if od.infer else None
+        nan = [k for k, v in n.attrs.items() if isinstance(v, (float, np.floating)) and np.isnan(v)]
+        if nan:
+            fail(f"node {n.name} ({n.op}) has a NaN attribute {nan[0]}")
+        try:
+            problem = node_problem(g, n)
+            expected = od.infer(g, n) if od.infer and problem is None else None
+        except VerifyError:
+            raise
+        except MISFIT as e:
+            shapes = ", ".join(f"{i} {g.tensors[i].shape}" for i in n.inputs if i)
+            problem = f"its inputs ({shapes}) and attributes do not fit the op ({type(e).__name__}: {e})"
+        if problem is not None:
+            fail(f"node {n.name} ({n.op}): {problem}")
         for k, out in enumerate(n.outputs):
             if out in defined:
                 fail(f"tensor {out} defined twice")
             if out not in g.tensors:
                 fail(f"node {n.name} output {out} has no tensor")
             if expected is not None:
+                if len(expected) != len(n.outputs):
+                    fail(f"node {n.name} ({n.op}) has {len(n.outputs)} outputs, its inputs give {len(expected)}")
                 shape, dtype = expected[k]
                 t = g.tensors[out]
                 if tuple(t.shape) != tuple(shape) or t.dtype != dtype:

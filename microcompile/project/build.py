@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from microcompile.errors import BoardError, ToolchainError
+from microcompile.project import children
 from microcompile.project.fit import FitError, fit_report
 from microcompile.project.generate import read_marker
 from microcompile.project.placement import Placement
@@ -62,8 +64,10 @@ def parse_size_sysv(output: str) -> dict[str, int]:
 
 def size_report(binary: str | Path, size_tool: str = "arm-none-eabi-size") -> SizeReport:
     """Run `size` on an ELF and return its SizeReport."""
-    berkeley = subprocess.run([size_tool, "-B", "-d", str(binary)], capture_output=True, text=True, check=True)
-    sysv = subprocess.run([size_tool, "-A", "-d", str(binary)], capture_output=True, text=True, check=True)
+    berkeley, sysv = (children.run([size_tool, fmt, "-d", str(binary)], timeout=60, text=True) for fmt in ("-B", "-A"))
+    for p in (berkeley, sysv):
+        if p.returncode != 0:
+            raise ToolchainError(f"{size_tool} failed on {binary} (exit {p.returncode}): {p.stderr.strip()}")
     text, data, bss = parse_size_berkeley(berkeley.stdout)
     return SizeReport(text, data, bss, parse_size_sysv(sysv.stdout))
 
@@ -81,8 +85,8 @@ def _overflow_error(project_dir: Path, lines: list[str], marker: dict, jobs: int
     if not _OVERFLOW.search("\n".join(lines)):
         return None
     board = load_board(marker["board"])
-    proc = subprocess.run(["make", "-C", str(project_dir), "--no-print-directory", f"-j{jobs}", "build/measure.elf"],
-                          capture_output=True, text=True)
+    proc = children.run(["make", "-C", str(project_dir), "--no-print-directory", f"-j{jobs}", "build/measure.elf"],
+                        text=True, death_signal=signal.SIGTERM)
     if proc.returncode != 0:
         over = ", ".join(f"{r} by {n} bytes" for r, n in _OVERFLOW.findall("\n".join(lines)))
         return BoardError(f"the firmware does not fit {board.name}: {over}",
@@ -115,14 +119,17 @@ def build(project_dir: str | Path, progress: Callable[[str], None] = print,
     cmd = ["make", "-C", str(project_dir), "--no-print-directory", f"-j{jobs or os.cpu_count() or 1}"]
     if platform is not None and not host:
         cmd.append(f"PLATFORM={platform}")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
-    for line in proc.stdout:
-        line = line.rstrip("\n")
-        lines.append(line)
-        if line.startswith("[build]"):
-            progress(line)
-    rc = proc.wait()
+    # make gets SIGTERM if microcompile dies: it then stops its compilers and deletes the
+    # objects they were writing, so no half-written object looks up to date next time.
+    with children.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                        text=True, death_signal=signal.SIGTERM) as proc:
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            lines.append(line)
+            if line.startswith("[build]"):
+                progress(line)
+        rc = proc.wait()
     if rc != 0:
         overflow = None if host else _overflow_error(project_dir, lines, marker, jobs or os.cpu_count() or 1)
         if overflow is not None:

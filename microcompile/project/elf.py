@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from microcompile.errors import ToolchainError, UserError
+from microcompile.project import children
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,10 @@ def _read_objdump(path: Path) -> ElfImage:
     if tool is None:
         raise ToolchainError("neither pyelftools nor arm-none-eabi-objdump is installed to read the ELF",
                              hint="pip install 'microcompile[elf]', or install gcc-arm-none-eabi")
-    out = subprocess.run([tool, "-h", str(path)], capture_output=True, text=True, check=True).stdout
+    proc = children.run([tool, "-h", str(path)], text=True)
+    if proc.returncode != 0:
+        raise UserError(f"{path} is not a readable ELF file: {proc.stderr.strip() or f'{tool} failed'}")
+    out = proc.stdout
     lines = out.splitlines()
     sections = []
     for i, line in enumerate(lines):

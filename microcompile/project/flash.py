@@ -9,7 +9,6 @@ temporary directory.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from microcompile.errors import BoardError, DeviceError, ToolchainError, UserError
+from microcompile.project import children
 from microcompile.project.build import ARM_INSTALL, build
 from microcompile.project.fit import FitError, FitReport, fit_report
 from microcompile.project.flash_runners import choose, flash_with, uf2_file
@@ -64,7 +64,7 @@ def _files_from_elf(elf: Path, board: Board, tmp: Path) -> dict[str, Path]:
     sections = [a for s in BIN_SECTIONS + (".weights",) for a in ("-j", s)]
     for args in ([objcopy, "-O", "binary", *sections, str(elf), str(files["bin"])],
                  [objcopy, "-O", "ihex", str(elf), str(files["hex"])]):
-        proc = subprocess.run(args, capture_output=True, text=True)
+        proc = children.run(args, text=True)
         if proc.returncode != 0:
             raise UserError(f"cannot convert {elf}: {proc.stderr.strip()}")
     return files

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from microcompile.errors import DeviceError
+from microcompile.project import children
 from microcompile.project.uf2 import to_uf2
 from microcompile.target import Board, list_boards, load_board
 
@@ -79,30 +80,28 @@ def _tail(text: str, n: int = 6) -> str:
 def run_tool(cmd: list[str], progress: Callable[[float], None] | None = None, timeout: float = TIMEOUT) -> tuple[int, str]:
     """Run a tool to completion (killed on timeout or interrupt: never left behind), feeding any
     `NN%` it prints to `progress`. Returns (exit status, output)."""
-    try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    except OSError as e:
-        raise FlashFailure("failed", f"cannot run {cmd[0]}: {e}") from None
     chunks: list[bytes] = []
 
-    def pump():
+    def pump(proc):
         for chunk in iter(lambda: proc.stdout.read1(4096), b""):
             chunks.append(chunk)
             for pct in (re.findall(rb"(\d{1,3}(?:\.\d+)?)\s*%", chunk) if progress is not None else []):
                 progress(min(float(pct), 100.0) / 100.0)
 
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
     try:
-        rc = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise FlashFailure("failed", f"{cmd[0]} did not finish within {timeout:g} s:\n"
-                                     f"{_tail(b''.join(chunks).decode(errors='replace'))}") from None
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        reader.join(5)
+        with children.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL) as proc:
+            reader = threading.Thread(target=pump, args=(proc,), daemon=True)
+            reader.start()
+            try:
+                rc = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                raise FlashFailure("failed", f"{cmd[0]} did not finish within {timeout:g} s:\n"
+                                             f"{_tail(b''.join(chunks).decode(errors='replace'))}") from None
+            finally:
+                children.stop(proc)   # its whole process group, on a timeout or an interrupt too
+                reader.join(5)
+    except OSError as e:   # the tool cannot be started
+        raise FlashFailure("failed", f"cannot run {cmd[0]}: {e}") from None
     return rc, b"".join(chunks).decode(errors="replace")
 
 

@@ -5,7 +5,11 @@ Layout of the generated project:
     model/      the artifact's C sources and headers
     runtime/    runtime_c/ include, src, kernels
     board/      the board's (and its twin's) startup and platform sources
-    .microcompile-project   marker: board, platform, and the files we wrote
+    .microcompile-project   marker: board, platform, the files we wrote, and whether
+                            the generation completed
+
+A new project directory is complete or absent (staging.py); an existing one is updated in
+place with the marker written first (complete: false) and last (complete: true).
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ import jinja2
 import numpy as np
 
 from microcompile.errors import BoardError, UserError
+from microcompile.files import check_output_dir
 from microcompile.project.agent import build_id as agent_build_id
 from microcompile.project.agent import template_values as agent_values
 from microcompile.project.fit import check_manifest_fits
 from microcompile.project.flash_runners import make_command
 from microcompile.project.manifest import DTYPES, MANIFEST_NAME, load_manifest
 from microcompile.project.placement import Placement, placement
+from microcompile.project.staging import staged
 from microcompile.project.trace import template_rows as trace_rows
 from microcompile.resources import resource_dir
 from microcompile.target import Board, load_board
@@ -100,7 +106,7 @@ def _sh_quote(arg: str) -> str:
 
 
 class _Writer:
-    """Writes files under out_dir and remembers which ones (for the marker).
+    """Writes files under a directory and remembers which ones (for the marker).
 
     A file whose content is unchanged is not rewritten, so its mtime stays and `make`
     rebuilds only what changed (a new test input recompiles test_input.c alone).
@@ -117,21 +123,17 @@ class _Writer:
         self._write(rel, src.read_bytes())
 
     def _write(self, rel: str, data: bytes) -> None:
-        path = self._path(rel)
-        if not (path.is_file() and path.read_bytes() == data):
-            path.write_bytes(data)
-
-    def _path(self, rel: str) -> Path:
         self.files.append(rel)
         path = self.out_dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
+        if not (path.is_file() and path.read_bytes() == data):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
 
 
-def _prepare_out_dir(out_dir: Path) -> list[str]:
-    """Refuse foreign non-empty directories; return the files a previous generate wrote."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UserError(f"{out_dir} exists and is not a directory")
+def check_out_dir(out_dir: str | Path) -> list[str]:
+    """Before any work: refuse a project directory that is a file, cannot be created, or is
+    a non-empty directory microcompile did not make; return the files a previous generate wrote."""
+    out_dir = check_output_dir(out_dir, "project directory")
     if not out_dir.exists() or not any(out_dir.iterdir()):
         return []
     marker = out_dir / MARKER
@@ -179,11 +181,41 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
         if not (artifact_dir / name).is_file():
             raise UserError(f"{artifact_dir / name} is listed in the manifest but missing")
 
-    previous = _prepare_out_dir(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    w = _Writer(out_dir)
-    env = _env()
+    previous = check_out_dir(out_dir)
+    if not out_dir.exists():
+        # A new project is written beside its place and renamed into it: complete or absent.
+        with staged(out_dir) as stage:
+            _write_all(stage, [], artifact_dir, manifest, board, inputs, emulated, trace, agent, where)
+    else:
+        # Regenerating (possibly the user's current or mounted directory, which must not be
+        # renamed) happens in place: the marker first says "incomplete", so an interrupted
+        # run leaves a project that is still ours but that build and run refuse until rerun.
+        _write_marker(out_dir, {"generator": "microcompile", "complete": False, "files": sorted(previous)})
+        _write_all(out_dir, previous, artifact_dir, manifest, board, inputs, emulated, trace, agent, where)
+    return out_dir
 
+
+def _write_all(out_dir: Path, previous: list[str], artifact_dir: Path, manifest: dict, board: Board,
+               inputs: list[dict], emulated: bool, trace: bool, agent: bool, where: Placement) -> None:
+    w = _Writer(out_dir)
+    facts = _write_project(w, _env(), artifact_dir, manifest, board, inputs, emulated, trace, agent, where)
+    # Files a previous generate wrote that this one did not: ours, and stale.
+    for rel in sorted(set(previous) - set(w.files) - {MARKER}):
+        stale = out_dir / rel
+        if stale.is_file() and stale.resolve().is_relative_to(out_dir.resolve()):
+            stale.unlink()
+    _write_marker(out_dir, {"generator": "microcompile", "complete": True, "board": board.name,
+                            "model": manifest["model"], "files": sorted(w.files), **facts})
+
+
+def _write_marker(out_dir: Path, marker: dict) -> None:
+    (out_dir / MARKER).write_text(json.dumps(marker, indent=2, sort_keys=True) + "\n")
+
+
+def _write_project(w: _Writer, env: jinja2.Environment, artifact_dir: Path, manifest: dict, board: Board,
+                   inputs: list[dict], emulated: bool, trace: bool, agent: bool, where: Placement) -> dict:
+    """Write every file of the project through `w`; returns the marker's facts about it
+    (default PLATFORM, agent build and its id, placement)."""
     for name in manifest["sources"] + manifest["headers"] + manifest.get("data", []):
         w.copy(f"model/{name}", artifact_dir / name)
     w.copy(MANIFEST_NAME, artifact_dir / MANIFEST_NAME)
@@ -252,22 +284,22 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
         w.text("test_input.c", env.get_template("test_input.c.j2").render(inputs=inputs))
         w.text("trace.h", env.get_template("trace.h.j2").render(enabled=int(trace), tensors=trace_rows(manifest)))
 
-    # Files a previous generate wrote that this one did not: ours, and stale.
-    for rel in sorted(set(previous) - set(w.files) - {MARKER}):
-        stale = out_dir / rel
-        if stale.is_file() and stale.resolve().is_relative_to(out_dir.resolve()):
-            stale.unlink()
-    marker = {"generator": "microcompile", "board": board.name, "platform": platform,
-              "model": manifest["model"], "files": sorted(w.files), "agent": bool(agent), "build_id": build,
-              "placement": where.to_json() if not board.is_host else None}
-    (out_dir / MARKER).write_text(json.dumps(marker, indent=2, sort_keys=True) + "\n")
-    return out_dir
+    return {"platform": platform, "agent": bool(agent), "build_id": build,
+            "placement": where.to_json() if not board.is_host else None}
 
 
 def read_marker(project_dir: str | Path) -> dict:
-    """The generation record of a project directory; UserError if it is not one of ours."""
+    """The generation record of a complete project; UserError if it is not one of ours, or
+    if its generation was interrupted."""
     path = Path(project_dir) / MARKER
     if not path.is_file():
         raise UserError(f"{project_dir} is not a microcompile project (no {MARKER})",
                         hint="generate it with `microcompile deploy`")
-    return json.loads(path.read_text())
+    try:
+        marker = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        marker = {}
+    if not marker.get("complete", "board" in marker):   # markers from before "complete" have a board
+        raise UserError(f"the project in {project_dir} is incomplete: its generation was interrupted",
+                        hint="rerun the `microcompile deploy` command that made it")
+    return marker

@@ -1,11 +1,12 @@
 """Start the agent firmware's other end: QEMU with its console UART on a TCP socket, or a
 host-built firmware on pipes. Both are context managers that always stop the child:
-after success, an error, a timeout, Ctrl-C (SIGINT) or SIGTERM.
+after success, an error, a timeout, Ctrl-C (SIGINT), SIGTERM or SIGHUP.
 
-The child runs in its own process group (a terminal's Ctrl-C reaches only microcompile,
-which then stops it), gets SIGKILL if microcompile itself dies (Linux parent-death
-signal), and is stopped in a `finally`. `spawn`/`stop` are the one place that does this;
-they are meant to give way to the shared child-process helper of project/ (issue 14).
+The child is started through `children.spawn`, like every child of microcompile: its own
+process group (a terminal's Ctrl-C reaches only microcompile, which then stops it), SIGKILL
+if microcompile itself dies (Linux parent-death signal; see children.py for macOS and
+Windows), and stopped when the block is left. The CLI's error boundary turns SIGTERM and
+SIGHUP into an exception, so the blocks are left on those signals too.
 
 The QEMU socket: microcompile listens on 127.0.0.1 with port 0 (the kernel picks a free
 port and we hold it, so parallel runs cannot race for it), and QEMU connects to it as a
@@ -14,69 +15,18 @@ client (`-serial tcp:127.0.0.1:PORT`) before the guest starts, so no byte is los
 
 from __future__ import annotations
 
-import ctypes
-import os
-import signal
+import shutil
 import socket
 import subprocess
-import sys
-import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from microcompile.errors import DeviceError, ToolchainError
+from microcompile.project import children
 from microcompile.project.generate import QEMU_FLAGS, read_marker
 from microcompile.target import Board, load_board
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:   # runs in the child between fork and exec
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass                      # not Linux: the finally and the signal handlers remain
-
-
-def spawn(cmd: list[str], **popen_kw) -> subprocess.Popen:
-    """Start a child in its own process group that dies with microcompile."""
-    linux = sys.platform.startswith("linux")
-    return subprocess.Popen(cmd, start_new_session=True, preexec_fn=_die_with_parent if linux else None,
-                            **popen_kw)
-
-
-def stop(proc: subprocess.Popen, grace: float = 2.0) -> None:
-    """Stop a child started by spawn (and its group): SIGTERM, then SIGKILL after `grace` s."""
-    if proc.poll() is None:
-        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-    proc.wait()
-
-
-@contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """While inside, SIGTERM raises SystemExit(143) so that the `finally` blocks run."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise SystemExit(128 + signum)
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def qemu_agent_command(board: Board, elf: str | Path, port: int) -> list[str]:
@@ -101,18 +51,17 @@ def qemu_agent(project_dir: str | Path, board: Board | str | None = None,
     if not marker.get("agent"):
         raise DeviceError(f"{project_dir} holds a self-test build, not the agent firmware",
                           hint="regenerate it as an agent build (microcompile run / deploy --agent)")
-    if subprocess.run(["which", "qemu-system-arm"], capture_output=True).returncode != 0:
+    if shutil.which("qemu-system-arm") is None:
         raise ToolchainError("qemu-system-arm not found on PATH", hint="install it: sudo apt-get install qemu-system-arm")
-    with _sigterm_raises():
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        conn = None
-        proc = None
-        try:
-            listener.bind(("127.0.0.1", 0))
-            listener.listen(1)
-            listener.settimeout(0.2)
-            cmd = qemu_agent_command(board, elf, listener.getsockname()[1])
-            proc = spawn(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(0.2)
+        cmd = qemu_agent_command(board, elf, listener.getsockname()[1])
+        with children.spawn(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE) as proc:
+            conn = None
             deadline = time.monotonic() + connect_timeout
             while conn is None:
                 try:
@@ -124,15 +73,13 @@ def qemu_agent(project_dir: str | Path, board: Board | str | None = None,
                                           f"before connecting: {err or '(no message)'}")
                     if time.monotonic() > deadline:
                         raise DeviceError(f"QEMU did not connect to its console socket within {connect_timeout:g} s")
-            conn.settimeout(None)
-            yield conn
-        finally:
-            if conn is not None:
+            try:
+                conn.settimeout(None)
+                yield conn
+            finally:
                 conn.close()
-            listener.close()
-            if proc is not None:
-                stop(proc)
-                proc.stderr.close()
+    finally:
+        listener.close()
 
 
 @contextmanager
@@ -141,14 +88,5 @@ def host_agent(project_dir: str | Path) -> Iterator[subprocess.Popen]:
     exe = Path(project_dir) / "firmware"
     if not exe.is_file():
         raise DeviceError(f"{exe} not found", hint="build the project for the host board first")
-    with _sigterm_raises():
-        proc = spawn([str(exe.resolve())], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        try:
-            yield proc
-        finally:
-            for f in (proc.stdin, proc.stdout):
-                try:
-                    f.close()
-                except OSError:
-                    pass
-            stop(proc)
+    with children.spawn([str(exe.resolve())], stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
+        yield proc

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from microcompile.errors import DeviceError, ToolchainError
+from microcompile.project import children
 from microcompile.project.generate import QEMU_FLAGS, read_marker
 from microcompile.project.manifest import MANIFEST_NAME, load_manifest, tensor_array
 from microcompile.target import Board, load_board
@@ -126,8 +127,7 @@ def run_emulated(project: str | Path, board: Board | str | None = None, timeout:
         raise ToolchainError("qemu-system-arm not found on PATH", hint="install it: sudo apt-get install qemu-system-arm")
     manifest = load_manifest(project_dir)
     try:
-        proc = subprocess.run(qemu_command(board, elf), capture_output=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+        proc = children.run(qemu_command(board, elf), timeout=timeout)
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace")
         raise DeviceError(f"QEMU ({board.emulator.machine}) did not finish within {timeout:g} s; "
@@ -150,7 +150,7 @@ def run_host(project_dir: str | Path, timeout: float = 60.0) -> RunResult:
         raise DeviceError(f"{exe} not found", hint="build the project for the host board first")
     manifest = load_manifest(project_dir)
     try:
-        proc = subprocess.run([str(exe.resolve())], capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        proc = children.run([str(exe.resolve())], timeout=timeout)
     except subprocess.TimeoutExpired as e:
         raise DeviceError(f"{exe} did not finish within {timeout:g} s") from e
     out = proc.stdout.decode(errors="replace")

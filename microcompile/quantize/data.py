@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import UserError, shown
+from ..files import load_arrays
 from ..ir import Graph
 
 
@@ -25,15 +26,13 @@ class CalibrationDataError(UserError):
 
 
 def _read(path: Path) -> dict[str, np.ndarray] | np.ndarray:
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise CalibrationDataError(f"cannot read calibration data {path}: {e}",
-                                   hint="save samples with numpy.save / numpy.savez") from None
-    return loaded if isinstance(loaded, np.ndarray) else {k: loaded[k] for k in loaded.files}
+    return load_arrays(path, "calibration data", error=CalibrationDataError)
 
 
 def _as_batch(a: np.ndarray, shape: tuple[int, ...], name: str, where: str) -> np.ndarray:
+    if not isinstance(a, np.ndarray):
+        raise CalibrationDataError(f"{where} is an .npz archive, not a .npy array",
+                                   hint="a calibration directory holds .npy files")
     if not np.issubdtype(a.dtype, np.floating):
         raise CalibrationDataError(f"calibration data for input {name!r} in {where} has dtype {a.dtype}",
                                    hint="calibration samples are real (float) input values, e.g. float32")
@@ -84,7 +83,7 @@ def load_calibration(path, graph: Graph) -> list[dict[str, np.ndarray]]:
             missing = [t.name for t in specs if t.name not in loaded]
             if missing:
                 raise CalibrationDataError(f"{path} has no array for input(s) {', '.join(missing)}",
-                                           hint=f"arrays found: {', '.join(loaded)}")
+                                           hint=f"arrays found: {', '.join(shown(k) for k in loaded)}")
             arrays = loaded
         arrays = {t.name: _as_batch(arrays[t.name], t.shape, t.name, str(path)) for t in specs}
     counts = {len(a) for a in arrays.values()}
@@ -93,4 +92,20 @@ def load_calibration(path, graph: Graph) -> list[dict[str, np.ndarray]]:
                                    f"{sorted(counts)}",
                                    hint="give every input the same number of samples")
     n = counts.pop()
+    for t in specs:
+        _check_finite(arrays[t.name], t.name, path)
     return [{t.name: arrays[t.name][k].reshape(t.shape) for t in specs} for k in range(n)]
+
+
+def _check_finite(batch: np.ndarray, name: str, path: Path) -> None:
+    """Calibrating on NaN or infinity gives NaN ranges and a model that computes nothing:
+    refuse the data, naming the first bad sample (index into the batch, in file order)."""
+    bad = ~np.isfinite(batch.reshape(len(batch), -1))
+    if bad.any():
+        samples = np.flatnonzero(bad.any(axis=1))
+        k = int(samples[0])
+        value = batch.reshape(len(batch), -1)[k][bad[k]][0]
+        raise CalibrationDataError(
+            f"calibration data {path}: sample {k} of input {name!r} holds {'NaN' if np.isnan(value) else 'infinite'} "
+            f"values ({int(bad.sum())} non-finite values in {len(samples)} of {len(batch)} samples)",
+            hint="drop or repair those samples; calibration needs finite real inputs")

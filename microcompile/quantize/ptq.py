@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import UserError, shown
 from ..ir import Graph, Node, Tensor, ops, verify
 from ..ir.graph import QuantParams
 from .calibrate import Range, activation_qparams
@@ -162,10 +162,17 @@ def unquantizable(g: Graph, keep_float=()) -> list[Node]:
 
 
 def check_quantizable(g: Graph, keep_float=()) -> None:
-    """UnquantizableOpError naming every op with no int8 kernel that is not kept float."""
+    """UnquantizableOpError naming every op with no int8 kernel that is not kept float;
+    UserError for a `keep_float` entry that names no op and no layer of `g` (a typo)."""
     if not any(g.tensors[n].dtype == "float32" for n in g.inputs):
         raise UserError(f"model {g.name} has no float32 input: it is already quantized",
                         hint="quantize the float32 model it was made from")
+    ops_in_g = sorted({n.op for n in g.nodes})
+    unknown = [k for k in keep_float if k not in ops_in_g and all(k != n.name for n in g.nodes)]
+    if unknown:
+        raise UserError(f"--keep-float {', '.join(shown(k) for k in unknown)} names no op and no layer of "
+                        f"model {g.name}", hint="the model's ops are " + ", ".join(ops_in_g)
+                        + " (layer names as `microcompile inspect` shows them work too)")
     bad = unquantizable(g, keep_float)
     if bad:
         ops = sorted({n.op for n in bad})

@@ -142,7 +142,8 @@ def log_softmax_params(g: Graph, n: Node):
         return None
     qi, qo = _q(g, n.inputs[0]), _q(g, n.outputs[0])
     if qo.zp != LOG_SOFTMAX_OUTPUT_ZERO_POINT or float(_f32(qo.s)) != LOG_SOFTMAX_OUTPUT_SCALE:
-        raise ValueError(f"{n.name}: int8 log_softmax output must be scale 16/256, zero point 127")
+        raise fp.KernelParamsError(f"int8 log_softmax output must be scale 16/256, zero point 127 (it is "
+                                   f"{qo.s:g} / {qo.zp})")
     bits = LOG_SOFTMAX_SCALED_DIFF_INTEGER_BITS
     mult, left_shift = fp.preprocess_softmax_scaling(1.0, float(_f32(qi.s)), bits)
     # PreprocessLogSoftmaxScalingExp: the inverse of the input scaling, for the cutoff.
@@ -152,7 +153,6 @@ def log_softmax_params(g: Graph, n: Node):
                             -fp.calculate_input_radius(bits, left_shift))
 
 
-@qp.prepare("quantize")
 def quantize_params(g: Graph, n: Node):
     """float32 -> int8 only; int8 -> int8 requantization is a table (int8_table)."""
     if not _is_float(g, n):
@@ -244,6 +244,16 @@ def int8_table(g: Graph, n: Node) -> np.ndarray:
 
 def uses_table(g: Graph, n: Node) -> bool:
     return n.op in _TABLES and g.tensors[n.inputs[0]].dtype == "int8"
+
+
+@qp.prepare(*_TABLES)
+def unary_params(g: Graph, n: Node):
+    """The Prepare of the table ops: an int8 op's 256-entry table (LiteRT's Prepare builds the
+    same LUTs, and refuses the scales it cannot compute with); float32 -> int8 quantize's
+    QuantizeParams; None for the other float32 ops."""
+    if uses_table(g, n):
+        return int8_table(g, n)
+    return quantize_params(g, n) if n.op == "quantize" else None
 
 
 # --- hard_swish (reference_ops::HardSwish), int16 fixed point ---------------------------

@@ -38,13 +38,16 @@ def run(graph: Graph, inputs: dict[str, np.ndarray], keep_all: bool = False) -> 
 
     Returns the graph outputs by name, or every tensor (constants included) with keep_all.
     Raises ValueError when an input is missing, or has the wrong dtype or shape.
+    float32 follows IEEE 754 as the C kernels do: an overflow gives infinity, not a numpy
+    RuntimeWarning on the user's terminal.
     """
     env: dict[str, np.ndarray] = {name: t.data for name, t in graph.tensors.items() if t.is_const}
     for name in graph.inputs:
         env[name] = _checked_input(graph, name, inputs)
     for node in graph.nodes:
         args = [env[i] if i else None for i in node.inputs]
-        out = KERNELS[node.op](graph, node, *args)
+        with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+            out = KERNELS[node.op](graph, node, *args)
         # A multi-output node (split, unpack) returns one array per output.
         for name, value in zip(node.outputs, out if len(node.outputs) > 1 else [out]):
             t = graph.tensors[name]

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import fixedpoint as fp
+from ..ir import ops
+from ..ir.fixedpoint import KernelParamsError
 from ..ir.graph import Graph, Node, QuantParams
 
 DOUBLE = "double"   # gemmlowp: SaturatingRoundingDoublingHighMul then RoundingDivideByPOT
@@ -199,6 +201,9 @@ def conv_params(graph: Graph, node: Node) -> ConvParams | FloatActParams:
     if _is_float(graph, node):
         return _float_act(node)
     x, w, out = node.inputs[0], node.inputs[1], node.outputs[0]
+    if any(_q(graph, w).zero_point):
+        raise KernelParamsError(f"int8 {node.op} weights must be symmetric (zero point 0), not "
+                                f"{max(_q(graph, w).zero_point, key=abs)}: the kernel has no weight offset")
     channels = graph.tensors[out].shape[-1]
     mult, shift = _per_channel_multipliers(_q(graph, x).s, _channel_scales(_q(graph, w), channels),
                                            _q(graph, out).s)
@@ -259,7 +264,9 @@ def average_pool_params(graph: Graph, node: Node) -> PoolParams | FloatActParams
         return _float_act(node)
     qi, qo = _q(graph, node.inputs[0]), _q(graph, node.outputs[0])
     if not qi.same_as(qo):
-        raise ValueError(f"{node.name}: int8 average_pool2d needs equal input/output quantization")
+        raise KernelParamsError("int8 average_pool2d needs its input and output quantized alike "
+                                f"(input scale {qi.scale[0]:g} zero point {qi.zero_point[0]}, output "
+                                f"{qo.scale[0]:g} / {qo.zero_point[0]})")
     return PoolParams(**_act_kw(graph, node))
 
 
@@ -274,7 +281,8 @@ def softmax_params(graph: Graph, node: Node) -> SoftmaxParams | None:
         return None
     qi, qo = _q(graph, node.inputs[0]), _q(graph, node.outputs[0])
     if qo.zp != -128 or abs(qo.s - 1 / 256) > 0.001 / 256:
-        raise ValueError(f"{node.name}: int8 softmax output must be scale 1/256, zero point -128")
+        raise KernelParamsError(f"int8 softmax output must be scale 1/256, zero point -128 (it is "
+                                f"{qo.s:g} / {qo.zp})")
     beta = float(np.float32(node.attr("beta", 1.0)))
     mult, left_shift = fp.preprocess_softmax_scaling(beta, float(np.float32(qi.s)),
                                                      SOFTMAX_SCALED_DIFF_INTEGER_BITS)
@@ -305,3 +313,33 @@ def params(graph: Graph, node: Node):
     """The kernel parameters of any op that has them (None for view ops like reshape)."""
     fn = PARAMS.get(node.op)
     return fn(graph, node) if fn else None
+
+
+def check(graph: Graph, node: Node) -> None:
+    """TFLM's Prepare checks: raise KernelParamsError when the node's quantization gives
+    parameters its int8 kernel cannot compute with. The frontends call it on every imported
+    node (a corrupt file), so that the lowering and the interpreter only meet valid ones."""
+    params(graph, node)
+    _check_accumulator(graph, node)
+
+
+def _check_accumulator(graph: Graph, node: Node) -> None:
+    """A weighted int8 op accumulates bias + sum (x - zp_in) * (w - zp_w) in int32, for every
+    input, and the lowering folds the input offset into the bias: the largest |accumulator|,
+    |bias| + max|x - zp_in| * sum|w - zp_w| per output channel, must stay below 2^31."""
+    od = ops.get(node.op)
+    if od.quant != "weighted":
+        return
+    x, w = graph.tensors[node.inputs[0]], graph.tensors[node.inputs[1]]
+    if x.dtype != "int8" or not w.is_const:
+        return
+    w_zp = 0 if w.quant.per_channel else w.quant.zero_point[0]
+    wsum = np.abs(np.moveaxis(w.data.astype(np.int64) - w_zp, od.weight_axis, 0)).reshape(w.shape[od.weight_axis], -1)
+    x_max = max(127 - x.quant.zp, x.quant.zp + 128)
+    bound = x_max * wsum.sum(axis=1)
+    if len(node.inputs) > 2 and node.inputs[2] and graph.tensors[node.inputs[2]].is_const:
+        bound = bound + np.abs(graph.tensors[node.inputs[2]].data.astype(np.int64)).reshape(-1)
+    if bound.max(initial=0) > fp.INT32_MAX:
+        c = int(bound.argmax())
+        raise KernelParamsError(f"its int32 accumulator can overflow: output channel {c} reaches "
+                                f"{int(bound[c]):,} (|bias| + {x_max} * sum|weights|), beyond 2^31 - 1")

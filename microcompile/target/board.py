@@ -23,7 +23,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from microcompile.errors import BoardError
+from microcompile.errors import BoardError, shown
 from microcompile.resources import resource_dir
 
 CORE_KEYS = {"name", "arch", "toolchain", "cflags", "dsp", "ssat", "mve", "fpu", "cyccnt"}
@@ -332,8 +332,7 @@ def load_board(name: str) -> Board:
     if key not in files:
         known = ", ".join(list_boards())
         aliases = ", ".join(f"{a} -> {b}" for a, b in sorted(_aliases().items()))
-        shown = name if len(name) <= 40 else name[:40] + "..."
-        raise BoardError(f"unknown board {shown!r}; known boards: {known}",
+        raise BoardError(f"unknown board {shown(name)!r}; known boards: {known}",
                          hint=f"aliases: {aliases}" if aliases else None)
     path = files[key]
     d = _read(path)

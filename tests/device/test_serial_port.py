@@ -6,9 +6,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from microcompile import driver, project
+from microcompile import driver
 from microcompile.device import SerialTransport, Session, UsbId, find_serial_ports
 from microcompile.errors import DeviceError
+from microcompile.project import children
 from microcompile.target import load_board
 from tests.device.host_agent_build import built  # noqa: F401  (fixture)
 
@@ -16,14 +17,13 @@ from tests.device.host_agent_build import built  # noqa: F401  (fixture)
 def test_a_session_over_a_serial_port(built):  # noqa: F811
     master, slave = os.openpty()
     port = os.ttyname(slave)
-    proc = project.launch.spawn([str(built["project"] / "firmware")], stdin=master, stdout=master)
     try:
-        with Session(SerialTransport(port, 115200), timeout=5, expect_build_id=built["build_id"]) as s:
+        with children.spawn([str(built["project"] / "firmware")], stdin=master, stdout=master), \
+                Session(SerialTransport(port, 115200), timeout=5, expect_build_id=built["build_id"]) as s:
             out = s.run([built["x"]])
             assert len(out[0].data) == out[0].spec.bytes
             assert s.stats().runs == 1
     finally:
-        project.launch.stop(proc)
         os.close(master)
         os.close(slave)
 
@@ -48,12 +48,16 @@ def test_ports_are_found_by_usb_id(monkeypatch):
     assert find_serial_ports([UsbId(0x1366, 0x0105)]) == []
 
 
-def test_the_board_data_names_the_st_link(monkeypatch):
+def test_the_board_data_names_the_st_link(monkeypatch, tmp_path):
     board = load_board("stm32")
     assert (board.probe.usb_vid, board.probe.usb_pid) == (0x0483, 0x374B)
     _ports(monkeypatch, ("/dev/ttyACM3", 0x0483, 0x374B))
     assert driver._serial_port(board, None) == "/dev/ttyACM3"
-    assert driver._serial_port(board, "/dev/ttyUSB9") == "/dev/ttyUSB9"     # --port wins
+    given = tmp_path / "ttyUSB9"
+    given.touch()
+    assert driver._serial_port(board, str(given)) == str(given)     # --port wins
+    with pytest.raises(DeviceError, match="ttyUSB8 does not exist"):  # ... when it exists
+        driver._serial_port(board, str(tmp_path / "ttyUSB8"))
     _ports(monkeypatch)
     with pytest.raises(DeviceError, match="no serial port with USB id 0483:374b") as e:
         driver._serial_port(board, None)

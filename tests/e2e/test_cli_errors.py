@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import model_path
+from cli_run import run_cli_inprocess   # cli.main in this process: no interpreter start-up per case
 
 from microcompile.frontend.tflite.writer import write_tflite
 from microcompile.ir import Graph, Node, Tensor
@@ -113,3 +114,64 @@ def test_refuses_to_overwrite_foreign_directory(tiny_model, tmp_path):
     p = run_cli("deploy", tiny_model, "--board=host", "-o", out)
     assert p.returncode == 2 and str(out) in p.stderr
     assert (out / "thesis.tex").read_text() == "precious"
+
+
+# --- issue 14: the error boundary, exit codes and the smaller mistakes --------------------------
+
+def test_internal_error_exits_3_with_a_crash_log(tmp_path):
+    """A bug (here: an exception planted in `boards`) is not a user error: exit 3, one line
+    naming the version and the command, the traceback in a log file whose path is printed."""
+    code = ("import sys, microcompile.target as t\n"
+            "def broken(): raise RuntimeError('planted bug')\n"
+            "t.list_boards = broken\n"
+            "from microcompile.cli import main\n"
+            "sys.exit(main(['boards']))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       cwd=pathlib.Path(__file__).resolve().parents[2])
+    assert p.returncode == 3, p.stderr
+    assert "Traceback" not in p.stderr
+    assert "internal error in microcompile" in p.stderr and "microcompile boards" in p.stderr
+    log = pathlib.Path(next(line.split("crash log: ", 1)[1].strip() for line in p.stderr.splitlines()
+                            if "crash log: " in line))
+    text = log.read_text()
+    assert "Traceback" in text and "planted bug" in text and "microcompile boards" in text
+    log.unlink()
+
+
+def test_broken_pipe_is_not_a_traceback(tiny_model):
+    """`microcompile inspect model | head -2`: the reader went away; no BrokenPipeError noise."""
+    r, w = os.pipe()
+    os.close(r)   # every write to the pipe fails with EPIPE, deterministically
+    p = subprocess.run([sys.executable, "-m", "microcompile", "inspect", str(tiny_model)], stdout=w,
+                       stderr=subprocess.PIPE, text=True, timeout=120)
+    os.close(w)
+    assert "Traceback" not in p.stderr and "BrokenPipeError" not in p.stderr, p.stderr
+    assert p.returncode == 141
+
+
+def test_keep_float_naming_nothing_in_the_model(tiny_model, tmp_path):
+    np.save(tmp_path / "calib.npy", np.random.default_rng(0).normal(size=(4, 8)).astype(np.float32))
+    p = run_cli_inprocess("quantize", tiny_model, "--calibration", tmp_path / "calib.npy", "-o", tmp_path / "q.tflite",
+                "--keep-float", "softmax,NOSUCHOP")
+    assert p.returncode == 2 and "NOSUCHOP" in p.stderr and "softmax" in p.stderr
+    assert not (tmp_path / "q.tflite").exists()
+
+
+def test_calibration_without_quantize(tiny_model, tmp_path):
+    np.save(tmp_path / "calib.npy", np.zeros((4, 8), np.float32))
+    p = run_cli_inprocess("deploy", tiny_model, "--board=host", "--calibration", tmp_path / "calib.npy", "-o", tmp_path / "out")
+    assert p.returncode == 2 and "--calibration" in p.stderr and "--quantize" in p.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_very_long_board_name_is_not_echoed_in_full(tiny_model, tmp_path):
+    p = run_cli_inprocess("deploy", tiny_model, "--board=" + "b" * 5000, "-o", tmp_path / "out")
+    assert p.returncode == 2 and "bbbb" in p.stderr and "mps2-an386" in p.stderr
+    assert len(p.stderr) < 1000, len(p.stderr)
+
+
+def test_empty_npz_input_says_it_holds_no_arrays(tiny_model, tmp_path):
+    np.savez(tmp_path / "x.npz")
+    p = run_cli_inprocess("deploy", tiny_model, "--board=host", "--input", tmp_path / "x.npz", "-o", tmp_path / "out")
+    assert p.returncode == 2 and "holds no arrays" in p.stderr
+    assert "arrays found" not in p.stderr

@@ -12,12 +12,16 @@ Steps, so that a bad or unsupported model fails before any conversion work:
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from ...errors import ModelFormatError, UnsupportedOpError, UserError
+from ...errors import ModelFormatError, UnsupportedOpError, UserError, shown
+from ...files import MODEL_BYTES_MAX, read_file
 from ...ir import Graph, VerifyError, verify
+from ...ir.verify import MISFIT
+from ..validate import validate
 from .registry import CONVERTERS, OPSET_MAX, OPSET_MIN, find_converter
 from .context import NCHW_TO_NHWC, Ctx
 from .qdq_fold import fold_qdq
@@ -36,14 +40,19 @@ def _read(path_or_model):
     if isinstance(path_or_model, onnx.ModelProto):
         return path_or_model, path_or_model.graph.name or "onnx_model"
     path = Path(os.fspath(path_or_model))
-    if not path.is_file():
-        raise ModelFormatError(f"model file {path} does not exist",
-                               hint="check the path (relative paths are taken from the current directory)")
+    data = read_file(path, "model file", MODEL_BYTES_MAX, ModelFormatError)
     try:
-        model = onnx.load(str(path))
+        model = onnx.load_model_from_string(data)
     except Exception as e:   # protobuf DecodeError and friends: a truncated or non-ONNX file
-        raise ModelFormatError(f"{path} is not a readable ONNX model ({type(e).__name__}: {e})",
+        raise ModelFormatError(f"{path} is not a readable ONNX model ({type(e).__name__}: {shown(str(e), 200)})",
                                hint="re-export the model; the file may be truncated") from None
+    from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+    if any(uses_external_data(t) for t in model.graph.initializer):
+        try:   # weights in files next to the model (models over 2 GB); read by onnx itself
+            load_external_data_for_model(model, str(path.parent))
+        except Exception as e:
+            raise ModelFormatError(f"{path}: cannot read its external weight files ({type(e).__name__}: "
+                                   f"{shown(str(e), 200)})", hint="keep the weight files next to the model") from None
     return model, path.stem
 
 
@@ -56,6 +65,24 @@ def _check(model) -> None:
         raise ModelFormatError(f"the ONNX model fails onnx.checker: {first}",
                                hint="re-export the model with a current exporter; "
                                     "`python -m onnx.checker`-style validation must pass") from None
+
+
+def _check_tensors(model) -> None:
+    """Every tensor the model stores (initializers, tensor attributes such as Constant's
+    value) must decode: onnx.checker does not compare a tensor's data with its dims."""
+    from onnx import numpy_helper
+    tensors = [(t.name, t) for t in model.graph.initializer]
+    for node in model.graph.node:
+        for a in node.attribute:
+            tensors += [(f"{node.name or node.op_type}.{a.name}", t) for t in ([a.t] if a.HasField("t") else [])
+                        + list(a.tensors)]
+    for name, t in tensors:
+        try:
+            numpy_helper.to_array(t)
+        except Exception as e:   # a size/dims mismatch, an unknown data type, ...
+            raise ModelFormatError(f"ONNX tensor {shown(name)!r} of shape {list(t.dims)} does not hold data of that "
+                                   f"shape and type ({type(e).__name__}: {shown(str(e), 160)})",
+                                   hint="the file is corrupted; re-export the model") from None
 
 
 def _opsets(model) -> dict[str, int]:
@@ -76,7 +103,7 @@ def parse_shape_arg(text: str) -> tuple[str, tuple[int, ...]]:
         if not sep or not name or any(d <= 0 for d in shape):
             raise ValueError
     except ValueError:
-        raise UserError(f"bad --input-shape {text!r}", hint="write NAME:DIMS, for example input:1x3x32x32") from None
+        raise UserError(f"bad --input-shape {shown(text)!r}", hint="write NAME:DIMS, for example input:1x3x32x32") from None
     return name, shape
 
 
@@ -147,7 +174,11 @@ def _fold(ctx: Ctx, node, opsets) -> None:
     from onnx.reference import ReferenceEvaluator
     feeds = {x: ctx.const(x) for x in node.input if x}
     try:
-        results = ReferenceEvaluator(node, opsets=dict(opsets)).run(None, feeds)
+        # onnx's evaluator computes in numpy: an overflow or a NaN cast is a value here (checked
+        # later by the validation), not a RuntimeWarning for the user's terminal
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            results = ReferenceEvaluator(node, opsets=dict(opsets)).run(None, feeds)
     except Exception as e:
         raise UnsupportedOpError(f"cannot evaluate constant node {node.name or node.output[0]} ({node.op_type}): "
                                  f"{type(e).__name__}: {e}", hint="this constant subgraph is not supported") from None
@@ -156,10 +187,23 @@ def _fold(ctx: Ctx, node, opsets) -> None:
             ctx.set_const(name, np.asarray(value))
 
 
+def _convert_node(ctx: Ctx, node, opsets) -> None:
+    """Convert one node; a node whose inputs or attributes do not fit its op (the checker
+    does not infer every shape) is a bad model, named by the node."""
+    try:
+        find_converter(node.op_type, opsets.get(node.domain or "", 0), node.domain or "")(ctx, node)
+    except MISFIT as e:
+        raise ModelFormatError(f"ONNX node {shown(node.name or node.output[0])} ({node.op_type}): its inputs and "
+                               f"attributes do not fit the op ({type(e).__name__}: {shown(str(e), 200)})",
+                               hint="check the model with onnx.checker.check_model(model, full_check=True)") from None
+
+
 def _convert(model, input_shapes, nhwc_io: bool, name: str | None) -> Graph:
     from onnx import numpy_helper
+    label = str(model) if not hasattr(model, "graph") else "the ONNX model"
     model, stem = _read(model)
     _check(model)
+    _check_tensors(model)
     opsets = _opsets(model)
     inputs = _graph_inputs(model, input_shapes)
     folded, problems = _plan(model, opsets)
@@ -187,7 +231,7 @@ def _convert(model, input_shapes, nhwc_io: bool, name: str | None) -> Graph:
         if i in folded:
             _fold(ctx, node, opsets)
         else:
-            find_converter(node.op_type, opsets.get(node.domain or "", 0), node.domain or "")(ctx, node)
+            _convert_node(ctx, node, opsets)
     ctx.node = None
     outputs = []
     for vi in model.graph.output:
@@ -204,10 +248,11 @@ def _convert(model, input_shapes, nhwc_io: bool, name: str | None) -> Graph:
     tensors = {k: v for k, v in ctx.tensors.items() if k in used}
     g = Graph(ctx.model_name, tensors, tuple(ctx.nodes), tuple(ir_inputs), tuple(outputs))
     try:
-        return verify(fold_qdq(verify(g), model))   # QDQ/QLinear models -> int8 ops (qdq_fold.py)
+        g = verify(fold_qdq(verify(g), model))   # QDQ/QLinear models -> int8 ops (qdq_fold.py)
     except VerifyError as e:
         raise UnsupportedOpError(f"the converted ONNX model is not valid: {e}",
                                  hint="please report this model; an op feature may be unsupported") from None
+    return validate(g, label)
 
 
 def load(path_or_model, input_shapes=None, nhwc_io: bool = False, name: str | None = None) -> Graph:

@@ -32,7 +32,10 @@ from typing import Callable
 import numpy as np
 
 from ...errors import ModelFormatError, UnsupportedOpError, UserError
+from ...files import MODEL_BYTES_MAX, read_file
 from ...ir import NP_DTYPES, Graph, Node, QuantParams, Tensor, VerifyError, ops, verify
+from ...ir.verify import MISFIT
+from ..validate import validate
 
 FILE_IDENTIFIER = b"TFL3"
 
@@ -236,16 +239,7 @@ def _read_bytes(path_or_bytes) -> tuple[bytes, str]:
     if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         return bytes(path_or_bytes), "<bytes>"
     path = Path(os.fspath(path_or_bytes))
-    if not path.exists():
-        raise ModelFormatError(f"model file {path} does not exist",
-                               hint="check the path (relative paths are taken from the current directory)")
-    if path.is_dir():
-        raise ModelFormatError(f"{path} is a directory, not a .tflite file",
-                               hint="pass the path of the .tflite file itself")
-    try:
-        return path.read_bytes(), str(path)
-    except OSError as e:
-        raise ModelFormatError(f"cannot read model file {path}: {e.strerror or e}") from e
+    return read_file(path, "model file", MODEL_BYTES_MAX, ModelFormatError), str(path)
 
 
 _HINT_FORMAT = "the file may be truncated or not a TFLite model; re-export it with the TFLite converter"
@@ -435,11 +429,23 @@ def _tensor(t: _RawTensor, name: str, shape: tuple[int, ...], label: str) -> Ten
     return Tensor(name, shape, dtype, _quant(t, dtype, label), data)
 
 
+def _convert(ctx: Ctx, op: _RawOp, label: str):
+    """Convert one op; tensors that do not fit it (a filter of the wrong rank, an axis out of
+    range) make a corrupted file, reported with the layer's name."""
+    try:
+        return CONVERTERS[op.opname].fn(ctx, op)
+    except MISFIT as e:
+        shapes = ", ".join(f"{ctx.name(i)} {ctx.shape(i)}" for i in op.inputs if i >= 0)
+        raise ModelFormatError(f"{label}: layer {op.index} ({op.opname}, {out_name(ctx.raw, op)}): its tensors "
+                               f"({shapes}) do not fit the op ({type(e).__name__}: {e})",
+                               hint=_HINT_FORMAT) from None
+
+
 def _build(raw: _RawModel, name: str, label: str) -> Graph:
     ctx = Ctx(raw, _unique_names(raw))
     nodes = []
     for op in raw.ops:
-        our_op, ins, attrs = CONVERTERS[op.opname].fn(ctx, op)
+        our_op, ins, attrs = _convert(ctx, op, label)
         outs = tuple(ctx.name(i) for i in op.outputs)
         nodes.append(Node(our_op, f"{op.opname.lower()}_{op.index}", ins, outs, attrs,
                           origin=(out_name(raw, op),)))
@@ -460,20 +466,22 @@ def _build(raw: _RawModel, name: str, label: str) -> Graph:
 # ---------------------------------------------------------------------------------------
 # Public API
 
-def load_tflite(path_or_bytes, name: str | None = None) -> Graph:
+def load_tflite(path_or_bytes, name: str | None = None, label: str | None = None) -> Graph:
     """Read subgraph 0 of a .tflite model (a path or the file's bytes) into a verified Graph.
 
-    Raises ModelFormatError for anything that is not a well-formed TFLite file and
-    UnsupportedOpError (listing every offending layer) for ops microcompile cannot compile.
+    Raises ModelFormatError for anything that is not a well-formed TFLite file (or a model
+    the kernels cannot run, see frontend/validate.py) and UnsupportedOpError (listing every
+    offending layer) for ops microcompile cannot compile. `label` names the bytes in messages.
     """
-    buf, label = _read_bytes(path_or_bytes)
+    buf, read_label = _read_bytes(path_or_bytes)
+    label = label or read_label
     raw = _parse_checked(buf, label)
     _check_supported(raw)
     if name is None:
         name = Path(label).stem if label != "<bytes>" else "model"
     try:
         g = _build(raw, name, label)
-        return verify(g)
+        return validate(verify(g), label)
     except VerifyError as e:
         raise ModelFormatError(f"{label}: the model is inconsistent: {e}",
                                hint="the file may be corrupted; if TFLite runs it, this is a "
