@@ -82,7 +82,9 @@ def lower_depthwise_conv2d(g: Graph, node: Node, target=None):
     n = Var("n")
     regions = []
     excluded: dict[str, list[tuple[int, int]]] = {}
-    w_taps = wdata.reshape(kh_n, kw_n, out_c).astype(np.int64)
+    # Per-tap integer weights, for the border regions' biases (int8 only: a float weight cast
+    # to int64 would warn on huge values and mean nothing).
+    w_taps = None if is_float else wdata.reshape(kh_n, kw_n, out_c).astype(np.int64)
     for r, (h0, hn, kh_valid) in enumerate(tap_runs(out_h, in_h, kh_n, sh, dh, pt)):
         oh_r = Var(f"oh_{r}")
         row = []
