@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-onnx = pytest.importorskip("onnx")
+import onnx  # noqa: E402
 import onnx.backend.test  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
 from onnx.backend.test.loader import load_model_tests  # noqa: E402
