@@ -1,29 +1,22 @@
-"""Print the backend suite's counts (the figures issue 4's closing note quotes)."""
+"""Print the backend suite's counts per category (the figures the README quotes)."""
 
 from collections import Counter
-
-
-def _kind(report) -> str:
-    if report.skipped:
-        reason = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr)
-        return "excluded" if "exclude pattern" in reason else "unsupported"
-    return report.outcome
 
 
 def pytest_terminal_summary(terminalreporter):
     counts: Counter = Counter()
     for reports in terminalreporter.stats.values():
         for r in reports:
-            if getattr(r, "when", None) in ("call", "setup") and "test_onnx_backend.py::" in getattr(r, "nodeid", ""):
-                if r.when == "setup" and not r.skipped and r.passed:
-                    continue
-                category = r.nodeid.split("::")[1].replace("OnnxBackend", "").replace("ModelTest", "")
-                counts[(category, _kind(r))] += 1
+            nodeid = getattr(r, "nodeid", "")
+            if getattr(r, "when", None) != "call" or "test_onnx_backend.py::OnnxBackend" not in nodeid:
+                continue
+            category = nodeid.split("::")[1].replace("OnnxBackend", "").replace("ModelTest", "")
+            counts[(category, r.outcome)] += 1
     if not counts:
         return
-    terminalreporter.section("ONNX backend suite")
+    terminalreporter.section("ONNX backend suite (tests/onnx_backend/expected_pass.txt)")
     for category in sorted({c for c, _ in counts}):
-        row = {k: counts[(category, k)] for k in ("passed", "failed", "unsupported", "excluded")}
+        row = {k: counts[(category, k)] for k in ("passed", "failed", "skipped")}
         terminalreporter.write_line(f"{category:18s} " + "  ".join(f"{k} {v}" for k, v in row.items()))
 
 
