@@ -53,6 +53,8 @@ def verify(g: Graph) -> Graph:
                 fail(f"node {n.name} has unknown attribute {key}")
         if "activation" in n.attrs and n.attrs["activation"] not in ops.ACTIVATIONS:
             fail(f"node {n.name} has unknown activation {n.attrs['activation']}")
+        if n.attrs.get("rounding", "tflite") not in ops.ROUNDINGS:
+            fail(f"node {n.name} has unknown rounding {n.attrs['rounding']}")
         expected = od.infer(g, n) if od.infer else None
         for k, out in enumerate(n.outputs):
             if out in defined:
