@@ -16,6 +16,7 @@ defaults and per-channel int8) are held to the same, and to onnxruntime's SQNR.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -35,7 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import qdq_layers  # noqa: E402
 from c_harness import run_on_host  # noqa: E402
 
-from microcompile.errors import UnsupportedOpError  # noqa: E402
+from microcompile import cli  # noqa: E402
+from microcompile.errors import UnsupportedOpError, UserError  # noqa: E402
 from microcompile.frontend.onnx import load_onnx  # noqa: E402
 from microcompile.reference import interp  # noqa: E402
 from microcompile.transform import pipeline  # noqa: E402
@@ -349,15 +351,50 @@ def test_weights_are_the_models_int8(tmp_path):
     np.testing.assert_array_equal(b.data, inits["B_quantized"])
 
 
-@pytest.mark.parametrize("mutate,match", [
-    (lambda m: _set_attr(m, "QuantizeLinear", "axis", 1, scale_len=3), "per-axis"),
-    (lambda m: _retype_zero_points(m, np.int16), "int16"),
-], ids=["per_axis_activation", "int16"])
-def test_unsupported_quantization_is_refused(tmp_path, mutate, match):
-    m = quantized_model("conv_relu", "qdq_s8_pertensor", tmp_path)
+def _uint8_model_input(m):
+    """The input's QuantizeLinear removed: the model takes raw uint8."""
+    q = [n for n in m.graph.node if n.op_type == "QuantizeLinear" and n.input[0] == "x"][0]
+    m.graph.node.remove(q)
+    m.graph.input[0].CopyFrom(helper.make_tensor_value_info(q.output[0], TensorProto.UINT8, [1, 3, 8, 8]))
+
+
+def _runtime_scale(m):
+    dq = [n for n in m.graph.node if n.op_type == "DequantizeLinear" and n.input[0] == "x_QuantizeLinear_Output"][0]
+    dq.input[1] = "runtime_scale"
+    m.graph.input.append(helper.make_tensor_value_info("runtime_scale", TensorProto.FLOAT, []))
+
+
+def _float8(m):
+    for t in m.graph.initializer:
+        if t.name == "x_zero_point":
+            t.CopyFrom(helper.make_tensor("x_zero_point", TensorProto.FLOAT8E4M3FN, [], [0.0]))
+    m.opset_import[0].version = 19
+
+
+def _blocked(m):
+    [n for n in m.graph.node if n.op_type == "QuantizeLinear"][0].attribute.append(
+        helper.make_attribute("block_size", 2))
+    m.opset_import[0].version = 21
+
+
+@pytest.mark.parametrize("config,mutate,error,match", [
+    ("qdq_s8_pertensor", lambda m: _set_attr(m, "QuantizeLinear", "axis", 1, scale_len=3), UnsupportedOpError,
+     "per-axis quantization of the runtime output"),
+    ("qdq_s8_pertensor", lambda m: _retype_zero_points(m, np.int16), UnsupportedOpError, "int16 quantization"),
+    ("qdq_u8_perchannel", _uint8_model_input, UserError, "x_QuantizeLinear_Output has element type UINT8"),
+    ("qdq_s8_pertensor", _runtime_scale, UnsupportedOpError, r"\(DequantizeLinear\): the input scale must be a constant"),
+    ("qdq_s8_pertensor", _float8, UnsupportedOpError, "float8_e4m3fn quantization"),
+    ("qdq_s8_pertensor", _blocked, UnsupportedOpError, r"blocked quantization \(block_size\)"),
+], ids=["per_axis_activation", "int16", "uint8_model_input", "runtime_scale", "float8", "blocked"])
+def test_unsupported_quantization_is_refused(tmp_path, capsys, config, mutate, error, match):
+    m = quantized_model("conv_relu", config, tmp_path)
     mutate(m)
-    with pytest.raises(UnsupportedOpError, match=match):
+    with pytest.raises(error, match=match):
         load_onnx(m)
+    path = tmp_path / "refused.onnx"
+    path.write_bytes(m.SerializeToString())
+    assert cli.main(["inspect", str(path)]) == 2          # the CLI: exit 2 and the same message
+    assert re.search(match, capsys.readouterr().err)
 
 
 def _set_attr(m, op_type: str, key: str, value, scale_len: int):
