@@ -17,6 +17,7 @@ from conftest import model_path
 from microcompile.errors import ModelFormatError, UnsupportedOpError, UserError
 from microcompile.frontend import list_tflite_ops, load_model, load_tflite
 from microcompile.ir import verify
+from microcompile.ir.compare import compare
 from microcompile.ir.summary import format_table, layer_table
 
 # Declarative plan: model -> expected TFLite op counts, input shape, total MACs, params.
@@ -174,10 +175,8 @@ def test_interp_matches_litert_reference(model):
         got = run(g, {g.inputs[0]: x})
         for name, d in zip(g.outputs, outs):
             ref = it.get_tensor(d["index"])
-            if ref.dtype == np.int8:
-                np.testing.assert_array_equal(got[name], ref)
-            else:
-                np.testing.assert_allclose(got[name], ref, rtol=1e-5, atol=1e-6 * np.abs(ref).max())
+            c = compare(got[name], ref)      # int8 byte-equal, float32 within 1e-5
+            assert c.equal, f"{name}: {c}"
 
 
 # ---------------------------------------------------------------------------------------
