@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from conftest import model_path
+from tests.conftest import model_path
 from microcompile.errors import ModelFormatError, UnsupportedOpError, UserError
 from microcompile.frontend import list_tflite_ops, load_model, load_tflite
 from microcompile.ir import verify

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import ALL_MODELS, model_path
+from tests.conftest import ALL_MODELS, model_path
 from litert_ref import load_model, run_reference
 from op_cases import random_inputs
 from microcompile.reference import interp

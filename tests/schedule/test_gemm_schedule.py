@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lower"))
 
-from conftest import INT8_MODELS, model_path  # noqa: E402
+from tests.conftest import INT8_MODELS, model_path  # noqa: E402
 from lower_cases import build_graph, cases, matches, random_inputs, run_lowered  # noqa: E402
 
 from microcompile.tir import nodes as tir  # noqa: E402
