@@ -3,6 +3,7 @@ skip budget (skip_budget.py): every skip reason is printed with its count at the
 run, and a skip whose reason is not allowed fails the run."""
 
 import pathlib
+from collections import Counter
 
 import pytest
 
@@ -28,11 +29,15 @@ def model_path(name: str) -> pathlib.Path:
 # Under pytest-xdist these hooks run in the controller, which receives every worker's reports.
 
 _SKIPS: list[str] = []
+_BACKEND: Counter = Counter()   # (ONNX backend suite category, outcome) -> count
 
 
 def pytest_runtest_logreport(report):
     if report.skipped and not hasattr(report, "wasxfail"):
         _SKIPS.append(skip_budget.reason_of(report))
+    if report.when == "call" and "test_onnx_backend.py::OnnxBackend" in report.nodeid:
+        category = report.nodeid.split("::")[1].replace("OnnxBackend", "").replace("ModelTest", "")
+        _BACKEND[category, report.outcome] += 1
 
 
 def _is_worker(config) -> bool:
@@ -50,6 +55,11 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_terminal_summary(terminalreporter, config):
     if _is_worker(config):
         return
+    if _BACKEND:   # the figures the README quotes
+        terminalreporter.section("ONNX backend suite (tests/onnx_backend/expected_pass.txt)")
+        for category in sorted({c for c, _ in _BACKEND}):
+            terminalreporter.write_line(f"{category:18s} " + "  ".join(
+                f"{k} {_BACKEND[category, k]}" for k in ("passed", "failed", "skipped")))
     keys = skip_budget.allowed_keys()
     lines, bad = skip_budget.summary(_SKIPS, keys)
     terminalreporter.section("skip budget")

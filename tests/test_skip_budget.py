@@ -51,18 +51,19 @@ def test_ci_allows_only_hardware(monkeypatch):
         skip_budget.allowed_keys()
 
 
-def _run(tmp_path, select: str, env_extra=None):
+def _run(tmp_path, select: str, env_extra=None, extra=()):
     for name in ("conftest.py", "skip_budget.py"):
         shutil.copy(HERE / name, tmp_path / name)
     (tmp_path / "test_sample.py").write_text(SAMPLE)
     env = {k: v for k, v in os.environ.items() if k != "MC_SKIPS_ALLOWED"}
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", select,
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, "-k", select,
                            "test_sample.py"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
 
 
-def test_an_unlisted_reason_fails_the_run_and_every_reason_is_counted(tmp_path):
-    p = _run(tmp_path, "runs or no_good_reason or absent")
+@pytest.mark.parametrize("extra", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_an_unlisted_reason_fails_the_run_and_every_reason_is_counted(tmp_path, extra):
+    p = _run(tmp_path, "runs or no_good_reason or absent", extra=extra)
     assert p.returncode == 1, p.stdout
     assert "1 passed, 2 skipped" in p.stdout
     assert "skip budget" in p.stdout and "2 skipped; allowed reasons" in p.stdout

@@ -38,8 +38,7 @@ from backend import HOST, MicrocompileBackend, Refused, compile_model  # noqa: E
 from microcompile.frontend.onnx import find_converter  # noqa: E402
 from microcompile.ir.compare import compare  # noqa: E402
 
-# One xdist worker runs the whole module: its prefetch builds one program for all its tests.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("onnx_backend")]
+pytestmark = pytest.mark.slow
 MODEL_KINDS = ("pytorch-converted", "pytorch-operator")
 EXPECTED_FILE = Path(__file__).resolve().parent / "expected_pass.txt"
 
