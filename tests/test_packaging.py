@@ -9,6 +9,7 @@ import zipfile
 
 import pytest
 
+from skip_budget import NOT_INSTALLED, OFFLINE
 from tests.conftest import REPO
 
 
@@ -16,7 +17,7 @@ def test_wheel_contains_runtime_boards_and_templates(tmp_path):
     p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO)],
                        capture_output=True, text=True, timeout=600)
     if p.returncode != 0 and "No matching distribution" in p.stderr:
-        pytest.skip("cannot fetch the build backend (hatchling) here")
+        pytest.skip(f"{OFFLINE} (hatchling)")
     assert p.returncode == 0, p.stderr
     wheel, = tmp_path.glob("microcompile-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -36,7 +37,7 @@ def _installed_as_wheel() -> bool:
     return any(str(f).startswith("microcompile/_data/") for f in dist.files or [])
 
 
-@pytest.mark.skipif(not _installed_as_wheel(), reason="microcompile is not pip-installed (non-editable) in this interpreter")
+@pytest.mark.skipif(not _installed_as_wheel(), reason=NOT_INSTALLED)
 def test_installed_package_deploys_outside_the_checkout(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     # cwd is outside the checkout, so `import microcompile` finds the installed copy.

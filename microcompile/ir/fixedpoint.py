@@ -185,6 +185,23 @@ def multiply_by_quantized_multiplier_single_round_away(x, mult, shift) -> np.nda
     return np.where(x < 0, -magnitude, magnitude)
 
 
+def multiply_by_quantized_multiplier_single_round_even(x, mult, shift) -> np.ndarray:
+    """One rounding of x * M * 2^(shift-31), ties to even: ONNX's requantization (QLinearConv,
+    QuantizeLinear: round half to even of the exact value). Requires shift <= 30.
+
+    Used for the int8 layers of ONNX QDQ models (op attribute rounding="onnx"); TFLite's
+    double rounding would move values up to 2^-(r+1) of a step across a half (r the right
+    shift), which for a small r (a mean over few elements: r = 1) is a quarter step.
+    """
+    x, mult, shift = _i64(x), _i64(mult), _i64(shift)
+    total = 31 - shift
+    num = x * mult
+    floor = num >> total
+    rem = num - (floor << total)
+    half = np.int64(1) << (total - 1)
+    return floor + ((rem > half) | ((rem == half) & ((floor & 1) == 1)))
+
+
 def multiply_by_quantized_multiplier_smaller_than_one_exp(x, mult, left_shift) -> np.ndarray:
     """MultiplyByQuantizedMultiplierSmallerThanOneExp (ADD): SRDHM, then divide by 2^-shift."""
     return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, mult), -_i64(left_shift))

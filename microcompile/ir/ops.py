@@ -20,6 +20,10 @@ import numpy as np
 from .graph import Graph, Node
 
 ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
+# How an int8 op rounds when it requantizes (attribute `rounding` of the ops that have one):
+# "tflite" as LiteRT's reference kernels (the default; per op, see reference/qparams.py),
+# "onnx" once, ties to even, as ONNX specifies (set by the ONNX QDQ import).
+ROUNDINGS = ("tflite", "onnx")
 
 InferFn = Callable[[Graph, Node], list[tuple[tuple[int, ...], str]]]
 # fn(graph, node) -> what is wrong with the node's inputs and attributes, or None.
@@ -247,14 +251,14 @@ def same_as_input(g, n):
 
 _CONV_ATTRS = {"stride": (1, 1), "dilation": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"}
 
-register(OpDef("conv2d", ("input", "filter", "bias"), optional=("bias",), attrs=dict(_CONV_ATTRS),
+register(OpDef("conv2d", ("input", "filter", "bias"), optional=("bias",), attrs=dict(_CONV_ATTRS, rounding="tflite"),
                infer=_infer_conv2d, macs=_macs_conv2d, quant="weighted", weight_axis=0, inplace="window",
                ranks=(4, 4, 1), check=_check_conv2d))
 register(OpDef("depthwise_conv2d", ("input", "filter", "bias"), optional=("bias",),
-               attrs=dict(_CONV_ATTRS, depth_multiplier=1), infer=_infer_depthwise, macs=_macs_depthwise,
+               attrs=dict(_CONV_ATTRS, depth_multiplier=1, rounding="tflite"), infer=_infer_depthwise, macs=_macs_depthwise,
                quant="weighted", weight_axis=3, inplace="window", ranks=(4, 4, 1), check=_check_depthwise))
 register(OpDef("fully_connected", ("input", "weights", "bias"), optional=("bias",),
-               attrs={"activation": "NONE", "keep_num_dims": False}, infer=_infer_fc, macs=_macs_fc,
+               attrs={"activation": "NONE", "keep_num_dims": False, "rounding": "tflite"}, infer=_infer_fc, macs=_macs_fc,
                quant="weighted", weight_axis=0, ranks=(None, 2, 1), check=_check_fc))
 register(OpDef("average_pool2d", ("input",),
                attrs={"filter": (1, 1), "stride": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"},

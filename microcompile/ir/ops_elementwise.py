@@ -71,7 +71,8 @@ def _elements(g: Graph, n: Node) -> int:
 # Every op here is elementwise for cancel_transposes. PTQ: div, quantize and dequantize have
 # no int8 form in TFLite's scheme (LiteRT's DIV has no int8 kernel).
 for _op in ("sub", "mul", "div"):
-    register(OpDef(_op, ("lhs", "rhs"), attrs={"activation": "NONE"}, infer=_infer_binary,
+    register(OpDef(_op, ("lhs", "rhs"), attrs={"activation": "NONE", **({"rounding": "tflite"} if _op == "mul" else {})},
+                   infer=_infer_binary,
                    macs=_elements if _op in ("mul", "div") else (lambda g, n: 0),
                    quant=None if _op == "div" else "calibrated", layout="elementwise"))
 for _op in ("maximum", "minimum", "squared_difference"):
@@ -89,5 +90,5 @@ register(OpDef("hard_swish", ("input",), infer=same_as_input, quant="calibrated"
 register(OpDef("abs", ("input",), infer=same_as_input, quant="calibrated", layout="elementwise"))
 register(OpDef("log_softmax", ("input",), infer=same_as_input, quant="fixed", fixed_output=(16 / 256, 127),
                layout="axis"))
-register(OpDef("quantize", ("input",), infer=_infer_quantize, layout="elementwise"))
+register(OpDef("quantize", ("input",), attrs={"rounding": "tflite"}, infer=_infer_quantize, layout="elementwise"))
 register(OpDef("dequantize", ("input",), infer=_infer_dequantize, layout="elementwise"))

@@ -101,7 +101,7 @@ register(OpDef("transpose_conv2d", ("input", "filter", "bias"), optional=("bias"
 register(OpDef("max_pool2d", ("input",),
                attrs={"filter": (1, 1), "stride": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"},
                infer=infer_pool, macs=_macs_window, quant="same", inplace="window", ranks=(4,), check=check_pool))
-register(OpDef("mean", ("input",), attrs={"axes": (), "keep_dims": False}, infer=infer_reduce, macs=macs_reduce,
+register(OpDef("mean", ("input",), attrs={"axes": (), "keep_dims": False, "rounding": "tflite"}, infer=infer_reduce, macs=macs_reduce,
                quant="calibrated", layout="axis", check=check_reduce))
 register(OpDef("pad", ("input",), attrs={"pads": ()}, infer=_infer_pad, quant="same", layout="axis",
                check=_check_pad))

@@ -110,6 +110,8 @@ def verify(g: Graph) -> Graph:
                 fail(f"node {n.name} has unknown attribute {key}")
         if "activation" in n.attrs and n.attrs["activation"] not in ops.ACTIVATIONS:
             fail(f"node {n.name} has unknown activation {n.attrs['activation']}")
+        if n.attrs.get("rounding", "tflite") not in ops.ROUNDINGS:
+            fail(f"node {n.name} has unknown rounding {n.attrs['rounding']}")
         nan = [k for k, v in n.attrs.items() if isinstance(v, (float, np.floating)) and np.isnan(v)]
         if nan:
             fail(f"node {n.name} ({n.op}) has a NaN attribute {nan[0]}")

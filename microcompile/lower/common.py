@@ -116,7 +116,8 @@ def clamp(e: Expr, lo, hi) -> Expr:
 # qparams rounding scheme -> the intrinsic (mc_fixedpoint.h) that implements it.
 REQUANTIZE_INTRINSIC = {qparams.DOUBLE: "mc_mul_by_qm",
                         qparams.SINGLE: "mc_mul_by_qm_single_round",
-                        qparams.SINGLE_AWAY: "mc_mul_by_qm_single_round_away"}
+                        qparams.SINGLE_AWAY: "mc_mul_by_qm_single_round_away",
+                        qparams.SINGLE_EVEN: "mc_mul_by_qm_single_round_even"}
 
 
 def requantize(acc: Expr, mult: Expr | int, shift: Expr | int, rounding: str) -> Expr:

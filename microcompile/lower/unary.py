@@ -42,7 +42,7 @@ _FLOAT = {
 
 def _quantize_float(g: Graph, node: Node, x: Expr) -> Expr:
     p = qe.quantize_params(g, node)
-    r = Call("roundf", (binop("div", x, p.scale),), "float32")
+    r = Call("rintf" if p.half_even else "roundf", (binop("div", x, p.scale),), "float32")
     r = clamp(r, -128.0 - p.zero_point, 127.0 - p.zero_point)
     return Cast("int8", add(Cast("int32", r), p.zero_point))
 

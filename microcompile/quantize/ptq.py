@@ -20,7 +20,7 @@ T itself stays float32 (graph inputs/outputs, the output of an op kept in float)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -96,6 +96,7 @@ class _Builder:
     nodes: list
     int8_of: dict      # source float tensor -> name of its int8 version
     float_of: dict     # source float tensor -> name of its float32 version
+    requantized: dict = field(default_factory=dict)   # (tensor, scale, zero point) -> requantized int8
 
     def add(self, t: Tensor) -> str:
         name = t.name
@@ -120,9 +121,12 @@ class _Builder:
         cur = self.int8_of[name]
         if q is None or self.tensors[cur].quant.same_as(q):
             return cur
-        new = self.add(Tensor(f"{name}/requantized", t.shape, "int8", q))
-        self.nodes.append(Node("quantize", f"{name}/requantize", (cur,), (new,)))
-        return new
+        key = (name, q.scale, q.zero_point)
+        if key not in self.requantized:   # an input used twice (concat(x, y, x)) is requantized once
+            new = self.add(Tensor(f"{name}/requantized", t.shape, "int8", q))
+            self.nodes.append(Node("quantize", f"{new}/requantize", (cur,), (new,)))
+            self.requantized[key] = new
+        return self.requantized[key]
 
     def passthrough(self, name: str) -> str:
         """A tensor that quantization leaves alone (int32 shapes, indices): copied once."""

@@ -39,7 +39,7 @@ from ..ir import fixedpoint as fp
 from ..ir.fixedpoint_log import LogSoftmaxParams, log_softmax_int8
 from ..ir.graph import Graph, Node
 from . import qparams as qp
-from .common import clamp_float, store_int8
+from .common import clamp_float, requantize, store_int8
 from .interp import kernel
 
 _f32 = np.float32
@@ -71,10 +71,12 @@ class PreluParams:
 
 @dataclass(frozen=True)
 class QuantizeParams:
-    """float32 -> int8: q = clamp(round_half_away(x / scale) + zero_point)."""
+    """float32 -> int8: q = clamp(round(x / scale) + zero_point), rounding half away from zero
+    (TFLite) or, for ONNX's QuantizeLinear (rounding="onnx"), half to even."""
 
     scale: float
     zero_point: int
+    half_even: bool = False
 
 
 def _q(g: Graph, name: str):
@@ -97,7 +99,7 @@ def mul_params(g: Graph, n: Node):
         return qp._float_act(n)
     q1, q2, qo = _q(g, n.inputs[0]), _q(g, n.inputs[1]), _q(g, n.outputs[0])
     m, s = fp.quantize_multiplier(float(_f32(q1.s) * _f32(q2.s) / _f32(qo.s)))
-    return MulParams(-q1.zp, -q2.zp, qo.zp, m, s, **qp._act_kw(g, n))
+    return MulParams(-q1.zp, -q2.zp, qo.zp, m, s, **qp._act_kw(g, n), rounding=qp.rounding(n, qp.DOUBLE))
 
 
 SQUARED_DIFFERENCE_LEFT_SHIFT = 7
@@ -158,7 +160,7 @@ def quantize_params(g: Graph, n: Node):
     if not _is_float(g, n):
         return None
     qo = _q(g, n.outputs[0])
-    return QuantizeParams(float(_f32(qo.s)), qo.zp)
+    return QuantizeParams(float(_f32(qo.s)), qo.zp, n.attrs.get("rounding", "tflite") == "onnx")
 
 
 # --- 256-entry tables for the pure unary int8 ops ------------------------------------------
@@ -209,6 +211,8 @@ def _tanh_table(g, n, qi, qo):
 
 def _requantize_table(g, n, qi, qo):
     m, s = fp.quantize_multiplier(float(_f32(qi.s)) / float(_f32(qo.s)))
+    if n.attrs.get("rounding", "tflite") == "onnx":   # DequantizeLinear -> QuantizeLinear: one rounding, to even
+        return _clamp8(fp.multiply_by_quantized_multiplier_single_round_even(INT8_VALUES - qi.zp, m, s) + qo.zp)
     return _clamp8(fp.multiply_by_quantized_multiplier(INT8_VALUES - qi.zp, m, s) + qo.zp)
 
 
@@ -349,7 +353,7 @@ def _mul(graph, node, a, b):
     if not _int8(graph, node):
         return clamp_float(a.astype(_f32) * b.astype(_f32), p)
     prod = (a.astype(np.int64) + p.input1_offset) * (b.astype(np.int64) + p.input2_offset)
-    out = fp.multiply_by_quantized_multiplier(prod, p.output_multiplier, p.output_shift)
+    out = requantize(prod, p.output_multiplier, p.output_shift, p.rounding)
     return store_int8(out, p.output_offset, p.act_min, p.act_max)
 
 
@@ -430,7 +434,8 @@ def _quantize(graph, node, x):
     if _int8(graph, node):
         return _table(graph, node, x)
     p = quantize_params(graph, node)
-    q = fp.tflite_round((x.astype(_f32) / _f32(p.scale)).astype(_f32).astype(np.float64))
+    scaled = (x.astype(_f32) / _f32(p.scale)).astype(_f32).astype(np.float64)
+    q = np.rint(scaled) if p.half_even else fp.tflite_round(scaled)
     return np.clip(q + p.zero_point, -128, 127).astype(np.int8)
 
 

@@ -24,6 +24,13 @@ from ..ir.graph import Graph, Node, QuantParams
 DOUBLE = "double"   # gemmlowp: SaturatingRoundingDoublingHighMul then RoundingDivideByPOT
 SINGLE = "single"   # (acc*M + 2^(30-shift)) >> (31-shift): TFLITE_SINGLE_ROUNDING, ties up
 SINGLE_AWAY = "single_away"   # sign(acc) * ((|acc|*M + 2^(30-shift)) >> (31-shift))
+SINGLE_EVEN = "single_even"   # round(acc*M*2^(shift-31)) once, ties to even: ONNX (rounding="onnx")
+
+
+def rounding(node: Node, tflite: str) -> str:
+    """The requantization rounding of `node`: LiteRT's scheme for the op (`tflite`), or
+    ONNX's single rounding to even for a layer of an ONNX QDQ model (attribute rounding="onnx")."""
+    return SINGLE_EVEN if node.attrs.get("rounding", "tflite") == "onnx" else tflite
 
 
 @dataclass(frozen=True)
@@ -208,7 +215,8 @@ def conv_params(graph: Graph, node: Node) -> ConvParams | FloatActParams:
     mult, shift = _per_channel_multipliers(_q(graph, x).s, _channel_scales(_q(graph, w), channels),
                                            _q(graph, out).s)
     return ConvParams(input_offset=-_q(graph, x).zp, output_offset=_q(graph, out).zp,
-                      output_multiplier=mult, output_shift=shift, **_act_kw(graph, node))
+                      output_multiplier=mult, output_shift=shift, **_act_kw(graph, node),
+                      rounding=rounding(node, DOUBLE))
 
 
 depthwise_conv_params = conv_params
@@ -236,7 +244,7 @@ def fully_connected_params(graph: Graph, node: Node) -> FullyConnectedParams | F
         mult, shift, per_channel, w_zp = (m,), (s,), False, qw.zero_point[0]
     return FullyConnectedParams(input_offset=-qx.zp, weights_offset=-w_zp, output_offset=qo.zp,
                                 output_multiplier=mult, output_shift=shift, per_channel=per_channel,
-                                **_act_kw(graph, node))
+                                **_act_kw(graph, node), rounding=rounding(node, SINGLE_AWAY))
 
 
 ADD_LEFT_SHIFT = 20   # TFLite's headroom for int8 ADD (15 for int16)

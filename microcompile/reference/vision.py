@@ -68,7 +68,7 @@ def mean_params(graph: Graph, node: Node) -> MeanParams | None:
     count = int(np.prod([x.shape[a] for a in node.attrs["axes"]], dtype=np.int64))
     mult, shift = fp.quantize_multiplier(float(np.float32(qi.s)) / float(np.float32(qo.s)))
     extra = min(63 - _clz64(count), 32, 31 + shift)
-    return MeanParams(count, qi.zp, qo.zp, (mult << extra) // count, shift - extra)
+    return MeanParams(count, qi.zp, qo.zp, (mult << extra) // count, shift - extra, qp.rounding(node, qp.DOUBLE))
 
 
 def _clz64(v: int) -> int:
@@ -200,8 +200,7 @@ def _mean(graph, node, x):
         count = int(np.prod([x.shape[a] for a in axes]))
         return (total / np.float32(count)).astype(np.float32)
     total = x.astype(np.int64).sum(axis=axes, keepdims=keep)
-    out = fp.multiply_by_quantized_multiplier(total - p.input_zero_point * p.count, p.multiplier,
-                                              p.shift) + p.output_zero_point
+    out = requantize(total - p.input_zero_point * p.count, p.multiplier, p.shift, p.rounding) + p.output_zero_point
     return np.clip(out, -128, 127).astype(np.int8)
 
 

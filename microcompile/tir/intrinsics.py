@@ -88,6 +88,11 @@ def _mul_by_qm_single_round_away(x, m, s):
     return int(fp.multiply_by_quantized_multiplier_single_round_away(x, m, s))
 
 
+@intrinsic("mc_mul_by_qm_single_round_even", _I32x3, "int32", _FP_H)
+def _mul_by_qm_single_round_even(x, m, s):
+    return int(fp.multiply_by_quantized_multiplier_single_round_even(x, m, s))
+
+
 @intrinsic("mc_mul_by_qm_smaller_than_one_exp", _I32x3, "int32", _FP_H)
 def _mul_by_qm_smaller_than_one_exp(x, m, s):
     return int(fp.multiply_by_quantized_multiplier_smaller_than_one_exp(x, m, s))
@@ -104,6 +109,12 @@ def _expf(x):
 @intrinsic("roundf", ("float32",), "float32", "math.h")
 def _roundf(x):
     return np.float32(fp.tflite_round(np.float64(x)))
+
+
+# rintf: half to even in the default rounding mode (ONNX's QuantizeLinear), exact on float32.
+@intrinsic("rintf", ("float32",), "float32", "math.h")
+def _rintf(x):
+    return np.float32(np.rint(np.float64(x)))
 
 
 SOFTMAX_PARAMS = StructType("mc_softmax_params_t", ("rows", "depth", "input_multiplier", "input_left_shift",

@@ -55,6 +55,19 @@ static inline int32_t mc_mul_by_qm_single_round_away(int32_t x, int32_t mult, in
     return (int32_t)(x < 0 ? -magnitude : magnitude);
 }
 
+/* One rounding of x*M*2^(shift-31), ties to even: ONNX's requantization (the layers of ONNX
+ * QDQ models). floor((x*M) / 2^total) plus one when the remainder passes half, or is exactly
+ * half and the floor is odd. */
+static inline int32_t mc_mul_by_qm_single_round_even(int32_t x, int32_t mult, int32_t shift)
+{
+    const int32_t total = 31 - shift;
+    const int64_t product = (int64_t)x * mult;
+    const int64_t floor = product >> total;   /* arithmetic shift: floor for negatives too */
+    const int64_t rem = product - (floor << total);
+    const int64_t half = (int64_t)1 << (total - 1);
+    return (int32_t)(floor + (rem > half || (rem == half && (floor & 1))));
+}
+
 /* MultiplyByQuantizedMultiplierSmallerThanOneExp (ADD): left_shift <= 0. */
 static inline int32_t mc_mul_by_qm_smaller_than_one_exp(int32_t x, int32_t mult, int32_t left_shift)
 {

@@ -12,8 +12,7 @@ The models cover a residual block, several inputs and outputs (one of them an
 intermediate tensor), a concatenation written in place by its producers, float32 or int8
 I/O around an int8 core (QUANTIZE/DEQUANTIZE), and the converter patterns that must fold away at compile time (Flatten with a dynamic batch:
 SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE; a dilated convolution as SPACE_TO_BATCH_ND ->
-CONV_2D -> BATCH_TO_SPACE_ND). `REQUIRES[name]` lists the ops a model needs beyond the
-original set, so its tests skip (saying why) until those ops exist.
+CONV_2D -> BATCH_TO_SPACE_ND).
 """
 
 from __future__ import annotations
@@ -298,22 +297,6 @@ MODELS = {
     "dscnn_int8": _int8(dscnn_float32),
     "concat_int8": _int8(concat_float32),
 }
-
-_QIO = ("quantize", "dequantize")
-REQUIRES = {name: (_QIO if "float_io" in name else ()) for name in MODELS}
-REQUIRES.update({n: ("shape", "strided_slice", "pack") for n in MODELS if n.startswith("flatten_dynamic")})
-REQUIRES.update({n: ("space_to_batch_nd", "batch_to_space_nd") for n in MODELS if n.startswith("dilated")})
-
-
-def missing_ops(name: str) -> list[str]:
-    """The ops `name` needs that the registry, interpreter, writer or (for those that stay
-    in the compiled graph: QUANTIZE/DEQUANTIZE) lowering does not have yet."""
-    from microcompile.lower import LOWERINGS
-
-    return [op for op in REQUIRES[name]
-            if op not in ops.REGISTRY or op not in interp.KERNELS or op not in tflite_writer.WRITERS
-            or (op in _QIO and op not in LOWERINGS)]
-
 
 # model -> {reshape node: the tensor the TFLite RESHAPE takes as its (dynamic) shape input}
 _DYNAMIC_RESHAPE = {n: {"flatten/reshape": "flatten/target"} for n in MODELS if n.startswith("flatten_dynamic")}

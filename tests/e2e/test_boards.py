@@ -27,6 +27,7 @@ from microcompile.target import list_boards, load_board
 from tests.conftest import REPO, model_path
 from tests.e2e import multi_op_models as M
 from tests.litert_ref import run_reference
+from tests.lower.qemu_cases import assert_matches_litert
 
 BOARDS = [b for b in list_boards() if b != "host"]
 EMULATED = ["mps2-an385", "mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547", "netduinoplus2", "microbit"]
@@ -74,6 +75,8 @@ def test_example_model_on_every_board(board, example, tmp_path):
             sum(built.fit.needs[k] for k in ("code", "weights", "rodata", "data_init"))
         return
     result = driver.deploy(model, b, tmp_path / "p", emulate=True, input_path=sample, **banks, **quiet)
+    # the oracle is LiteRT, not our interpreter ("verified" compares with the interpreter)
+    assert_matches_litert(model, result.inputs, result.outputs, f"the example model on {board}")
     assert result.report["verified"], result.report["outputs"]
     assert result.report["instructions"] > 0
     _check_fit(result.fit, result.compiled.manifest)

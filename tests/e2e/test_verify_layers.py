@@ -6,6 +6,7 @@ float32 stay within 1e-5 relative (ir/compare.py). Plus: a corrupted weight is f
 layer, and the CLI's exit codes, multi-input .npz, multi-output .npz and inspect output.
 """
 
+import json
 import re
 import subprocess
 import sys
@@ -25,9 +26,6 @@ BOARDS = [pytest.param("host", id="host"), pytest.param("mps2-an386", id="mps2-a
 
 
 def _model(name, tmp_path):
-    missing = M.missing_ops(name)
-    if missing:
-        pytest.skip(f"{name} needs ops not implemented yet: {', '.join(missing)}")
     return M.write(name, tmp_path)
 
 
@@ -146,6 +144,17 @@ def test_cli_verify_multi_io_and_deploy_npz(tmp_path):
     p = _cli("verify", path, "--board=host", "--input", x, "-o", tmp_path / "v", "--report", tmp_path / "r.json")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "all 9 layers match" in p.stdout and "max|diff|" in p.stdout and "TFLite" in p.stdout
+    # --report: the same 9 rows as JSON, each compared with both references, all exact (int8)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert (report["model"], report["board"], report["verified"], report["tflite_compared"]) == \
+        ("multi_io_int8", "host", True, True)
+    assert len(report["layers"]) == 9 and [r["index"] for r in report["layers"]] == list(range(9))
+    for row in report["layers"]:
+        assert row["equal"] and row["dtype"] == "int8", row
+        for ref in ("vs_reference", "vs_tflite"):
+            assert row[ref] == {"equal": True, "max_abs_diff": 0.0, "n_diff": 0, "first_mismatch": None}, row
+        assert row["tensor"] in p.stdout or row["node"] in p.stdout
+    assert set(report["outputs"]) == set(run_reference(path.read_bytes(), inputs))
     p = _cli("deploy", path, "--board=host", "--input", x, "--output", tmp_path / "y.npz", "-o", tmp_path / "d")
     assert p.returncode == 0, p.stdout + p.stderr
     y, ref = np.load(tmp_path / "y.npz"), run_reference(path.read_bytes(), inputs)

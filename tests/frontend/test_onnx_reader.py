@@ -12,8 +12,8 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "codegen"))
 
-ort = pytest.importorskip("onnxruntime")
-onnx = pytest.importorskip("onnx")
+import onnx  # noqa: E402
+import onnxruntime as ort  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from c_harness import run_on_host  # noqa: E402
@@ -181,8 +181,10 @@ def test_unsupported_ops_are_listed_all_at_once(tmp_path):
     assert cli.main(["inspect", str(_save(m, tmp_path))]) == 2
 
 
-@pytest.mark.parametrize("what", ["runtime_weight", "pad_mode", "cubic"])
-def test_unsupported_features_are_reported_not_guessed(what):
+@pytest.mark.parametrize("what, says", [("runtime_weight", r"\(Conv\): the weight must be a constant"),
+                                        ("pad_mode", r"\(Pad\): mode 'reflect'"),
+                                        ("cubic", r"\(Resize\): mode 'cubic'")])
+def test_unsupported_features_are_reported_not_guessed(what, says):
     n = helper.make_node
     if what == "runtime_weight":
         m = _model([n("Conv", ["x", "x"], ["y"])], [], (1, 1, 1, 1))
@@ -192,13 +194,19 @@ def test_unsupported_features_are_reported_not_guessed(what):
     else:
         m = _model([n("Resize", ["x", "", "s"], ["y"], mode="cubic")],
                    [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "s")], (1, 1, 2, 2))
-    with pytest.raises(UnsupportedOpError):
+    with pytest.raises(UnsupportedOpError, match=says) as e:   # the message names the node and feature
         load_onnx(m)
+    assert "not supported" in e.value.hint
 
 
-def test_opset_outside_11_to_21():
-    with pytest.raises(UserError, match="opset 10"):
-        load_onnx(_model([helper.make_node("Relu", ["x"], ["y"])], [], (1, 4), opset=10))
+@pytest.mark.parametrize("opset", [10, 22])
+def test_opset_outside_11_to_21(opset, tmp_path, capsys):
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], [], (1, 4), opset=opset)
+    with pytest.raises(UserError, match=f"opset {opset}; microcompile reads opsets 11 to 21") as e:
+        load_onnx(m)
+    assert "version_converter" in e.value.hint
+    assert cli.main(["inspect", str(_save(m, tmp_path))]) == 2     # through the CLI: exit 2, no traceback
+    assert f"opset {opset}" in capsys.readouterr().err
 
 
 def test_non_float_input():

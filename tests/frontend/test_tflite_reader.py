@@ -1,5 +1,5 @@
 """The TFLite reader against the TFLite runtime itself (ai_edge_litert), on the MLPerf Tiny
-models of /work/shared/models, plus malformed and unsupported inputs.
+models of ../shared/models (conftest.model_path), plus malformed and unsupported inputs.
 
 Malformed and unsupported models are made by patching the bytes of a real model in
 place (the flatbuffer layout stays valid; only field values change).
@@ -7,20 +7,18 @@ place (the flatbuffer layout stays valid; only field values change).
 
 from __future__ import annotations
 
-import os
 import struct
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.conftest import model_path
 from microcompile.errors import ModelFormatError, UnsupportedOpError, UserError
 from microcompile.frontend import list_tflite_ops, load_model, load_tflite
 from microcompile.ir import verify
+from microcompile.ir.compare import compare
 from microcompile.ir.summary import format_table, layer_table
-
-MODELS_DIR = Path(os.environ.get("MICROCOMPILE_MODELS", "/work/shared/models"))
 
 # Declarative plan: model -> expected TFLite op counts, input shape, total MACs, params.
 # params are MODELS.md's figure minus the 2 elements of the RESHAPE shape constant, which
@@ -43,22 +41,15 @@ PLAN = {
 }
 
 
-def model_path(name: str) -> Path:
-    path = MODELS_DIR / f"{name}.tflite"
-    if not path.is_file():
-        pytest.skip(f"test model {path} is absent (set MICROCOMPILE_MODELS to the MLPerf Tiny models)")
-    return path
-
-
 @pytest.fixture(params=sorted(PLAN), ids=sorted(PLAN))
 def model(request):
     return request.param, model_path(request.param)
 
 
 def _interpreter(path, reference: bool = False):
-    litert = pytest.importorskip("ai_edge_litert.interpreter")
-    kw = {"experimental_op_resolver_type": litert.OpResolverType.BUILTIN_REF} if reference else {}
-    it = litert.Interpreter(model_path=str(path), **kw)
+    from litert_ref import Interpreter, OpResolverType
+    kw = {"experimental_op_resolver_type": OpResolverType.BUILTIN_REF} if reference else {}
+    it = Interpreter(model_path=str(path), **kw)
     it.allocate_tensors()
     return it
 
@@ -149,7 +140,7 @@ def test_load_model_dispatches_onnx_to_the_onnx_reader(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------
-# Reference runs through our interpreter (skipped until microcompile/ir/interp.py exists)
+# Reference runs through our interpreter
 
 def _is_hybrid(g) -> bool:
     """A float op with int8 constant weights: TFLite runs it as a hybrid kernel."""
@@ -184,10 +175,8 @@ def test_interp_matches_litert_reference(model):
         got = run(g, {g.inputs[0]: x})
         for name, d in zip(g.outputs, outs):
             ref = it.get_tensor(d["index"])
-            if ref.dtype == np.int8:
-                np.testing.assert_array_equal(got[name], ref)
-            else:
-                np.testing.assert_allclose(got[name], ref, rtol=1e-5, atol=1e-6 * np.abs(ref).max())
+            c = compare(got[name], ref)      # int8 byte-equal, float32 within 1e-5
+            assert c.equal, f"{name}: {c}"
 
 
 # ---------------------------------------------------------------------------------------

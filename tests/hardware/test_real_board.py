@@ -20,6 +20,7 @@ from microcompile.project import flash_runners as fr
 from microcompile.reference import interp
 from microcompile.target import list_boards, load_board
 from tests.conftest import REPO
+from tests.skip_budget import NO_HARDWARE
 
 
 def _attached():
@@ -49,10 +50,10 @@ def _serial_port(board):
 def test_flash_and_run_the_example_model_on_the_attached_board(tmp_path):
     board, probe = _attached()
     if board is None:
-        pytest.skip("no probe of a known board is attached")
+        pytest.skip(f"{NO_HARDWARE}: no probe of a known board is attached")
     port = _serial_port(board)
     if port is None:
-        pytest.skip(f"{board.name}'s probe is attached but its USB serial port "
+        pytest.skip(f"{NO_HARDWARE} with a serial console: {board.name}'s probe is attached but its USB serial port "
                     f"({board.probe.usb_vid:04x}:{board.probe.usb_pid:04x}) is not")
     subprocess.run([sys.executable, str(REPO / "examples" / "digits" / "make_model.py"), "-o", str(tmp_path)],
                    check=True, cwd=REPO)

@@ -13,6 +13,7 @@ import pytest
 from litert_ref import run_reference
 from op_cases import PLANS, build_graph, case_id, cases, random_inputs
 from microcompile.frontend.tflite.writer import write_tflite
+from microcompile.ir.compare import compare
 from microcompile.reference import interp
 
 INT8_CASES_PER_OP = 24
@@ -24,13 +25,11 @@ ALL_CASES += cases("conv2d", "hybrid", FLOAT_CASES_PER_OP)   # TFLite's dynamic-
 
 
 def assert_matches_reference(got: np.ndarray, ref: np.ndarray):
+    """int8 byte-equal; float32 within ir/compare.py's tolerance (1e-5 relative, floor a
+    millionth of the tensor's magnitude for results that cancel to ~0)."""
     assert got.dtype == ref.dtype and got.shape == ref.shape
-    if got.dtype == np.int8:
-        diff = np.abs(got.astype(np.int32) - ref.astype(np.int32))
-        assert diff.max(initial=0) == 0, f"{(diff > 0).sum()} of {diff.size} differ, max {diff.max()}"
-    else:
-        # atol only covers results that cancel to ~0 (different summation order).
-        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6 * max(1.0, float(np.abs(ref).max(initial=0))))
+    c = compare(got, ref)
+    assert c.equal, str(c)
 
 
 @pytest.mark.parametrize("case", ALL_CASES, ids=case_id)

@@ -1,23 +1,45 @@
-"""Deploy single-op graphs to a QEMU board and compare with the numpy interpreter, for the
-target-specific lowerings (SSAT on Armv7-M, DSP paths on Armv7E-M) that host gcc cannot run."""
+"""Deploy single-op graphs to a QEMU board and compare the device output with LiteRT's
+reference kernels, for the target-specific lowerings (SSAT on Armv7-M, DSP paths on
+Armv7E-M) that host gcc cannot run."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from microcompile import driver
-from microcompile.frontend.tflite.writer import write_tflite
-from microcompile.ir import Graph
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from litert_ref import run_reference  # noqa: E402
+
+from microcompile import driver  # noqa: E402
+from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
+from microcompile.ir import Graph  # noqa: E402
+from microcompile.ir.compare import compare  # noqa: E402
+
+
+def assert_matches_litert(model: Path, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                          where: str) -> None:
+    """Every device output equals LiteRT BUILTIN_REF on the same .tflite and inputs (int8
+    byte for byte, float32 within ir.compare's 1e-5): the oracle is TFLite, not our interpreter."""
+    reference = run_reference(Path(model).read_bytes(), inputs)
+    assert set(reference) == set(outputs), (sorted(reference), sorted(outputs))
+    for name, want in reference.items():
+        got = outputs[name]
+        c = compare(got, want.reshape(got.shape))
+        assert c.equal, f"{where}: output {name} differs from LiteRT BUILTIN_REF: {c}"
 
 
 def deploy_graph(g: Graph, inputs: dict[str, np.ndarray], board: str, work: Path) -> dict:
-    """The deploy report of `g` on `board`'s emulated twin with `inputs` ("verified" is
-    the bit-exact comparison with the interpreter)."""
+    """Deploy `g` on `board`'s emulated twin with `inputs`, check the device outputs against
+    LiteRT (assert_matches_litert) and return the deploy report ("verified" is the
+    comparison with our interpreter)."""
     work.mkdir(parents=True, exist_ok=True)
     model = work / "model.tflite"
     model.write_bytes(write_tflite(g))
     np.savez(work / "inputs.npz", **inputs)
-    return driver.deploy(model, board, work / "project", emulate=True, input_path=work / "inputs.npz",
-                         progress=lambda s: None).report
+    result = driver.deploy(model, board, work / "project", emulate=True, input_path=work / "inputs.npz",
+                           progress=lambda s: None)
+    assert_matches_litert(model, inputs, result.outputs, f"{g.name} on {board}")
+    return result.report

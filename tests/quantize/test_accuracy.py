@@ -20,7 +20,6 @@ from tests.conftest import MODELS_DIR, model_path  # noqa: E402
 
 
 def test_digits_int8_accuracy_against_float_and_onnxruntime(tmp_path):
-    pytest.importorskip("onnxruntime")
     from digits_models import digits_table
 
     row = digits_table(tmp_path, [DEFAULT_METHOD])

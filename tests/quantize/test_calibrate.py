@@ -19,8 +19,16 @@ def test_activation_qparams_represent_zero_and_range(lo, hi):
     q = activation_qparams(Range(lo, hi))
     lo0, hi0 = min(lo, 0), max(hi, 0)
     assert -128 <= q.zp <= 127
-    # zero is exactly representable, and the ends are within half a step of the grid ends
-    assert (q.zp - q.zp) * q.s == 0
+    # TFLite's scale: the range over 255 steps, as a float32
+    assert q.s == float(np.float32((hi0 - lo0) / 255))
+    # zero is exactly representable: the zero point is a point of the integer grid (so the
+    # code k = zp dequantizes to exactly 0.0), at the grid's end for one-signed ranges
+    assert isinstance(q.zp, int)
+    if lo0 == 0:
+        assert q.zp == -128
+    if hi0 == 0:
+        assert q.zp == 127
+    # the ends are within half a step of the grid ends
     assert abs((-128 - q.zp) * q.s - lo0) <= q.s * 0.5 + 1e-9
     assert abs((127 - q.zp) * q.s - hi0) <= q.s * 0.5 + 1e-6 * abs(hi0)
 

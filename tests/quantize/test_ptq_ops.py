@@ -69,3 +69,23 @@ def test_quantized_op_is_valid_int8_tflite_and_accurate(case, io):
     expected_all = np.concatenate(expected_all)
     if io == "float32" and np.abs(expected_all).max() > 1e-3:   # an all-zero output has no SQNR
         assert sqnr(expected_all, np.concatenate(got_all)) >= SQNR_FLOOR_DB.get(case["op"], DEFAULT_FLOOR_DB)
+
+
+def test_an_input_used_twice_by_a_requantizing_op_is_requantized_once():
+    """Regression: concatenation(x, y, x) requantizes x to the output's parameters for both
+    uses; PTQ made two requantize nodes with one name (a VerifyError, a traceback in the CLI)."""
+    from microcompile.ir import Graph, Node, Tensor, verify
+
+    t = {"x": Tensor("x", (1, 2, 3), "float32"), "y": Tensor("y", (1, 2, 3), "float32"),
+         "xs": Tensor("xs", (1, 2, 3), "float32"), "cat": Tensor("cat", (1, 2, 9), "float32")}
+    scale = Tensor("k", (1, 1, 3), "float32", data=np.full((1, 1, 3), 4.0, np.float32))
+    nodes = (Node("mul", "scale_x", ("x", "k"), ("xs",), {"activation": "NONE"}),
+             Node("concatenation", "cat", ("xs", "y", "xs"), ("cat",), {"axis": 2}))
+    g = verify(Graph("concat_twice", {**t, "k": scale}, nodes, ("x", "y"), ("cat",)))
+    q = quantize(g, _samples(g, 8, 1), io="int8", report=False, progress=False).graph
+    requant = [n for n in q.nodes if n.op == "quantize" and q.tensors[n.inputs[0]].dtype == "int8"]
+    assert len(requant) == 1
+    rng = np.random.default_rng(2)
+    inputs = {n: rng.integers(-128, 128, q.tensors[n].shape).astype(np.int8) for n in q.inputs}
+    out = q.outputs[0]
+    assert np.array_equal(interp.run(q, inputs)[out], run_reference(write_tflite(q), inputs)[out])

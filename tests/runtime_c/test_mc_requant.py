@@ -77,3 +77,52 @@ def test_smmulr_form_of_the_high_multiply():
         m = mults[k % len(mults)]
         assert -(1 << 31) <= 2 * x < (1 << 31)
         assert (2 * x * m + (1 << 31)) >> 32 == (x * m + (1 << 30)) >> 31, (x, m)
+
+
+EVEN_PROGRAM = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "mc_fixedpoint.h"
+
+int main(int argc, char **argv)
+{
+    for (int a = 1; a + 2 < argc; a += 3) {
+        const int32_t x = (int32_t)atol(argv[a]), m = (int32_t)atol(argv[a + 1]), s = (int32_t)atol(argv[a + 2]);
+        printf("%ld\n", (long)mc_mul_by_qm_single_round_even(x, m, s));
+    }
+    return 0;
+}
+"""
+
+
+def test_single_round_even_is_onnx_rounding(tmp_path):
+    """mc_mul_by_qm_single_round_even (C) and its Python twin equal the exact value
+    x * m * 2^(s-31) rounded half to even (Python's round of a Fraction), ties included."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    from microcompile.ir import fixedpoint as fp
+
+    rng = np.random.default_rng(3)
+    triples = []
+    for _ in range(400):
+        s = int(rng.integers(-20, 2))
+        m = int(rng.integers(1 << 30, 1 << 31))
+        triples.append((int(rng.integers(-(1 << 24), 1 << 24)), m, s))
+    for k in range(-12, 13):        # exact ties: m = 2^30 makes x * 2^(s-1) a half for odd x at s = 0
+        triples += [(k, 1 << 30, 0), (k, 1 << 30, -1), (2 * k + 1, 1 << 30, -1), (k, 3 << 28, -2)]
+    (tmp_path / "t.c").write_text(EVEN_PROGRAM)
+    inc = resource_dir("runtime_c") / "include"
+    subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I", str(inc), "t.c", "-o", "t"],
+                   cwd=tmp_path, check=True)
+    out = subprocess.run([str(tmp_path / "t"), *[str(v) for t in triples for v in t]], capture_output=True,
+                         text=True, check=True).stdout.split()
+    ties = 0
+    for (x, m, s), c in zip(triples, out):
+        exact = Fraction(x * m, 2 ** (31 - s))
+        ties += exact.denominator == 2
+        want = round(exact)              # half to even
+        assert int(c) == want, (x, m, s, c, want)
+        assert int(fp.multiply_by_quantized_multiplier_single_round_even(x, m, s)) == want, (x, m, s)
+    assert ties >= 12, "the plan must hold exact ties"

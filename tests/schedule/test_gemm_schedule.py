@@ -6,7 +6,6 @@ MLPerf Tiny model stays bit-exact on a core without DSP (QEMU mps2-an385, Cortex
 from __future__ import annotations
 
 import ctypes
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lower"))
 
+from tests.conftest import INT8_MODELS, model_path  # noqa: E402
 from lower_cases import build_graph, cases, matches, random_inputs, run_lowered  # noqa: E402
 
 from microcompile.tir import nodes as tir  # noqa: E402
@@ -148,8 +148,6 @@ def test_float_conv_keeps_the_plain_nest():
 
 @pytest.fixture(scope="module")
 def gemm_lib(tmp_path_factory):
-    if shutil.which("gcc") is None:
-        pytest.skip("no host gcc")
     out = tmp_path_factory.mktemp("gemm") / "libgemm.so"
     subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", "-std=c99",
                     "-I", str(ROOT / "runtime_c" / "include"), str(ROOT / "runtime_c" / "kernels" / "mc_gemm.c"), "-o", str(out)], check=True)
@@ -209,21 +207,15 @@ def test_packed_dsp_gemm_kernels_on_cortex_m4(name, tmp_path):
     assert report["verified"], report
 
 
-MODELS = Path(__file__).resolve().parents[3] / "shared" / "models"
-INT8_MODELS = ["kws_ref_model", "pretrainedResnet_quant", "ad01_int8"]
-
-
 @pytest.mark.qemu
 @pytest.mark.slow
 @pytest.mark.parametrize("name", INT8_MODELS)
 def test_int8_models_bit_exact_on_cortex_m3_without_dsp(name, tmp_path):
     from microcompile import driver
-    path = MODELS / f"{name}.tflite"
-    if not path.is_file():
-        pytest.skip(f"{path} not found")
-    if shutil.which("qemu-system-arm") is None or shutil.which("arm-none-eabi-gcc") is None:
-        pytest.skip("needs qemu-system-arm and arm-none-eabi-gcc")
+    from qemu_cases import assert_matches_litert
+    path = model_path(name)
     r = driver.deploy(path, "mps2-an385", tmp_path / name, emulate=True, progress=lambda s: None)
+    assert_matches_litert(path, r.inputs, r.outputs, f"{name} on mps2-an385")
     assert r.report["verified"], r.report["outputs"]
     assert not (tmp_path / name / "runtime" / "kernels" / "dsp").exists()   # plain C only
     assert "mc_gemm_nt_c_" in (tmp_path / name / "model" / "model.c").read_text()

@@ -17,8 +17,8 @@ from microcompile.lower import lower_node  # noqa: E402
 from microcompile.schedule import KNOBS, Schedule, ScheduleError, Trace  # noqa: E402
 from microcompile.schedule.gemm_schedule import schedule_conv2d_gemm, schedule_dense_gemm  # noqa: E402
 from microcompile.target import load_board  # noqa: E402
+from tests.conftest import model_path  # noqa: E402
 
-MODELS = Path(__file__).resolve().parents[3] / "shared" / "models"
 DSP = load_board("mps2-an386").target
 
 
@@ -71,11 +71,10 @@ def test_acc_rows_bounds_the_fully_connected_tile():
     assert tiles == {8: 8, 64: 64}, tiles
 
 
-@pytest.mark.skipif(not (MODELS / "kws_ref_model.tflite").is_file(), reason=f"no shared models at {MODELS}")
 @pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547", "mps2-an385"])
 def test_every_recorded_knob_is_declared_and_in_its_domain(board):
     from microcompile import driver
-    kernels = driver.plan_model(MODELS / "kws_ref_model.tflite", board).manifest["kernels"]
+    kernels = driver.plan_model(model_path("kws_ref_model"), board).manifest["kernels"]
     seen = set()
     for k in kernels:
         for name, value in _knobs(k["trace"]).items():

@@ -18,6 +18,7 @@ from op_cases import _Builder, random_inputs  # noqa: E402
 from microcompile.frontend.tflite import writer as tflite_writer  # noqa: E402
 from microcompile.frontend.tflite.reader import load_tflite  # noqa: E402
 from microcompile.ir import Graph, Node, Tensor, verify
+from microcompile.ir.compare import compare
 from microcompile.reference import interp  # noqa: E402
 from microcompile.transform import pipeline  # noqa: E402
 from microcompile.transform.fold_constants import FoldConstants  # noqa: E402
@@ -68,10 +69,8 @@ def test_flatten_chain_folds_and_matches_litert(dtype):
     ref = run_reference(model, ins)["y"]
     for graph in (g, final):
         got = interp.run(graph, ins)["y"]
-        if dtype == "int8":
-            np.testing.assert_array_equal(got, ref)
-        else:
-            np.testing.assert_allclose(got, ref, rtol=1e-5)
+        c = compare(got, ref)     # int8 byte-equal, float32 within 1e-5
+        assert c.equal, str(c)
 
 
 def test_new_ops_fold_when_all_inputs_are_constant():

@@ -72,7 +72,7 @@ def _quantize_linear(ctx, node):
     x = ctx.ir(node.input[0])
     if ctx.tensors[x].dtype != "float32":
         ctx.unsupported(node, f"quantizing a {ctx.tensors[x].dtype} tensor")
-    ctx.emit1("quantize", [x], out=node.output[0], quant=qp)
+    ctx.emit1("quantize", [x], {"rounding": "onnx"}, out=node.output[0], quant=qp)   # ties to even
 
 
 @converter("DequantizeLinear")
@@ -126,7 +126,7 @@ def _qlinear(ctx, node, float_op: str, x_idx: int, w_idx: int, w_axis: int, out_
     synthetic = helper.make_node(float_op, float_ins, [y_name], name=node.name or out, **attrs)
     find_converter(float_op, ctx.opset)(ctx, synthetic)
     ctx.node = node
-    ctx.emit1("quantize", [ctx.ir(y_name)], out=out, quant=y_qp)
+    ctx.emit1("quantize", [ctx.ir(y_name)], {"rounding": "onnx"}, out=out, quant=y_qp)
 
 
 @converter("QLinearConv")

@@ -175,6 +175,10 @@ def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
     unsupported = sorted({n.op for n in graph.nodes if n.op not in WRITERS})
     if unsupported:
         raise ValueError(f"tflite_writer: unsupported ops {unsupported}")
+    onnx_rounded = [n.name for n in graph.nodes if n.attrs.get("rounding", "tflite") != "tflite"]
+    if onnx_rounded:   # TFLite's kernels would round these layers differently
+        raise ValueError(f"tflite_writer: layers {onnx_rounded[:3]} requantize as ONNX does (rounding=onnx), "
+                         "which TFLite cannot express")
     tensors, op_inputs = _tflite_inputs(graph)
     index = {name: i for i, name in enumerate(tensors)}
     b = flatbuffers.Builder(1024)
