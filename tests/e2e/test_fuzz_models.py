@@ -13,8 +13,9 @@ failure names) and never a traceback:
 - `deploy --board=host` as a subprocess for a sample (the C compiler and the run included);
 - .npy mutants as deploy inputs and as calibration data.
 
-The default run tries a few hundred mutants (COUNTS); `pytest -m slow tests/e2e/test_fuzz_models.py`
-runs the long fuzz (SLOW_COUNTS, thousands, every accepted mutant compiled).
+The default run tries a few hundred mutants (COUNTS). The long fuzz (SLOW_COUNTS, thousands,
+every accepted mutant compiled) is marked `slow`, which the default run and CI leave out:
+`./scripts/test --slow tests/e2e/test_fuzz_models.py` runs it.
 """
 
 from __future__ import annotations
@@ -40,14 +41,6 @@ COUNTS = {"digits": (150, 150), "digits_int8": (150, 150), "onnx_cnn": (120, 120
 SLOW_COUNTS = {name: (n * 10, n * 10) for name, (n, _) in COUNTS.items()}
 NPY_COUNT, SLOW_NPY_COUNT = 200, 2000
 DEPLOY_SAMPLE = 6     # mutants of the digits models deployed to the host board as a subprocess
-
-
-@pytest.fixture
-def long_run(request):
-    """The long runs are marked slow and, unlike the other slow tests, run only when `-m`
-    selects slow tests: thousands of mutants would take CI past its time budget."""
-    if "slow" not in (request.config.getoption("markexpr") or "").replace("not slow", ""):
-        pytest.skip("the long fuzz run: select it with -m slow (README, Tests)")
 
 
 # --- the source models -------------------------------------------------------------------------
@@ -171,7 +164,7 @@ def test_model_mutants_under_inspect_and_compile(sources, tmp_path):
 
 
 @pytest.mark.slow
-def test_model_mutants_long_run(sources, tmp_path, long_run):
+def test_model_mutants_long_run(sources, tmp_path):
     _fuzz_models(sources, SLOW_COUNTS, tmp_path)
 
 
@@ -229,7 +222,7 @@ def test_npy_mutants_as_input_and_calibration(sources, tmp_path):
 
 
 @pytest.mark.slow
-def test_npy_mutants_long_run(sources, tmp_path, long_run):
+def test_npy_mutants_long_run(sources, tmp_path):
     _fuzz_arrays(sources, SLOW_NPY_COUNT, tmp_path)
 
 

@@ -49,7 +49,7 @@ def random_inputs(model: str, count: int, seed: int = 1234) -> list[dict[str, np
     return cases
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 @pytest.mark.parametrize("board", BOARDS)
 @pytest.mark.parametrize("model", ALL_MODELS)
 def test_model_matches_tflite_reference(model, board, tmp_path):

@@ -34,7 +34,7 @@ def _plan():
     return plan + cases("conv2d", "hybrid", 12, seed=99)
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_every_op_compiled_for_host_matches_litert(tmp_path):
     plan = _plan()
     models = [write_tflite(build_graph(c)) for c in plan]

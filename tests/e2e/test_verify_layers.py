@@ -74,7 +74,7 @@ def test_multi_op_model_verifies(name, board, tmp_path):
 
 
 @pytest.mark.qemu
-@pytest.mark.slow
+@pytest.mark.heavy
 @pytest.mark.parametrize("model", ALL_MODELS)
 def test_mlperf_model_verifies_in_qemu(model, tmp_path):
     path = model_path(model)

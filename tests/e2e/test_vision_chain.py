@@ -71,7 +71,7 @@ def _input(graph: Graph, seed: int) -> np.ndarray:
     return rng.normal(0, 1, t.shape).astype(np.float32)
 
 
-BOARDS = [pytest.param("host", id="host", marks=pytest.mark.slow),
+BOARDS = [pytest.param("host", id="host", marks=pytest.mark.heavy),
           pytest.param("mps2-an386", id="mps2-an386", marks=pytest.mark.qemu)]
 
 

@@ -27,7 +27,7 @@ def _random_inputs(graph, seed=0):
 
 # kws_ref_model_float32 keeps int8 weights under float32 activations ("hybrid" convs, where
 # TFLite quantizes the input per batch at run time); the interpreter models that kernel.
-@pytest.mark.slow
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", ALL_MODELS)
 def test_model_layer_by_layer(name):
     path = model_path(name)

@@ -38,7 +38,7 @@ from backend import HOST, MicrocompileBackend, Refused, compile_model  # noqa: E
 from microcompile.frontend.onnx import find_converter  # noqa: E402
 from microcompile.ir.compare import compare  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.heavy
 MODEL_KINDS = ("pytorch-converted", "pytorch-operator")
 EXPECTED_FILE = Path(__file__).resolve().parent / "expected_pass.txt"
 

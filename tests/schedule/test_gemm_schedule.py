@@ -208,7 +208,7 @@ def test_packed_dsp_gemm_kernels_on_cortex_m4(name, tmp_path):
 
 
 @pytest.mark.qemu
-@pytest.mark.slow
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", INT8_MODELS)
 def test_int8_models_bit_exact_on_cortex_m3_without_dsp(name, tmp_path):
     from microcompile import driver

@@ -86,7 +86,7 @@ def test_left_alone_when_conv_output_is_used_twice():
     assert [n.op for n in FoldDilatedConv()(g).nodes] == [n.op for n in g.nodes]
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_rewrite_is_bit_exact_against_litert(tmp_path):
     models = [write_tflite(sandwich(c)) for c in CASES]
     graphs = [pipeline.run(load_tflite(m, name=f"d{k}")) for k, m in enumerate(models)]
