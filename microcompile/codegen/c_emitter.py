@@ -16,7 +16,8 @@ from ..tir import intrinsics
 from ..tir.nodes import (Address, ParamStruct, Allocate, BinOp, Call, Cast, Evaluate, FloatImm, For, IfThenElse, IntImm,
                          LetStmt, Load, PrimFunc, Select, SeqStmt, Store, Var, scratch_layout, walk)
 
-C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "float32": "float", "bool": "int"}
+C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t", "float32": "float",
+           "bool": "int"}
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "shl": "<<", "shr": ">>",
           "and": "&", "or": "|", "xor": "^", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
           "eq": "==", "ne": "!=", "land": "&&", "lor": "||"}
@@ -39,6 +40,14 @@ def float_literal(v: float) -> str:
 def int_literal(v: int) -> str:
     # -2^31 is not a C literal (2147483648 does not fit int): write it as an expression.
     return "(-2147483647 - 1)" if v == -2**31 else str(int(v))
+
+
+def int64_literal(v: int) -> str:
+    """An int64_t value: LL beyond the int32 range (-2^63 as an expression)."""
+    v = int(v)
+    if -2**31 < v < 2**31:
+        return str(v)
+    return "(-9223372036854775807LL - 1)" if v == -2**63 else f"{v}LL"
 
 
 def comment(text: str) -> str:

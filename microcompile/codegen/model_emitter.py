@@ -25,7 +25,7 @@ SOURCES = ["model.c", "model_weights.c"]
 HEADERS = ["model.h", "model_weights.h"]
 DATA = [BIN_NAME]            # files the sources include at build time, compiled by nobody
 _SYSTEM_HEADERS = {"math.h"}
-_MC_DTYPES = {"int8": "MC_INT8", "float32": "MC_FLOAT32", "int32": "MC_INT32"}
+_MC_DTYPES = {"int8": "MC_INT8", "float32": "MC_FLOAT32", "int32": "MC_INT32", "int16": "MC_INT16"}
 
 
 class MemoryPlan(Protocol):

@@ -93,6 +93,21 @@ def inplace_kind(name: str) -> str | None:
     return d.inplace or ("elementwise" if d.layout == "elementwise" else None)
 
 
+# The dtype variants an op's interpreter kernel, parameters and lowering may register
+# separately (`@kernel("conv2d", dtype="int16")`): 16x8 quantization, where the
+# activations are int16 and the arithmetic (int64 accumulators, int16 lookup tables)
+# differs from int8's in every op.
+VARIANTS = ("int16",)
+
+
+def variant(g: Graph, n: Node) -> str | None:
+    """"int16" when any activation (an input that is neither constant nor state, or an
+    output) of `n` is int16, else None. (An int8 LSTM's int16 cell state does not count.)"""
+    ts = [g.tensors.get(name) for name in (*n.inputs, *n.outputs) if name]
+    return "int16" if any(t is not None and t.dtype == "int16" and not (t.is_const or t.variable)
+                          for t in ts) else None
+
+
 def conv_out_size(size: int, k: int, stride: int, dilation: int, pad_lo: int, pad_hi: int) -> int:
     eff = (k - 1) * dilation + 1
     return (size + pad_lo + pad_hi - eff) // stride + 1

@@ -9,8 +9,8 @@
   logistic, tanh, hard_swish    unary
   abs                           unary
   log_softmax                   over the last axis
-  quantize                      float32 -> int8, or int8 -> int8 (requantize)
-  dequantize                    int8 -> float32
+  quantize                      float32 -> int8/int16, or int8/int16 -> int8/int16 (requantize)
+  dequantize                    int8/int16 -> float32
 
 int8 semantics (what LiteRT BUILTIN_REF computes) live in `reference.elementwise`.
 """
@@ -56,7 +56,13 @@ def _infer_prelu(g: Graph, n: Node):
 
 
 def _infer_quantize(g: Graph, n: Node):
-    return [(in_tensor(g, n, 0).shape, "int8")]
+    """float32 or int8/int16 in; int8 or int16 out (TFLite's QUANTIZE names the output
+    type by its tensor: int16 <-> int8 and float32 -> int16 in 16x8 models)."""
+    x, out = in_tensor(g, n, 0), g.tensors.get(n.outputs[0])
+    dtype = out.dtype if out is not None and out.dtype in ("int8", "int16") else "int8"
+    if x.dtype not in ("float32", "int8", "int16"):
+        raise VerifyError(f"{n.name}: quantize of {x.dtype}")
+    return [(x.shape, dtype)]
 
 
 def _infer_dequantize(g: Graph, n: Node):

@@ -24,7 +24,7 @@ from .ops import OpDef, register
 def check_same_quant(g: Graph, n: Node) -> None:
     """int8 CONCATENATION / PACK: every input must share the output's quantization."""
     out = g.tensors[n.outputs[0]]
-    if out.dtype != "int8":
+    if out.dtype not in ("int8", "int16"):
         return
     for name in n.inputs:
         if not g.tensors[name].quant.same_as(out.quant):

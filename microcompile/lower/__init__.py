@@ -26,10 +26,10 @@ def needs_kernel(node: Node) -> bool:
 def lower_node(graph: Graph, node: Node, target=None) -> PrimFunc:
     """The loop-IR compute definition of `node` for `target` (a microcompile.target.Target,
     or None for the portable form)."""
-    fn = LOWERINGS.get(node.op)
+    fn = LOWERINGS.get((node.op, ops.variant(graph, node))) or LOWERINGS.get(node.op)
     if fn is None:
         raise UnsupportedOpError(f"op {node.op} (node {node.name}) has no lowering",
-                                 hint=f"supported: {', '.join(sorted(LOWERINGS))}")
+                                 hint=f"supported: {', '.join(sorted(k for k in LOWERINGS if isinstance(k, str)))}")
     return fn(graph, node, target)
 
 

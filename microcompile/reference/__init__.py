@@ -6,3 +6,5 @@ from . import interp, qparams  # noqa: F401
 
 # The op families.
 from . import nn, shape, vision, elementwise, reduce  # noqa: F401,E402
+# The int16 variants of the ops above (16x8 quantization).
+from . import s16  # noqa: F401,E402

@@ -40,7 +40,8 @@ def hybrid_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 _REQUANTIZE = {qp.DOUBLE: fp.multiply_by_quantized_multiplier,
                qp.SINGLE: fp.multiply_by_quantized_multiplier_single_round,
-               qp.SINGLE_AWAY: fp.multiply_by_quantized_multiplier_single_round_away}
+               qp.SINGLE_AWAY: fp.multiply_by_quantized_multiplier_single_round_away,
+               qp.INT64: fp.multiply_by_quantized_multiplier_int64}
 
 
 def requantize(acc, mult, shift, rounding: str) -> np.ndarray:

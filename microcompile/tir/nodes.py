@@ -24,7 +24,8 @@ from typing import Union
 import numpy as np
 
 SCOPES = ("arena", "const", "scratch", "local")
-SCALAR_DTYPES = ("int8", "int16", "int32", "float32", "bool")
+# int64: only as the element type of constant buffers (16x8 biases) passed to micro-kernels.
+SCALAR_DTYPES = ("int8", "int16", "int32", "int64", "float32", "bool")
 FOR_KINDS = ("serial", "unrolled")
 
 ARITH_OPS = ("add", "sub", "mul", "div", "mod", "floordiv", "floormod", "min", "max",
@@ -247,7 +248,7 @@ class Buffer:
         return Store(self, self.at(*idx) if self.shape else IntImm(0), value)
 
 
-DTYPE_BYTES = {"int8": 1, "int16": 2, "int32": 4, "float32": 4, "bool": 1}
+DTYPE_BYTES = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "bool": 1}
 
 
 @dataclass(frozen=True, eq=False)

@@ -29,7 +29,7 @@ extern "C" {
 #define MC_ERR_ARENA_SIZE (-2)
 #define MC_ERR_ARENA_ALIGN (-3)
 
-typedef enum { MC_INT8 = 0, MC_FLOAT32 = 1, MC_INT32 = 2 } mc_dtype_t;
+typedef enum { MC_INT8 = 0, MC_FLOAT32 = 1, MC_INT32 = 2, MC_INT16 = 3 } mc_dtype_t;
 
 typedef struct {
     const char *name;

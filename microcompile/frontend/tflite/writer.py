@@ -13,8 +13,11 @@ Layout of the output:
   - operator codes use the modern fields: builtin_code plus
     deprecated_builtin_code = min(code, 127).
 
-Our explicit padding (top, left, bottom, right) is mapped to TFLite's SAME or VALID;
-padding that is neither raises ValueError (TFLite cannot express it without a PAD op).
+Our explicit padding (top, left, bottom, right) is mapped to TFLite's SAME or VALID.
+Padding that is neither (PyTorch's symmetric padding of a strided or even-sized
+convolution) becomes an explicit PAD before a VALID convolution, as the TFLite converter
+writes it (`explicit_pads`; PADV2 with the lowest value before a max pool); only an
+average pool with such padding cannot be written (ValueError).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Callable
 import flatbuffers
 import numpy as np
 
-from ...ir import ops
+from ...ir import ops, verify
 from ...ir.graph import Graph, Node, QuantParams, Tensor
 
 import tflite  # noqa: E402  (generated flatbuffer bindings)
@@ -33,7 +36,8 @@ import tflite  # noqa: E402  (generated flatbuffer bindings)
 SCHEMA_VERSION = 3
 
 _TENSOR_TYPE = {"float32": tflite.TensorType.FLOAT32, "int32": tflite.TensorType.INT32,
-                "int16": tflite.TensorType.INT16, "int8": tflite.TensorType.INT8}
+                "int16": tflite.TensorType.INT16, "int8": tflite.TensorType.INT8,
+                "int64": tflite.TensorType.INT64}
 
 ACTIVATION = {"NONE": tflite.ActivationFunctionType.NONE,
                "RELU": tflite.ActivationFunctionType.RELU,
@@ -52,6 +56,50 @@ def tflite_padding(node: Node, in_hw: tuple[int, int], kernel_hw: tuple[int, int
         return tflite.Padding.SAME
     raise ValueError(f"node {node.name}: explicit padding {pad} is neither SAME {(t, l, b, r)} "
                      "nor VALID; TFLite cannot express it")
+
+
+def _expressible(g: Graph, n: Node) -> bool:
+    try:
+        x = g.tensors[n.inputs[0]]
+        k = n.attrs["filter"] if "filter" in n.attrs else g.tensors[n.inputs[1]].shape[1:3]
+        tflite_padding(n, x.shape[1:3], tuple(k))
+        return True
+    except ValueError:
+        return False
+
+
+# Ops whose padding an explicit PAD can carry: the fill and whether PADV2 is needed for it.
+_PAD_BEFORE = ("conv2d", "depthwise_conv2d", "max_pool2d")
+
+
+def explicit_pads(g: Graph) -> Graph:
+    """`g` with every conv2d / depthwise_conv2d / max_pool2d whose padding is neither SAME
+    nor VALID preceded by an explicit PAD and given VALID padding. A convolution's padding
+    is zeros (the input zero point when quantized), which PAD writes; a max pool's padding
+    never wins, which PADV2 with the dtype's lowest value (float32: the lowest finite
+    float) reproduces. Other ops are left as they are."""
+    if all(n.op not in _PAD_BEFORE or n.attrs.get("padding", (0, 0, 0, 0)) == (0, 0, 0, 0) or _expressible(g, n)
+           for n in g.nodes):
+        return g
+    tensors, nodes = dict(g.tensors), []
+    for n in g.nodes:
+        if n.op not in _PAD_BEFORE or _expressible(g, n):
+            nodes.append(n)
+            continue
+        x = g.tensors[n.inputs[0]]
+        t, l, b, r = n.attrs["padding"]
+        pads = ((0, 0), (t, b), (l, r), (0, 0))
+        padded = unique_name(tensors, f"{n.name}/padded")
+        tensors[padded] = Tensor(padded, (x.shape[0], x.shape[1] + t + b, x.shape[2] + l + r, x.shape[3]),
+                                 x.dtype, x.quant)
+        if n.op == "max_pool2d":
+            low = float(np.finfo(np.float32).min) if x.dtype == "float32" else int(np.iinfo(x.dtype).min)
+            nodes.append(Node("pad_v2", f"{n.name}/pad", (x.name,), (padded,), {"pads": pads, "value": low},
+                              origin=n.origin))
+        else:
+            nodes.append(Node("pad", f"{n.name}/pad", (x.name,), (padded,), {"pads": pads}, origin=n.origin))
+        nodes.append(n.replace(inputs=(padded, *n.inputs[1:]), attrs=dict(n.attrs, padding=(0, 0, 0, 0))))
+    return verify(g.replace(tensors=tensors, nodes=nodes))
 
 
 # --- the writer table, filled by the op-family modules (write_*.py) with @writer -------
@@ -108,7 +156,8 @@ def unique_name(tensors: dict, name: str) -> str:
 def add_const(tensors: dict, name: str, data: np.ndarray, quant: QuantParams | None = None) -> str:
     """Add a constant tensor for a TFLite input our IR keeps as an attribute; its name."""
     name = unique_name(tensors, name)
-    dtype = {np.dtype(np.int32): "int32", np.dtype(np.int8): "int8", np.dtype(np.float32): "float32"}[data.dtype]
+    dtype = {np.dtype(np.int32): "int32", np.dtype(np.int8): "int8", np.dtype(np.float32): "float32",
+             np.dtype(np.int16): "int16", np.dtype(np.int64): "int64"}[data.dtype]
     tensors[name] = Tensor(name, tuple(data.shape), dtype, quant, data=data)
     return name
 
@@ -155,6 +204,8 @@ def _tensor(b, t: Tensor, buffer: int) -> int:
     tflite.TensorAddName(b, name)
     if quant is not None:
         tflite.TensorAddQuantization(b, quant)
+    if t.variable:
+        tflite.TensorAddIsVariable(b, True)
     return tflite.TensorEnd(b)
 
 
@@ -171,10 +222,11 @@ def _tflite_inputs(g: Graph) -> tuple[dict[str, Tensor], dict[str, list[str]]]:
 
 def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
     """Serialize `graph` (ops in `WRITERS`) to .tflite bytes. ValueError on what TFLite
-    cannot express (unknown op, non-SAME/VALID padding)."""
+    cannot express (an unknown op, an average pool with padding neither SAME nor VALID)."""
     unsupported = sorted({n.op for n in graph.nodes if n.op not in WRITERS})
     if unsupported:
         raise ValueError(f"tflite_writer: unsupported ops {unsupported}")
+    graph = explicit_pads(graph)
     tensors, op_inputs = _tflite_inputs(graph)
     index = {name: i for i, name in enumerate(tensors)}
     b = flatbuffers.Builder(1024)
