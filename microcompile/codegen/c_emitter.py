@@ -17,7 +17,7 @@ from ..tir.nodes import (Address, ParamStruct, Allocate, BinOp, Call, Cast, Eval
                          LetStmt, Load, PrimFunc, Select, SeqStmt, Store, Var, scratch_layout, walk)
 
 C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t", "float32": "float",
-           "bool": "int"}
+           "float64": "double", "bool": "int"}
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "shl": "<<", "shr": ">>",
           "and": "&", "or": "|", "xor": "^", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
           "eq": "==", "ne": "!=", "land": "&&", "lor": "||"}
@@ -40,6 +40,14 @@ def float_literal(v: float) -> str:
 def int_literal(v: int) -> str:
     # -2^31 is not a C literal (2147483648 does not fit int): write it as an expression.
     return "(-2147483647 - 1)" if v == -2**31 else str(int(v))
+
+
+def double_literal(v: float) -> str:
+    """A double as a C literal that reads back to the same double (17 significant digits)."""
+    v = float(v)
+    assert np.isfinite(v), f"non-finite double constant {v}"
+    s = format(v, ".17g")
+    return s if any(ch in s for ch in ".e") else s + ".0"
 
 
 def int64_literal(v: int) -> str:

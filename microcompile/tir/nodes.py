@@ -24,8 +24,9 @@ from typing import Union
 import numpy as np
 
 SCOPES = ("arena", "const", "scratch", "local")
-# int64: only as the element type of constant buffers (16x8 biases) passed to micro-kernels.
-SCALAR_DTYPES = ("int8", "int16", "int32", "int64", "float32", "bool")
+# int64 / float64: only as the element type of constant buffers passed to micro-kernels (16x8
+# biases, and the double scales of the int16 fully connected's requantization).
+SCALAR_DTYPES = ("int8", "int16", "int32", "int64", "float32", "float64", "bool")
 FOR_KINDS = ("serial", "unrolled")
 
 ARITH_OPS = ("add", "sub", "mul", "div", "mod", "floordiv", "floormod", "min", "max",
@@ -248,7 +249,10 @@ class Buffer:
         return Store(self, self.at(*idx) if self.shape else IntImm(0), value)
 
 
-DTYPE_BYTES = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "bool": 1}
+DTYPE_BYTES = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "float64": 8, "bool": 1}
+# The numpy dtype of a buffer's elements (constants' data, interpreter arrays).
+NP_BUFFER_DTYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
+                    "float32": np.float32, "float64": np.float64}
 
 
 @dataclass(frozen=True, eq=False)

@@ -50,8 +50,8 @@ def run_lowered(g: Graph, f: PrimFunc, inputs: dict[str, np.ndarray]) -> np.ndar
 
 
 def matches(out: np.ndarray, ref: np.ndarray) -> bool:
-    """int8 bit-exact; float32 within rtol 1e-5 (atol a millionth of the tensor's magnitude)."""
-    if out.dtype == np.int8:
+    """int8/int16 bit-exact; float32 within rtol 1e-5 (atol a millionth of the tensor's magnitude)."""
+    if out.dtype in (np.int8, np.int16):
         return np.array_equal(out, ref)
     return np.allclose(out, ref, rtol=1e-5, atol=1e-6 * max(float(np.abs(ref).max()), 1e-30))
 
