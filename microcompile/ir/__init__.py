@@ -5,4 +5,4 @@ from .graph import DTYPES, NP_DTYPES, QUANTIZED_DTYPES, Graph, Node, QuantParams
 from .verify import VerifyError, verify  # noqa: F401
 
 # The op registry and its families: each module defines its ops with ops.register(OpDef(...)).
-from . import ops, ops_elementwise, ops_reduce, ops_shape, ops_vision  # noqa: F401,E402
+from . import ops, ops_elementwise, ops_recurrent, ops_reduce, ops_shape, ops_vision  # noqa: F401,E402

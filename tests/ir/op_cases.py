@@ -215,7 +215,7 @@ def build_graph(case: dict) -> Graph:
     for name, (shape, _) in zip(outputs, ops.get(case["op"]).infer(probe, node)):
         b.act(name, shape, out_q)
     tensors = _pot_scales(b.tensors, node) if case.get("pot_scales") and b.int8 else b.tensors
-    graph_inputs = tuple(dict.fromkeys(i for i in inputs if i and not tensors[i].is_const))
+    graph_inputs = tuple(dict.fromkeys(i for i in inputs if i and not (tensors[i].is_const or tensors[i].variable)))
     return verify(Graph(case_id(case), tensors, (node,), graph_inputs, outputs))
 
 
@@ -256,4 +256,5 @@ import op_cases_vision  # noqa: E402,F401  (transpose conv, max pool, mean, pad,
 import op_cases_shape  # noqa: E402,F401  (shape and data-movement ops)
 import op_cases_elementwise  # noqa: E402,F401  (elementwise binary ops, activations, quantize)
 import op_cases_reduce  # noqa: E402,F401  (reduce_max)
+import op_cases_recurrent  # noqa: E402,F401  (lstm, svdf)
 import op_cases_s16  # noqa: E402,F401  (the int16 variants: 16x8 quantization)

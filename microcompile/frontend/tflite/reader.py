@@ -96,17 +96,21 @@ class OpConverter:
     fn: Callable
     options: tuple[str, tuple[str, ...]] | None = None
     problem: Callable | None = None
+    # False when the op's FusedActivationFunction is not a clamp of its output (an LSTM's
+    # cell activation): the op's own `problem` judges it, not the fused-clamp check.
+    fused_clamp: bool = True
 
 
 CONVERTERS: dict[str, OpConverter] = {}
 
 
-def converter(*builtins: str, options: tuple[str, tuple[str, ...]] | None = None, problem: Callable | None = None):
+def converter(*builtins: str, options: tuple[str, tuple[str, ...]] | None = None, problem: Callable | None = None,
+              fused_clamp: bool = True):
     """Register the decorated fn(ctx, raw_op) as the converter of each TFLite builtin named."""
     def register(fn: Callable) -> Callable:
         for name in builtins:
             assert name not in CONVERTERS, f"TFLite converter for {name} registered twice"
-            CONVERTERS[name] = OpConverter(fn, options, problem)
+            CONVERTERS[name] = OpConverter(fn, options, problem, fused_clamp)
         return fn
     return register
 
@@ -292,7 +296,7 @@ def _op_problem(raw: _RawModel, op: _RawOp) -> str | None:
             kind = "per-channel " if len(w.scale) > 1 else ""
             return f"hybrid {op.opname} (float32 input, {kind}int8 weights)"
     act = (op.options or {}).get("FusedActivationFunction", 0)
-    if _ACTIVATIONS.get(act) not in ops.ACTIVATIONS:
+    if CONVERTERS[op.opname].fused_clamp and _ACTIVATIONS.get(act) not in ops.ACTIVATIONS:
         return f"{op.opname} with fused activation {_ACTIVATIONS.get(act, act)}"
     if (op.options or {}).get("WeightsFormat", 0) != 0:
         return f"{op.opname} with shuffled weights format"

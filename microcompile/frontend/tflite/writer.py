@@ -114,17 +114,20 @@ class OpWriter:
     builtin: str
     options: Callable
     inputs: Callable | None = None
+    # fn(graph, node, tensors) -> names of the operator's intermediate tensors (a quantized
+    # LSTM's gate scales), adding them to `tensors`; None: none.
+    intermediates: Callable | None = None
 
 
 WRITERS: dict[str, OpWriter] = {}
 
 
-def writer(op: str, builtin: str, inputs: Callable | None = None):
+def writer(op: str, builtin: str, inputs: Callable | None = None, intermediates: Callable | None = None):
     """Register the decorated options function as the writer of our `op`."""
     def register(fn: Callable) -> Callable:
         assert op not in WRITERS, f"TFLite writer for {op} registered twice"
         assert hasattr(tflite.BuiltinOperator, builtin), builtin
-        WRITERS[op] = OpWriter(builtin, fn, inputs)
+        WRITERS[op] = OpWriter(builtin, fn, inputs, intermediates)
         return fn
     return register
 
@@ -209,15 +212,17 @@ def _tensor(b, t: Tensor, buffer: int) -> int:
     return tflite.TensorEnd(b)
 
 
-def _tflite_inputs(g: Graph) -> tuple[dict[str, Tensor], dict[str, list[str]]]:
-    """Every node's TFLite inputs (by name), and the tensors including the constants the
-    op writers added."""
+def _tflite_inputs(g: Graph) -> tuple[dict[str, Tensor], dict[str, list[str]], dict[str, list[str]]]:
+    """Every node's TFLite inputs and intermediates (by name), and the tensors including the
+    constants and intermediates the op writers added."""
     tensors = dict(g.tensors)
-    op_inputs = {}
+    op_inputs, op_intermediates = {}, {}
     for n in g.nodes:
         build = WRITERS[n.op].inputs
         op_inputs[n.name] = build(g, n, tensors) if build is not None else list(n.inputs)
-    return tensors, op_inputs
+        extra = WRITERS[n.op].intermediates
+        op_intermediates[n.name] = extra(g, n, tensors) if extra is not None else []
+    return tensors, op_inputs, op_intermediates
 
 
 def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
@@ -227,7 +232,7 @@ def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
     if unsupported:
         raise ValueError(f"tflite_writer: unsupported ops {unsupported}")
     graph = explicit_pads(graph)
-    tensors, op_inputs = _tflite_inputs(graph)
+    tensors, op_inputs, op_intermediates = _tflite_inputs(graph)
     index = {name: i for i, name in enumerate(tensors)}
     b = flatbuffers.Builder(1024)
 
@@ -263,10 +268,14 @@ def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
         options = w.options(b, graph, n)
         inputs = int_vector(b, [index[i] if i else -1 for i in op_inputs[n.name]], b.PrependInt32)
         outputs = int_vector(b, [index[o] for o in n.outputs], b.PrependInt32)
+        inter = op_intermediates[n.name]
+        inter_vec = int_vector(b, [index[i] for i in inter], b.PrependInt32) if inter else None
         tflite.OperatorStart(b)
         tflite.OperatorAddOpcodeIndex(b, opcodes.index(getattr(tflite.BuiltinOperator, w.builtin)))
         tflite.OperatorAddInputs(b, inputs)
         tflite.OperatorAddOutputs(b, outputs)
+        if inter_vec is not None:
+            tflite.OperatorAddIntermediates(b, inter_vec)
         if options is not None:
             tflite.OperatorAddBuiltinOptionsType(b, options[0])
             tflite.OperatorAddBuiltinOptions(b, options[1])
