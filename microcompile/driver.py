@@ -305,6 +305,7 @@ def _deploy_result(built: Built, emulate: bool, run, inputs) -> DeployResult:
         "emulated": bool(emulate),
         "verified": all(c.equal for c in comparisons.values()),
         "arena_bytes": compiled.plan.arena_bytes,
+        "state_bytes": compiled.plan.state_bytes,
         "weights_bytes": compiled.manifest["weights_bytes"],
         "flash_bytes": sizes.flash,
         "ram_bytes": sizes.ram,

@@ -27,6 +27,10 @@ _HELPERS = {("min", "int32"): "mc_min_i32", ("max", "int32"): "mc_max_i32",
             ("floordiv", "int32"): "mc_floordiv_i32", ("floormod", "int32"): "mc_floormod_i32"}
 
 
+# The model's state buffer (variable tensors), a static array of model.c.
+STATE_BUFFER = "mc_state"
+
+
 def float_literal(v: float) -> str:
     """A float32 value as a C literal that reads back to the same float ("%.9g" + f)."""
     v = float(np.float32(v))
@@ -197,7 +201,9 @@ class CEmitter:
             qual = "" if id(b) in written else "const "
             ctype = C_TYPES[b.dtype]
             note = f"  /* {comment(b.comment)} */" if b.comment else ""
-            decls.append(f"    {qual}{ctype} *{b.name} = ({qual}{ctype} *)(arena + {arena_offsets[b.name]}u);{note}")
+            # State lives in the model's state buffer (model.c's mc_state), not the arena.
+            base = STATE_BUFFER if b.scope == "state" else "arena"
+            decls.append(f"    {qual}{ctype} *{b.name} = ({qual}{ctype} *)({base} + {arena_offsets[b.name]}u);{note}")
         if not decls:
             decls.append("    (void)arena;")
         lines += decls
@@ -207,7 +213,8 @@ class CEmitter:
 
 
 def kernel_arena_offsets(f: PrimFunc, plan, node_name: str) -> dict[str, int]:
-    """Arena offset of each arena/scratch buffer of `f` under `plan` (see codegen.plan)."""
+    """Offset of each arena/scratch buffer of `f` in the arena, and of each state buffer in
+    the state buffer, under `plan` (see codegen.plan)."""
     scratch, _ = scratch_layout(f)
     out = {}
     for b in f.buffers:
@@ -215,6 +222,8 @@ def kernel_arena_offsets(f: PrimFunc, plan, node_name: str) -> dict[str, int]:
             out[b.name] = plan.offset(b.tensor)
         elif b.scope == "scratch":
             out[b.name] = plan.scratch_offset(node_name) + scratch[b.name]
+        elif b.scope == "state":
+            out[b.name] = plan.state_offset(b.tensor)
     return out
 
 

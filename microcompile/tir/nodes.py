@@ -23,7 +23,7 @@ from typing import Union
 
 import numpy as np
 
-SCOPES = ("arena", "const", "scratch", "local")
+SCOPES = ("arena", "const", "scratch", "local", "state")
 # int64 / float64: only as the element type of constant buffers passed to micro-kernels (16x8
 # biases, and the double scales of the int16 fully connected's requantization).
 SCALAR_DTYPES = ("int8", "int16", "int32", "int64", "float32", "float64", "bool")
@@ -210,6 +210,8 @@ class Buffer:
                       the memory plan)
             "const"   a constant in flash; `data` holds its values
             "scratch" the kernel's scratch space in the arena (offset from the memory plan)
+            "state"   a variable (persistent) tensor in the model's state buffer, which
+                      outlives every inference; `tensor` names it (offset from the memory plan)
             "local"   a stack/register variable; shape () is a scalar
     `comment` is printed next to the declaration (e.g. "conv1 filter [8,3,3,3]").
     """
