@@ -32,7 +32,7 @@ def _state(g: Graph, name: str, buf_name: str) -> tuple[Buffer, list, list]:
         return Buffer(buf_name, t.dtype, tuple(t.shape), "state", tensor=name, comment=describe(t)), [], []
     work = Buffer(buf_name, t.dtype, (t.size,), "scratch", comment=f"{describe(t)}, copied: the op is stateless")
     src = operand(g, name, f"{buf_name}_init", shape=(t.size,))
-    i = Var("i")
+    i = Var(f"i_{buf_name}")
     return work, [work, src], [loops([(i, t.size)], work.store(src.load(i), i))]
 
 
