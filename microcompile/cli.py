@@ -87,6 +87,8 @@ def _cmd_inspect(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code
     print(format_table(layer_table(graph)))
+    if graph.notes:   # what the reader accepted but the user should know
+        print("\nnotes from the reader:\n" + "\n".join(f"  {note}" for note in graph.notes))
     optimized = pipeline.run(graph)
     effects = format_pass_effects(pass_effects(graph, optimized), len(graph.nodes), len(optimized.nodes))
     if effects:

@@ -59,6 +59,10 @@ class OpDef:
     # that write output pixels in row-major order; elementwise ops (layout "elementwise")
     # are in place by default ("elementwise", see inplace_kind); None: never.
     inplace: str | None = None
+    # Has a bit-exact 16x8 form (int16 activations, int8 weights): an int16 variant of its
+    # kernel, parameters and lowering (dtype="int16"), or a dtype-generic byte move. A model
+    # with int16 activations on any other op is refused; PTQ to 16x8 keeps it in float32.
+    int16: bool = False
 
     def __post_init__(self):
         assert self.quant in QUANT_KINDS, f"{self.name}: quant trait {self.quant!r}"
@@ -206,21 +210,22 @@ def same_as_input(g, n):
 _CONV_ATTRS = {"stride": (1, 1), "dilation": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"}
 
 register(OpDef("conv2d", ("input", "filter", "bias"), optional=("bias",), attrs=dict(_CONV_ATTRS),
-               infer=_infer_conv2d, macs=_macs_conv2d, quant="weighted", weight_axis=0, inplace="window"))
+               infer=_infer_conv2d, macs=_macs_conv2d, quant="weighted", weight_axis=0, inplace="window", int16=True))
 register(OpDef("depthwise_conv2d", ("input", "filter", "bias"), optional=("bias",),
                attrs=dict(_CONV_ATTRS, depth_multiplier=1), infer=_infer_depthwise, macs=_macs_depthwise,
-               quant="weighted", weight_axis=3, inplace="window"))
+               quant="weighted", weight_axis=3, inplace="window", int16=True))
 register(OpDef("fully_connected", ("input", "weights", "bias"), optional=("bias",),
                attrs={"activation": "NONE", "keep_num_dims": False}, infer=_infer_fc, macs=_macs_fc,
-               quant="weighted", weight_axis=0))
+               quant="weighted", weight_axis=0, int16=True))
 register(OpDef("average_pool2d", ("input",),
                attrs={"filter": (1, 1), "stride": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"},
                infer=infer_pool, quant="same", inplace="window"))
 register(OpDef("add", ("lhs", "rhs"), attrs={"activation": "NONE"}, infer=_infer_binary, quant="calibrated",
-               layout="elementwise"))
-register(OpDef("reshape", ("input",), attrs={"shape": ()}, infer=_infer_reshape, is_view=True, quant="same"))
+               layout="elementwise", int16=True))
+register(OpDef("reshape", ("input",), attrs={"shape": ()}, infer=_infer_reshape, is_view=True, quant="same",
+               int16=True))
 register(OpDef("softmax", ("input",), attrs={"beta": 1.0}, infer=same_as_input, quant="fixed",
-               fixed_output=(1 / 256, -128), layout="axis"))
+               fixed_output=(1 / 256, -128), layout="axis", int16=True))
 # Standalone activations. The fuse_activation pass folds them into their producer when
 # that is exact; the ones left over run as their own kernels.
 for _act in ("relu", "relu6", "relu_n1_to_1"):

@@ -79,21 +79,21 @@ def _elements(g: Graph, n: Node) -> int:
 for _op in ("sub", "mul", "div"):
     register(OpDef(_op, ("lhs", "rhs"), attrs={"activation": "NONE"}, infer=_infer_binary,
                    macs=_elements if _op in ("mul", "div") else (lambda g, n: 0),
-                   quant=None if _op == "div" else "calibrated", layout="elementwise"))
+                   quant=None if _op == "div" else "calibrated", layout="elementwise", int16=_op != "div"))
 for _op in ("maximum", "minimum", "squared_difference"):
     register(OpDef(_op, ("lhs", "rhs"), infer=_infer_binary,
                    macs=_elements if _op == "squared_difference" else (lambda g, n: 0),
                    quant="calibrated" if _op == "squared_difference" else "shared", layout="elementwise"))
 register(OpDef("leaky_relu", ("input",), attrs={"alpha": 0.2}, infer=same_as_input, quant="calibrated",
-               layout="elementwise"))
+               layout="elementwise", int16=True))
 register(OpDef("prelu", ("input", "alpha"), infer=_infer_prelu, quant="calibrated", layout="elementwise"))
 register(OpDef("logistic", ("input",), infer=same_as_input, quant="fixed", fixed_output=(1 / 256, -128),
-               layout="elementwise"))
+               layout="elementwise", int16=True))
 register(OpDef("tanh", ("input",), infer=same_as_input, quant="fixed", fixed_output=(1 / 128, 0),
-               layout="elementwise"))
+               layout="elementwise", int16=True))
 register(OpDef("hard_swish", ("input",), infer=same_as_input, quant="calibrated", layout="elementwise"))
 register(OpDef("abs", ("input",), infer=same_as_input, quant="calibrated", layout="elementwise"))
 register(OpDef("log_softmax", ("input",), infer=same_as_input, quant="fixed", fixed_output=(16 / 256, 127),
                layout="axis"))
-register(OpDef("quantize", ("input",), infer=_infer_quantize, layout="elementwise"))
-register(OpDef("dequantize", ("input",), infer=_infer_dequantize, layout="elementwise"))
+register(OpDef("quantize", ("input",), infer=_infer_quantize, layout="elementwise", int16=True))
+register(OpDef("dequantize", ("input",), infer=_infer_dequantize, layout="elementwise", int16=True))

@@ -243,14 +243,15 @@ _SLICE_ATTRS = {"begin": (), "end": (), "strides": (), "begin_mask": 0, "end_mas
 register(OpDef("squeeze", ("input",), attrs={"axes": ()}, infer=_infer_squeeze, is_view=True, quant="same"))
 register(OpDef("expand_dims", ("input",), attrs={"axis": 0}, infer=_infer_expand_dims, is_view=True, quant="same"))
 register(OpDef("concatenation", ("values",), attrs={"axis": 0}, infer=_infer_concat, variadic=True, quant="shared",
-               layout="axis"))
+               layout="axis", int16=True))
 register(OpDef("split", ("input",), attrs={"axis": 0}, infer=_infer_split, quant="same"))
 register(OpDef("split_v", ("input",), attrs={"axis": 0, "sizes": ()}, infer=_infer_split, quant="same",
                layout="axis"))
 register(OpDef("pack", ("values",), attrs={"axis": 0}, infer=_infer_pack, variadic=True, quant="shared"))
 register(OpDef("unpack", ("input",), attrs={"axis": 0}, infer=_infer_split, quant="same"))
 register(OpDef("transpose", ("input",), attrs={"perm": ()}, infer=_infer_transpose, quant="same"))
-register(OpDef("strided_slice", ("input",), attrs=dict(_SLICE_ATTRS), infer=_infer_strided_slice, quant="same"))
+register(OpDef("strided_slice", ("input",), attrs=dict(_SLICE_ATTRS), infer=_infer_strided_slice, quant="same",
+               int16=True))
 register(OpDef("slice", ("input",), attrs={"begin": (), "size": ()}, infer=_infer_slice, quant="same"))
 # Constant indices only: they are an attribute (nested tuples), the lowering's flash table.
 register(OpDef("gather", ("params",), attrs={"axis": 0, "indices": ()}, infer=_infer_gather, quant="same"))

@@ -48,3 +48,23 @@ def test_int64_requantization_rounds_once_ties_up():
     # the 31-bit multiplier is rounded to 15 bits first: 0x7FFF0000 and above saturate
     assert fp.reduced_multiplier(np.array([(1 << 30) + (1 << 15), 0x7FFF0000, 0x7FFFFFFF])).tolist() == \
         [(1 << 14) + 1, 0x7FFF, 0x7FFF]
+
+
+def test_every_int16_op_has_a_plan_and_nothing_else_claims_int16():
+    """The OpDef trait the reader and PTQ trust is exactly the set the 16x8 plans test."""
+    from op_cases import PLANS16
+    from microcompile.ir import ops
+
+    assert {n for n, o in ops.REGISTRY.items() if o.int16} == set(PLANS16)
+
+
+def test_an_int16_op_without_a_16x8_kernel_is_refused():
+    from microcompile.errors import UnsupportedOpError
+    from microcompile.frontend.tflite.reader import load_tflite
+
+    t = {"x": Tensor("x", (1, 4, 4, 2), "int16", QuantParams((0.01,), (0,))),
+         "y": Tensor("y", (1, 2, 2, 2), "int16", QuantParams((0.01,), (0,)))}
+    g = verify(Graph("pool16", t, (Node("max_pool2d", "pool", ("x",), ("y",), {"filter": (2, 2), "stride": (2, 2), "padding": (0, 0, 0, 0)}),),
+                     ("x",), ("y",)))
+    with pytest.raises(UnsupportedOpError, match="MAX_POOL_2D with 16-bit activations"):
+        load_tflite(write_tflite(g))

@@ -499,7 +499,7 @@ def _build(raw: _RawModel, name: str, label: str) -> Graph:
 
     for idx in raw.inputs:
         add(idx)
-    nodes = []
+    nodes, no_int16 = [], []
     for op in raw.ops:
         our_op, ins, attrs = CONVERTERS[op.opname].fn(ctx, op)
         outs = tuple(ctx.name(i) for i in op.outputs)
@@ -510,6 +510,14 @@ def _build(raw: _RawModel, name: str, label: str) -> Graph:
                 add(index_of[nm])
         _infer_outputs(ctx, op, node, tensors, label, notes)
         nodes.append(node)
+        probe = Graph("probe", tensors, (), (), ())
+        if ops.variant(probe, node) == "int16" and not ops.get(our_op).int16:
+            no_int16.append(f"unsupported op {op.opname} with 16-bit activations at layer {op.index} "
+                            f"({out_name(raw, op)})")
+    if no_int16:
+        raise UnsupportedOpError(f"the model uses {len(no_int16)} unsupported op(s):\n  " + "\n  ".join(no_int16),
+                                 hint="16x8 (int16 activation) kernels exist for " + ", ".join(
+                                     sorted(n.upper() for n, o in ops.REGISTRY.items() if o.int16)))
     for idx in raw.outputs:
         add(idx)
     return Graph(name, tensors, tuple(nodes), tuple(ctx.name(i) for i in raw.inputs),
