@@ -240,21 +240,21 @@ _SLICE_ATTRS = {"begin": (), "end": (), "strides": (), "begin_mask": 0, "end_mas
 
 # Every op here moves bytes without arithmetic: int8 outputs keep the input's quantization
 # ("same"), except the joins, whose inputs must share the output's ("shared").
-register(OpDef("squeeze", ("input",), attrs={"axes": ()}, infer=_infer_squeeze, is_view=True, quant="same"))
-register(OpDef("expand_dims", ("input",), attrs={"axis": 0}, infer=_infer_expand_dims, is_view=True, quant="same"))
+register(OpDef("squeeze", ("input",), attrs={"axes": ()}, infer=_infer_squeeze, is_view=True, quant="same", int16=True))
+register(OpDef("expand_dims", ("input",), attrs={"axis": 0}, infer=_infer_expand_dims, is_view=True, quant="same", int16=True))
 register(OpDef("concatenation", ("values",), attrs={"axis": 0}, infer=_infer_concat, variadic=True, quant="shared",
                layout="axis", int16=True))
-register(OpDef("split", ("input",), attrs={"axis": 0}, infer=_infer_split, quant="same"))
+register(OpDef("split", ("input",), attrs={"axis": 0}, infer=_infer_split, quant="same", int16=True))
 register(OpDef("split_v", ("input",), attrs={"axis": 0, "sizes": ()}, infer=_infer_split, quant="same",
-               layout="axis"))
-register(OpDef("pack", ("values",), attrs={"axis": 0}, infer=_infer_pack, variadic=True, quant="shared"))
-register(OpDef("unpack", ("input",), attrs={"axis": 0}, infer=_infer_split, quant="same"))
-register(OpDef("transpose", ("input",), attrs={"perm": ()}, infer=_infer_transpose, quant="same"))
+               layout="axis", int16=True))
+register(OpDef("pack", ("values",), attrs={"axis": 0}, infer=_infer_pack, variadic=True, quant="shared", int16=True))
+register(OpDef("unpack", ("input",), attrs={"axis": 0}, infer=_infer_split, quant="same", int16=True))
+register(OpDef("transpose", ("input",), attrs={"perm": ()}, infer=_infer_transpose, quant="same", int16=True))
 register(OpDef("strided_slice", ("input",), attrs=dict(_SLICE_ATTRS), infer=_infer_strided_slice, quant="same",
                int16=True))
-register(OpDef("slice", ("input",), attrs={"begin": (), "size": ()}, infer=_infer_slice, quant="same"))
+register(OpDef("slice", ("input",), attrs={"begin": (), "size": ()}, infer=_infer_slice, quant="same", int16=True))
 # Constant indices only: they are an attribute (nested tuples), the lowering's flash table.
-register(OpDef("gather", ("params",), attrs={"axis": 0, "indices": ()}, infer=_infer_gather, quant="same"))
+register(OpDef("gather", ("params",), attrs={"axis": 0, "indices": ()}, infer=_infer_gather, quant="same", int16=True))
 register(OpDef("depth_to_space", ("input",), attrs={"block_size": 2}, infer=_infer_depth_to_space, quant="same"))
 register(OpDef("space_to_depth", ("input",), attrs={"block_size": 2}, infer=_infer_space_to_depth, quant="same"))
 # Converter patterns: fold_shape turns SHAPE into a constant; fold_dilated_conv removes

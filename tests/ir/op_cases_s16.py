@@ -22,6 +22,9 @@ _TABLE_SCALES = (2.0 ** -12, 2.0 ** -13, 2.0 ** -11, None, None, None)
 
 PLANS16.update({op: dict(PLANS[op]) for op in ("conv2d", "depthwise_conv2d", "transpose_conv2d", "fully_connected",
                                                "add", "concatenation", "pad", "strided_slice", "reshape")})
+# The byte movers LiteRT runs on int16 (DEPTH_TO_SPACE / SPACE_TO_DEPTH refuse it).
+PLANS16.update({op: dict(PLANS[op]) for op in ("transpose", "squeeze", "expand_dims", "split", "split_v", "slice",
+                                               "pack", "unpack", "gather")})
 PLANS16.update({
     "sub": {"shapes": _BINARY_SHAPES, "activation": ACTS, "pot_scales": (False, False, True),
             "const_rhs": (False, False, True)},

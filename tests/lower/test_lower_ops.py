@@ -50,7 +50,8 @@ def test_hybrid_conv2d_matches_interpreter(padding):
 def test_registry_covers_every_kernel_op():
     assert {k for k in LOWERINGS if isinstance(k, str)} == set(KERNEL_OPS) | set(FLOAT_ONLY_OPS)
     # int16 variants: every 16x8 op that computes (the byte movers share int8's lowering)
-    movers = {"concatenation", "pad", "strided_slice", "reshape"}
+    movers = {"concatenation", "pad", "strided_slice", "reshape", "transpose", "squeeze", "expand_dims", "split",
+              "split_v", "slice", "pack", "unpack", "gather"}
     assert {op for op, _ in (k for k in LOWERINGS if isinstance(k, tuple))} == set(PLANS16) - movers
 
 
