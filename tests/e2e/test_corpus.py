@@ -26,7 +26,6 @@ from tflm_ref import run_tflm  # noqa: E402
 
 from microcompile import driver, project  # noqa: E402
 from microcompile.frontend import load_model  # noqa: E402
-from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
 from microcompile.ir.compare import compare  # noqa: E402
 from microcompile.quantize.report import sqnr  # noqa: E402
 from microcompile.target import load_board  # noqa: E402
