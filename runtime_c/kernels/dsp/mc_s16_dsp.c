@@ -123,51 +123,71 @@ void mc_conv_dsp_s16(int16_t *y, const int16_t *x, const int16_t *w, const int64
 }
 
 /* depth_multiplier 1 only (the code generator picks the portable kernel otherwise). */
+/* The taps k in [0, k_n) with 0 <= o0 + k * dil < in_n: [*lo, *hi), found once per output
+ * pixel instead of tested per tap and channel pair. */
+static void dilated_tap_range(int32_t o0, int32_t dil, int32_t k_n, int32_t in_n, int32_t *lo, int32_t *hi)
+{
+    int32_t k0 = 0, k1 = k_n;
+
+    while (k0 < k1 && o0 + k0 * dil < 0)
+        ++k0;
+    while (k1 > k0 && o0 + (k1 - 1) * dil >= in_n)
+        --k1;
+    *lo = k0;
+    *hi = k1;
+}
+
 void mc_depthwise_dsp_s16(int16_t *y, const int16_t *x, const int16_t *w, const int64_t *bias,
                           const int32_t *mult, const int32_t *shift, const mc_conv_s16_params_t *p)
 {
-    const int32_t c = p->out_c;
+    const int32_t c = p->out_c, row_step = p->dil_h * p->in_w * c, col_step = p->dil_w * c;
     int32_t b, oy, ox, oc, ky, kx;
 
     for (b = 0; b < p->batch; ++b)
-        for (oy = 0; oy < p->out_h; ++oy)
+        for (oy = 0; oy < p->out_h; ++oy) {
+            const int32_t y0 = oy * p->stride_h - p->pad_top;
+            int32_t ky0, ky1;
+
+            dilated_tap_range(y0, p->dil_h, p->k_h, p->in_h, &ky0, &ky1);
             for (ox = 0; ox < p->out_w; ++ox) {
-                const int32_t y0 = oy * p->stride_h - p->pad_top, x0 = ox * p->stride_w - p->pad_left;
+                const int32_t x0 = ox * p->stride_w - p->pad_left;
                 int16_t *out = y + ((b * p->out_h + oy) * p->out_w + ox) * c;
+                const int16_t *x_tap, *w_tap;   /* tap (ky0, kx0), channel 0 */
+                int32_t kx0, kx1;
 
-                for (oc = 0; oc < c; oc += 2) {
-                    const int32_t pair = oc + 1 < c;
-                    int64_t acc0 = bias[oc], acc1 = pair ? bias[oc + 1] : 0;
+                dilated_tap_range(x0, p->dil_w, p->k_w, p->in_w, &kx0, &kx1);
+                x_tap = x + ((b * p->in_h + y0 + ky0 * p->dil_h) * p->in_w + x0 + kx0 * p->dil_w) * c;
+                w_tap = w + (ky0 * p->k_w + kx0) * c;
+                for (oc = 0; oc + 2 <= c; oc += 2) {
+                    /* two channels: their inputs and weights are adjacent int16 pairs */
+                    int64_t acc0 = bias[oc], acc1 = bias[oc + 1];
+                    const int16_t *xr = x_tap + oc, *wr = w_tap + oc;
 
-                    for (ky = 0; ky < p->k_h; ++ky) {
-                        const int32_t iy = y0 + ky * p->dil_h;
+                    for (ky = ky0; ky < ky1; ++ky, xr += row_step, wr += p->k_w * c) {
+                        const int16_t *xp = xr, *wp = wr;
 
-                        if (iy < 0 || iy >= p->in_h)
-                            continue;
-                        for (kx = 0; kx < p->k_w; ++kx) {
-                            const int32_t ix = x0 + kx * p->dil_w;
-                            const int16_t *xp, *wp;
+                        for (kx = kx0; kx < kx1; ++kx, xp += col_step, wp += c) {
+                            const int32_t xv = ld32(xp), wv = ld32(wp);
 
-                            if (ix < 0 || ix >= p->in_w)
-                                continue;
-                            xp = x + ((b * p->in_h + iy) * p->in_w + ix) * c + oc;
-                            wp = w + (ky * p->k_w + kx) * c + oc;
-                            if (pair) {
-                                const int32_t xv = ld32(xp), wv = ld32(wp);
-
-                                acc0 = smlalbb(acc0, xv, wv);
-                                acc1 = smlaltt(acc1, xv, wv);
-                            } else {
-                                acc0 += (int32_t)xp[0] * wp[0];
-                            }
+                            acc0 = smlalbb(acc0, xv, wv);
+                            acc1 = smlaltt(acc1, xv, wv);
                         }
                     }
                     out[oc] = mc_clamp_s16(mc_mul_by_qm_s64(acc0, mult[oc], shift[oc]), p->act_min, p->act_max);
-                    if (pair)
-                        out[oc + 1] = mc_clamp_s16(mc_mul_by_qm_s64(acc1, mult[oc + 1], shift[oc + 1]), p->act_min,
-                                                   p->act_max);
+                    out[oc + 1] = mc_clamp_s16(mc_mul_by_qm_s64(acc1, mult[oc + 1], shift[oc + 1]), p->act_min,
+                                               p->act_max);
+                }
+                if (oc < c) {   /* an odd last channel */
+                    int64_t acc = bias[oc];
+                    const int16_t *xr = x_tap + oc, *wr = w_tap + oc;
+
+                    for (ky = ky0; ky < ky1; ++ky, xr += row_step, wr += p->k_w * c)
+                        for (kx = 0; kx < kx1 - kx0; ++kx)
+                            acc += (int32_t)xr[kx * col_step] * wr[kx * c];
+                    out[oc] = mc_clamp_s16(mc_mul_by_qm_s64(acc, mult[oc], shift[oc]), p->act_min, p->act_max);
                 }
             }
+        }
 }
 
 static int32_t tap_source(int32_t o, int32_t k, int32_t stride, int32_t pad, int32_t in_size)
