@@ -164,7 +164,8 @@ case("Resize", [(1, 2, 3, 3), np.zeros(0, np.float32), np.array([1, 1, 2, 2], np
 def _rnn(op: str, gates: int, seq: int, batch: int, inp: int, hidden: int, layout: int = 0, bias: bool = True,
          initial: str | None = None, outputs: int = 1, opset: int = 14, **attrs) -> None:
     """initial: None (zeros), "const" (an initializer) or "input" (a runtime graph input).
-    (onnxruntime refuses layout 1, so every case is sequence-major.)"""
+    (onnxruntime refuses layout 1, so every case is sequence-major; test_onnx_rnn_layout.py
+    checks layout 1 against the layout-0 twin.)"""
     x = (seq, batch, inp) if layout == 0 else (batch, seq, inp)
     ins = [x, w(1, gates * hidden, inp, scale=0.6), w(1, gates * hidden, hidden, scale=0.6),
            w(1, 2 * gates * hidden, scale=0.3) if bias else None, None]

@@ -71,7 +71,7 @@ def _outputs(ctx, node, y: str, layout: int, seq: int, batch: int, hidden: int, 
         begin = (seq - 1, 0, 0) if layout == 0 else (0, seq - 1, 0)
         size = (1, batch, hidden) if layout == 0 else (batch, 1, hidden)
         last = ctx.emit1("slice", [y], {"begin": begin, "size": size})
-        ctx.reshape(last, (1, batch, hidden), out=outs[1])
+        ctx.reshape(last, (1, batch, hidden) if layout == 0 else (batch, 1, hidden), out=outs[1])
 
 
 @converter("LSTM", opsets=(11, 21))
