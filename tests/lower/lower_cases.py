@@ -28,7 +28,7 @@ KERNEL_OPS += ("concatenation", "split", "split_v", "pack", "unpack", "transpose
 KERNEL_OPS += ("reduce_max",)
 KERNEL_OPS += ("lstm", "svdf")
 # float32-only ops have no int8 plan in op_cases; tests/ir/test_div.py covers div's lowering,
-# tests/frontend/test_onnx_recurrent.py gru's (LiteRT has no GRU, so op_cases has no plan).
+# tests/frontend/test_onnx_ops.py gru's (through host C; LiteRT has no GRU, so op_cases has no plan).
 FLOAT_ONLY_OPS = ("div", "gru")
 
 
