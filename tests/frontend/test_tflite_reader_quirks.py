@@ -21,7 +21,7 @@ from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
 from microcompile.ir import QuantParams  # noqa: E402
 from microcompile.reference import interp  # noqa: E402
 
-FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "models"
+CORPUS = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "corpus"
 
 
 def _old_converter_bias_model() -> bytes:
@@ -50,3 +50,26 @@ def test_inspect_prints_the_reader_notes(tmp_path, capsys):
     path.write_bytes(_old_converter_bias_model())
     assert main(["inspect", str(path)]) == 0
     assert "read as axis 0, as TFLite Micro does" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["dilated_f32.tflite", "dilated_int8.tflite"])
+def test_stale_stored_shapes_are_inferred_and_noted(name):
+    """The TF converter's dilated convs: SPACE_TO_BATCH_ND yields batch 4, the file says 1."""
+    g = load_tflite(CORPUS / name)
+    stale = [note for note in g.notes if "the file stores shape" in note]
+    assert len(stale) == 4, g.notes
+    s2b = [n for n in g.nodes if n.op == "space_to_batch_nd"]
+    assert s2b and all(g.tensors[n.outputs[0]].shape[0] == 4 for n in s2b)
+    x = random_inputs(g, 2)[g.inputs[0]]
+    got = interp.run(g, {g.inputs[0]: x})[g.outputs[0]]
+    ref = run_reference((CORPUS / name).read_bytes(), {g.inputs[0]: x})[g.outputs[0]]
+    assert np.allclose(got, ref, rtol=1e-5, atol=1e-6 * np.abs(ref).max()) if got.dtype == np.float32 \
+        else np.array_equal(got, ref)
+
+
+def test_inspect_lists_the_stale_shapes(capsys):
+    from microcompile.cli import main
+
+    assert main(["inspect", str(CORPUS / "dilated_int8.tflite")]) == 0
+    out = capsys.readouterr().out
+    assert "the file stores shape [1, 10, 10, 3], but SPACE_TO_BATCH_ND at layer 0 produces [4, 10, 10, 3]" in out
