@@ -15,6 +15,7 @@
 #ifndef MC_S16_H
 #define MC_S16_H
 
+#include <math.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -97,6 +98,27 @@ static inline int32_t mc_mul_by_qm_s64(int64_t x, int32_t mult, int32_t shift)
 static inline int16_t mc_clamp_s16(int32_t v, int32_t lo, int32_t hi)
 {
     return (int16_t)(v < lo ? lo : v > hi ? hi : v);
+}
+
+/* transpose_conv: the input row (or column) that reaches output row o through tap k,
+ * iy * stride + k - pad = o, or -1 when none does. */
+static inline int32_t mc_tconv_source_s16(int32_t o, int32_t k, int32_t stride, int32_t pad, int32_t in_size)
+{
+    const int32_t t = o + pad - k;
+
+    if (t < 0 || t % stride != 0 || t / stride >= in_size)
+        return -1;
+    return t / stride;
+}
+
+/* fully_connected's output: round-half-away(acc * scale) clamped to [lo, hi]; the clamp in
+ * double first, so the conversion never overflows. */
+static inline int16_t mc_fc_output_s16(int64_t acc, double scale, int32_t lo, int32_t hi)
+{
+    double r = round((double)acc * scale);
+
+    r = r < lo ? lo : r > hi ? hi : r;
+    return (int16_t)(int32_t)r;
 }
 
 #ifdef __cplusplus

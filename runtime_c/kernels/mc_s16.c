@@ -1,7 +1,6 @@
 /* 16x8 micro-kernels (mc_s16.h), portable C: conv2d, depthwise_conv2d, transpose_conv2d,
  * fully_connected, softmax, logistic and tanh on int16 activations, each the loop nest of
  * TFLite's reference kernel with the same integers (int64 accumulators). */
-#include <math.h>
 
 #include "mc_fixedpoint.h"
 #include "mc_s16.h"
@@ -94,16 +93,6 @@ void mc_depthwise_c_s16(int16_t *y, const int16_t *x, const int8_t *w, const int
                 }
 }
 
-/* The input row iy (and tap ky) that reaches output row oy: iy * stride + ky - pad = oy. */
-static int32_t tap_source(int32_t o, int32_t k, int32_t stride, int32_t pad, int32_t in_size)
-{
-    const int32_t t = o + pad - k;
-
-    if (t < 0 || t % stride != 0 || t / stride >= in_size)
-        return -1;
-    return t / stride;
-}
-
 void mc_transpose_conv_c_s16(int16_t *y, const int16_t *x, const int8_t *w, const int64_t *bias,
                              const int32_t *mult, const int32_t *shift, const mc_conv_s16_params_t *p)
 {
@@ -116,12 +105,12 @@ void mc_transpose_conv_c_s16(int16_t *y, const int16_t *x, const int8_t *w, cons
                     int64_t acc = bias[oc];
 
                     for (ky = 0; ky < p->k_h; ++ky) {
-                        const int32_t iy = tap_source(oy, ky, p->stride_h, p->pad_top, p->in_h);
+                        const int32_t iy = mc_tconv_source_s16(oy, ky, p->stride_h, p->pad_top, p->in_h);
 
                         if (iy < 0)
                             continue;
                         for (kx = 0; kx < p->k_w; ++kx) {
-                            const int32_t ix = tap_source(ox, kx, p->stride_w, p->pad_left, p->in_w);
+                            const int32_t ix = mc_tconv_source_s16(ox, kx, p->stride_w, p->pad_left, p->in_w);
                             const int16_t *xp;
                             const int8_t *wp;
 
@@ -138,16 +127,6 @@ void mc_transpose_conv_c_s16(int16_t *y, const int16_t *x, const int8_t *w, cons
                 }
 }
 
-/* round-half-away(acc * scale) clamped to [lo, hi]; the clamp in double first, so the
- * conversion never overflows. */
-static int16_t fc_output(int64_t acc, double scale, int32_t lo, int32_t hi)
-{
-    double r = round((double)acc * scale);
-
-    r = r < lo ? lo : r > hi ? hi : r;
-    return (int16_t)(int32_t)r;
-}
-
 void mc_fc_c_s16(int16_t *y, const int16_t *x, const int8_t *w, const int64_t *bias, const double *scale,
                  const mc_fc_s16_params_t *p)
 {
@@ -161,7 +140,7 @@ void mc_fc_c_s16(int16_t *y, const int16_t *x, const int8_t *w, const int64_t *b
 
             for (d = 0; d < p->depth; ++d)
                 acc += (int32_t)xr[d] * (wu[d] + p->weights_offset);
-            y[r * p->units + u] = fc_output(acc, scale[p->per_channel ? u : 0], p->act_min, p->act_max);
+            y[r * p->units + u] = mc_fc_output_s16(acc, scale[p->per_channel ? u : 0], p->act_min, p->act_max);
         }
 }
 

@@ -8,7 +8,6 @@
  * top halves separately (SMLALBB / SMLALTT). Results are those of the portable kernels
  * (the same integer sums), so mc_s16.c's comments apply. */
 #include <arm_acle.h>
-#include <math.h>
 #include <string.h>
 
 #include "mc_s16.h"
@@ -190,15 +189,6 @@ void mc_depthwise_dsp_s16(int16_t *y, const int16_t *x, const int16_t *w, const 
         }
 }
 
-static int32_t tap_source(int32_t o, int32_t k, int32_t stride, int32_t pad, int32_t in_size)
-{
-    const int32_t t = o + pad - k;
-
-    if (t < 0 || t % stride != 0 || t / stride >= in_size)
-        return -1;
-    return t / stride;
-}
-
 void mc_transpose_conv_dsp_s16(int16_t *y, const int16_t *x, const int16_t *w, const int64_t *bias,
                                const int32_t *mult, const int32_t *shift, const mc_conv_s16_params_t *p)
 {
@@ -211,12 +201,12 @@ void mc_transpose_conv_dsp_s16(int16_t *y, const int16_t *x, const int16_t *w, c
                     int64_t acc = bias[oc];
 
                     for (ky = 0; ky < p->k_h; ++ky) {
-                        const int32_t iy = tap_source(oy, ky, p->stride_h, p->pad_top, p->in_h);
+                        const int32_t iy = mc_tconv_source_s16(oy, ky, p->stride_h, p->pad_top, p->in_h);
 
                         if (iy < 0)
                             continue;
                         for (kx = 0; kx < p->k_w; ++kx) {
-                            const int32_t ix = tap_source(ox, kx, p->stride_w, p->pad_left, p->in_w);
+                            const int32_t ix = mc_tconv_source_s16(ox, kx, p->stride_w, p->pad_left, p->in_w);
 
                             if (ix >= 0)
                                 acc = dot(x + ((b * p->in_h + iy) * p->in_w + ix) * p->in_c,
@@ -226,14 +216,6 @@ void mc_transpose_conv_dsp_s16(int16_t *y, const int16_t *x, const int16_t *w, c
                     y[((b * p->out_h + oy) * p->out_w + ox) * p->out_c + oc] =
                         mc_clamp_s16(mc_mul_by_qm_s64(acc, mult[oc], shift[oc]), p->act_min, p->act_max);
                 }
-}
-
-static int16_t fc_output(int64_t acc, double scale, int32_t lo, int32_t hi)
-{
-    double r = round((double)acc * scale);
-
-    r = r < lo ? lo : r > hi ? hi : r;
-    return (int16_t)(int32_t)r;
 }
 
 /* weights_offset 0 only (symmetric weights; the code generator picks the portable kernel
@@ -253,9 +235,9 @@ void mc_fc_dsp_s16(int16_t *y, const int16_t *x, const int16_t *w, const int64_t
             int64_t acc0 = bias[u], acc1 = pair ? bias[u + 1] : 0;
 
             dot2(xr, w0, pair ? w0 + p->depth : w0, p->depth, &acc0, &acc1);
-            yr[u] = fc_output(acc0, scale[p->per_channel ? u : 0], p->act_min, p->act_max);
+            yr[u] = mc_fc_output_s16(acc0, scale[p->per_channel ? u : 0], p->act_min, p->act_max);
             if (pair)
-                yr[u + 1] = fc_output(acc1, scale[p->per_channel ? u + 1 : 0], p->act_min, p->act_max);
+                yr[u + 1] = mc_fc_output_s16(acc1, scale[p->per_channel ? u + 1 : 0], p->act_min, p->act_max);
         }
     }
 }
