@@ -98,3 +98,20 @@ def test_state_persists_between_runs_and_resets(op, dtype, tmp_path):
             np.testing.assert_allclose(device[k], ref, rtol=1e-5, atol=1e-6 * float(np.abs(ref).max()))
     assert carried_over, "the case does not show the state (LiteRT gives the fresh-state outputs)"
     np.testing.assert_array_equal(device[STEPS], device[0])   # after mc_reset_state: a new sequence
+
+
+def test_agent_runs_each_inference_from_the_initial_state(tmp_path):
+    """The host agent (run --repeat) compares every sample with the interpreter's single
+    inference, so every RUN starts from the initial state: three runs of the same input give the
+    same, verified output (the SVDF keyword model's state would change the second one)."""
+    from microcompile import driver
+
+    model = HERE.parent / "fixtures" / "corpus" / "svdf_kws_int8.tflite"
+    g = driver.load_model(model)
+    x = random_inputs(g, 7)[g.inputs[0]]
+    np.save(tmp_path / "x.npy", np.stack([x] * STEPS))
+    result = driver.run_model(model, "host", tmp_path / "p", input_path=tmp_path / "x.npy", repeat=STEPS,
+                              progress=lambda s: None)
+    assert result.report["verified"], result.report
+    out = result.outputs[g.outputs[0]]
+    assert all(np.array_equal(out[k], out[0]) for k in range(STEPS))
