@@ -6,7 +6,8 @@ the TFLite converter, PyTorch / torch.onnx and our own writer): models people sh
   * the PyTorch CNNs quantize with `microcompile quantize` (symmetric stride-2 padding
     becomes an explicit PAD in the written .tflite, which LiteRT runs bit for bit like us),
     and reach an output SQNR no worse than onnxruntime's quantize_static minus 1 dB;
-  * one firmware per model family runs bit-exact on the emulated mps2-an386.
+  * the int8 / 16x8 families in one firmware, the float32 ones in another, and the PTQ'd
+    PyTorch CNN (deploy --quantize) run bit-exact on the emulated mps2-an386.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "ir"), str(HERE.parent / "lower"), str(HERE.parent)]
 
 from litert_ref import make_interpreter, run_reference  # noqa: E402
-from qemu_cases import merge_graphs  # noqa: E402
+from qemu_cases import deploy_graph, merge_graphs  # noqa: E402
 from tflm_ref import run_tflm  # noqa: E402
 
 from microcompile import driver, project  # noqa: E402
 from microcompile.frontend import load_model  # noqa: E402
+from microcompile.ir import NP_DTYPES  # noqa: E402
 from microcompile.ir.compare import compare  # noqa: E402
 from microcompile.quantize.report import sqnr  # noqa: E402
 from microcompile.target import load_board  # noqa: E402
@@ -152,19 +154,27 @@ def test_pytorch_cnn_ptq_sqnr_no_worse_than_onnxruntime_minus_1db(name, tmp_path
     assert sqnr(ref, ours) >= sqnr(ref, theirs) - 1.0, (sqnr(ref, ours), sqnr(ref, theirs))
 
 
-# One firmware per model family on the emulated Cortex-M4 (DSP kernels), bit-exact.
+# The int8 and 16x8 model families (and a PTQ'd PyTorch CNN) side by side in one firmware on the emulated Cortex-M4 (DSP
+# kernels), bit-exact: one build and one QEMU run instead of one per family.
 QEMU_MODELS = ["keras_lstm_int8.tflite", "keras_gru_int8.tflite", "svdf_kws_int8.tflite", "unet16x8.tflite",
                "dilated_int8.tflite"]
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("name", QEMU_MODELS)
-def test_corpus_model_deploys_bit_exact_on_mps2_an386(name, tmp_path):
-    report = driver.deploy(CORPUS / name, "mps2-an386", tmp_path / "project", emulate=True,
-                           progress=lambda s: None).report
+def test_int8_and_16x8_corpus_models_deploy_bit_exact_in_one_firmware_on_mps2_an386(tmp_path):
+    graphs = [load_model(CORPUS / name) for name in QEMU_MODELS]
+    # and the PTQ'd PyTorch MobileNet (odd 33x33 input; the ResNet goes through deploy --quantize)
+    np.save(tmp_path / "cal.npy", _calibration(CORPUS / "torch_mobilenet.onnx", 16, 0))
+    graphs.append(driver.quantize_model(CORPUS / "torch_mobilenet.onnx", tmp_path / "cal.npy", None, report=False,
+                                        progress=False).quantized.graph)
+    g = merge_graphs(graphs, "int_corpus")
+    inputs = {}
+    for k, sub in enumerate(graphs):
+        t = sub.tensors[sub.inputs[0]]
+        inputs[f"g{k}.{sub.inputs[0]}"] = _inputs(t.shape, NP_DTYPES[t.dtype], k)
+    report = deploy_graph(g, inputs, "mps2-an386", tmp_path)
     assert report["verified"], report["outputs"]
-    if "lstm" in name or "svdf" in name:
-        assert report["state_bytes"] > 0
+    assert report["state_bytes"] >= sum(t.nbytes for sub in graphs for t in sub.tensors.values() if t.variable) > 0
 
 
 @pytest.mark.qemu
