@@ -125,7 +125,9 @@ def kernel_table(board: str) -> bool:
         inputs.update({f"g{k}.{name}": a for name, a in random_inputs(sub, k).items()})
     with tempfile.TemporaryDirectory() as tmp:
         r = deploy_graph(g, inputs, board, Path(tmp))
-    rows = r["layers"]   # one per single-op graph, in order (the reader renames the layers)
+    # one per single-op graph; the reader names layer k "<op>_<k>" (file order), and the
+    # compiler may run them in another order (memory-driven ordering), so sort by k
+    rows = sorted(r["layers"], key=lambda row: int(row["name"].rsplit("_", 1)[1]))
     assert len(rows) == len(graphs), [row["op"] for row in rows]
     print(f"\n{board}: kernels ({'verified' if r['verified'] else 'NOT VERIFIED'} against the interpreter)")
     print(f"  {'op':<18} {'dtype':<8} {'shape':<34} {'MACs':>9} {'instructions':>13} {'instr/MAC':>9} "
