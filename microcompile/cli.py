@@ -65,7 +65,8 @@ def _cmd_deploy(args) -> int:
                            input_shapes=parse_input_shapes(args.input_shape),
                            agent=args.agent or bool(args.port), port=args.port, timeout=args.timeout,
                            arena_region=args.arena_region, weights_region=args.weights_region, probe=args.probe,
-                           flash_budget=parse_bytes(args.flash_budget, "--flash-budget"))
+                           flash_budget=parse_bytes(args.flash_budget, "--flash-budget"),
+                           activations=args.activations)
     r = result.report
     if args.output:
         _save_outputs(result.outputs, args.output)
@@ -108,6 +109,8 @@ def _summary(r: dict) -> str:
         f"model        {r['model']} on {r['board']}" + (" (emulated)" if r["emulated"] else ""),
         f"outputs match reference: {'yes' if r['verified'] else 'NO'} ({outs})",
         *memory_report.summary_lines(r),
+        *([f"state        {r['state_bytes']:>10,} bytes (recurrent state, kept between inferences)"]
+          if r.get("state_bytes") else []),
         f"sections     {sections}",
         f"instructions {r['instructions']:>10,} per inference ({r['macs']:,} MACs)" if r["instructions"] is not None
         else "instructions n/a on this board",
@@ -134,6 +137,8 @@ def _cmd_inspect(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code
     print(format_table(layer_table(graph)))
+    if graph.notes:   # what the reader accepted but the user should know
+        print("\nnotes from the reader:\n" + "\n".join(f"  {note}" for note in graph.notes))
     optimized = pipeline.run(graph)
     effects = format_pass_effects(pass_effects(graph, optimized), len(graph.nodes), len(optimized.nodes))
     if effects:
@@ -232,9 +237,11 @@ def _cmd_quantize(args) -> int:
 
     keep = tuple(k for k in args.keep_float.split(",") if k)
     result = driver.quantize_model(args.model, args.calibration, args.output, method=args.method, io=args.io,
-                                   keep_float=keep, input_shapes=parse_input_shapes(args.input_shape))
+                                   keep_float=keep, input_shapes=parse_input_shapes(args.input_shape),
+                                   activations=args.activations)
     print(format_sqnr_table(result.quantized.layers, args.sqnr_threshold))
-    print(f"wrote {result.output_path} (int8, {args.io} inputs/outputs, calibration method {result.method})")
+    scheme = "16x8: int16 activations, int8 weights" if args.activations == "int16" else "int8"
+    print(f"wrote {result.output_path} ({scheme}, {args.io} inputs/outputs, calibration method {result.method})")
     return 0
 
 
@@ -322,6 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--flash-budget", metavar="BYTES",
                    help="flash the firmware may use (e.g. 400000, 384K, 1M; default: the board's); kernels get "
                         "int16 weights, fastest first, only while the weights still fit")
+    from .quantize import ACTIVATION_DTYPES, DEFAULT_METHOD, DEFAULT_THRESHOLD_DB, IO_MODES, METHODS
+    d.add_argument("--activations", choices=ACTIVATION_DTYPES, default="int8",
+                   help="with --quantize: int16 quantizes 16x8 (int16 activations, int8 weights)")
     d.set_defaults(fn=_cmd_deploy)
 
     port_help = "the board's serial port, e.g. /dev/ttyACM0 (default: found by the board's USB VID:PID)"
@@ -352,8 +362,6 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--plot", help="write a bar chart of counts per layer here (.svg/.png; needs microcompile[plot])")
     pr.set_defaults(fn=_cmd_profile)
 
-    from .quantize import DEFAULT_METHOD, DEFAULT_THRESHOLD_DB, IO_MODES, METHODS
-
     q = sub.add_parser("quantize", help="post-training int8 quantization of a float32 .tflite/.onnx model",
                        description="Calibrate a float32 model on input samples, quantize it to TFLite's int8 "
                                    "scheme (per-channel weights, per-tensor activations) and save it as .tflite. "
@@ -364,7 +372,11 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD,
                    help=f"activation range selection (default {DEFAULT_METHOD})")
     q.add_argument("--io", choices=IO_MODES, default="float32",
-                   help="float32 keeps float inputs/outputs (quantize/dequantize at the edges); int8 makes them int8")
+                   help="float32 keeps float inputs/outputs (quantize/dequantize at the edges); int8 (int16 with "
+                        "--activations int16) makes them integer")
+    q.add_argument("--activations", choices=ACTIVATION_DTYPES, default="int8",
+                   help="int16: TFLite's 16x8 scheme (int16 activations, int8 weights, int64 biases), for audio "
+                        "models; only ops with 16x8 kernels are quantized (keep others with --keep-float)")
     q.add_argument("--keep-float", default="", help="comma-separated ops or layer names to leave in float32")
     q.add_argument("--sqnr-threshold", type=float, default=DEFAULT_THRESHOLD_DB,
                    help=f"flag layers whose SQNR is below this many dB (default {DEFAULT_THRESHOLD_DB:g})")

@@ -50,7 +50,15 @@ def compile_model(model_path: str | Path, board: Board, artifact_dir: Path,
     `artifact_dir`. `input_shapes` pins dynamic ONNX input dimensions (--input-shape);
     `flash_budget` caps the firmware's flash (bytes; default: the board's) when choosing
     which kernels get int16 weights."""
-    graph = pipeline.run(load_model(model_path, input_shapes=input_shapes), dump=dump_ir)
+    return compile_graph(load_model(model_path, input_shapes=input_shapes), board, artifact_dir, dump_ir,
+                         flash_budget)
+
+
+def compile_graph(graph: Graph, board: Board, artifact_dir: Path,
+                  dump_ir: Callable[[str, Graph], None] | None = None,
+                  flash_budget: int | None = None) -> Compiled:
+    """compile_model for a Graph already in memory (e.g. the output of PTQ)."""
+    graph = pipeline.run(graph, dump=dump_ir)
     kernels, plan, graph, widened = schedule_and_plan(graph, board, flash_budget)
     manifest = emit_artifact(graph, [(n, f) for n, f, _ in kernels], plan, artifact_dir,
                              traces=[t for _, _, t in kernels])
@@ -217,14 +225,18 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
                    dump_ir: Callable[[str, Graph], None] | None = None, trace: bool = False,
                    quantize: str | None = None, calibration=None, input_shapes: dict | None = None,
                    arena_region: str | None = None, weights_region: str | None = None,
-                   agent: bool = False, flash_budget: int | None = None) -> Built:
+                   agent: bool = False, flash_budget: int | None = None, activations: str = "int8") -> Built:
     """Compile `model_path` for `board`, write and build its project, and check that it fits
     (project.FitError, with what does not fit and what would help, when it does not).
     `arena_region` / `weights_region` move the arena / the weights to another memory bank.
     `agent` builds the agent firmware (the input is sent at run time) instead of the self-test
     (the input is compiled in); files that did not change are not rewritten, so an up-to-date
     build is reused. `flash_budget` (bytes) caps the firmware's flash when choosing which
-    kernels get int16 weights (default: the board's flash; schedule/widening.py)."""
+    kernels get int16 weights (default: the board's flash; schedule/widening.py).
+    `quantize="int8"` first quantizes the float model on the `calibration` samples (see
+    quantize_model; activations="int16" for 16x8) and compiles the quantized graph as it is in
+    memory; the .tflite of it is left in project_dir/<model>_int8.tflite (or _16x8) when
+    TFLite can express it."""
     board = load_board(board) if isinstance(board, str) else board
     if emulate and board.emulator is None and not board.is_host:
         raise UserError(f"board {board.name} has no emulated twin",
@@ -235,13 +247,13 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
     project.check_out_dir(project_dir)
     arrays = load_arrays(input_path, "input file") if input_path is not None else None
     with tempfile.TemporaryDirectory(prefix="microcompile-") as tmp:
+        qgraph = None
         if quantize is not None:
-            model_path = _quantize_for_deploy(model_path, quantize, calibration, Path(tmp) / "quantized", progress,
-                                              input_shapes)
-            input_shapes = None   # pinned in the quantized .tflite
-        progress(f"[compile] {model_path}")
-        compiled = compile_model(model_path, board, Path(tmp), dump_ir, input_shapes=input_shapes,
-                                 flash_budget=flash_budget)
+            qgraph = _quantize_for_deploy(model_path, quantize, calibration, progress, input_shapes, activations)
+        progress(f"[compile] {model_path}" + (f" ({qgraph.name})" if qgraph is not None else ""))
+        compiled = (compile_graph(qgraph, board, Path(tmp), dump_ir, flash_budget) if qgraph is not None
+                    else compile_model(model_path, board, Path(tmp), dump_ir, input_shapes=input_shapes,
+                                       flash_budget=flash_budget))
         inputs = load_inputs(compiled.graph, input_path, arrays)
         progress(f"[compile] {len(compiled.kernels)} kernels, arena {compiled.plan.arena_bytes} bytes "
                  f"(lower bound {compiled.plan.lower_bound})")
@@ -250,8 +262,8 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
         test_inputs = None if agent else [inputs[n] for n in compiled.graph.inputs]
         project.generate(Path(tmp), board, project_dir, test_inputs, emulated=emulate, trace=trace, agent=agent,
                          arena_region=arena_region, weights_region=weights_region)
-        if quantize is not None:   # keep the int8 model the firmware was built from, next to it
-            model_path = write_file(project_dir / Path(model_path).name, Path(model_path).read_bytes(), "model")
+        if qgraph is not None:   # keep the quantized model the firmware was built from, next to it
+            model_path = _save_quantized(qgraph, project_dir, Path(model_path), progress) or model_path
     sizes = _build_with_bar(project_dir, progress)
     if flash_budget is not None and not board.is_host and sizes.flash > flash_budget:
         progress(f"[build] note: flash {sizes.flash} B is over --flash-budget {flash_budget} B "
@@ -275,21 +287,21 @@ def deploy(model_path: str | Path, board_name: str | Board, project_dir: str | P
            quantize: str | None = None, calibration=None, input_shapes: dict | None = None,
            arena_region: str | None = None, weights_region: str | None = None, probe: str | None = None,
            agent: bool = False, port: str | None = None, timeout: float = 10.0,
-           flash_budget: int | None = None) -> DeployResult:
+           flash_budget: int | None = None, activations: str = "int8") -> DeployResult:
     """Compile, build, check the fit, run once (QEMU twin, host) or flash (real board) and compare
     the outputs with the reference interpreter.
     `trace` builds the trace firmware, which also prints every kernel's outputs
     (see verify_layers). `quantize="int8"` first quantizes the float model on the
-    `calibration` samples (see quantize_model), deploys that int8 model and leaves it in
-    project_dir/<model>_int8.tflite. `agent` builds the agent firmware instead of the
-    self-test and runs the input over the serial protocol (QEMU socket, or `port`).
-    `flash_budget`: see build_firmware."""
+    `calibration` samples (see build_firmware; activations="int16" for 16x8). `agent` builds
+    the agent firmware instead of the self-test and runs the input over the serial protocol
+    (QEMU socket, or `port`). `flash_budget`: see build_firmware."""
     board = load_board(board_name) if isinstance(board_name, str) else board_name
     _check_target(board, emulate, port, agent)
     built = build_firmware(model_path, board, project_dir, emulate=emulate, input_path=input_path,
                            progress=progress, dump_ir=dump_ir, trace=trace, quantize=quantize,
                            calibration=calibration, input_shapes=input_shapes, arena_region=arena_region,
-                           weights_region=weights_region, agent=agent, flash_budget=flash_budget)
+                           weights_region=weights_region, agent=agent, flash_budget=flash_budget,
+                           activations=activations)
     compiled, inputs, project_dir = built.compiled, built.inputs, built.project_dir
     if agent:
         with open_session(project_dir, board, emulate=emulate, port=port, timeout=timeout, probe=probe,
@@ -324,6 +336,7 @@ def _deploy_result(built: Built, emulate: bool, run, inputs) -> DeployResult:
         "emulated": bool(emulate),
         "verified": all(c.equal for c in comparisons.values()),
         "arena_bytes": compiled.plan.arena_bytes,
+        "state_bytes": compiled.plan.state_bytes,
         "weights_bytes": compiled.manifest["weights_bytes"],
         "flash_bytes": sizes.flash,
         "ram_bytes": sizes.ram,
@@ -416,9 +429,11 @@ class QuantizeResult:
 
 def quantize_model(model_path: str | Path, calibration_path: str | Path, output_path: str | Path | None = None, *,
                    method: str | None = None, io: str = "float32", keep_float=(), report: bool = True,
-                   progress: bool = True, input_shapes: dict | None = None) -> QuantizeResult:
-    """Post-training quantization of a float32 .tflite/.onnx model to int8, calibrated on the
-    samples in `calibration_path`; writes a .tflite (our writer) when `output_path` is given."""
+                   progress: bool = True, input_shapes: dict | None = None,
+                   activations: str = "int8") -> QuantizeResult:
+    """Post-training quantization of a float32 .tflite/.onnx model to int8 (16x8 with
+    activations="int16"), calibrated on the samples in `calibration_path`; writes a .tflite
+    (our writer) when `output_path` is given."""
     from . import quantize as qz
     from .frontend.tflite.writer import write_tflite
 
@@ -432,10 +447,11 @@ def quantize_model(model_path: str | Path, calibration_path: str | Path, output_
     samples = qz.load_calibration(calibration_path, graph)
     method = method or qz.DEFAULT_METHOD
     result = qz.quantize(graph, samples, method=method, io=io, keep_float=tuple(keep_float), report=report,
-                         progress=progress)
+                         progress=progress, activations=activations)
     if output_path is not None:
+        scheme = "16x8" if activations == "int16" else "int8"
         try:
-            data = write_tflite(result.graph, description=f"microcompile PTQ int8 ({method})")
+            data = write_tflite(result.graph, description=f"microcompile PTQ {scheme} ({method})")
         except ValueError as e:
             raise UserError(f"cannot save the quantized model as .tflite: {e}",
                             hint="the model needs an op or padding TFLite cannot express") from None
@@ -443,16 +459,32 @@ def quantize_model(model_path: str | Path, calibration_path: str | Path, output_
     return QuantizeResult(result, method, Path(output_path) if output_path else None)
 
 
-def _quantize_for_deploy(model_path, scheme: str, calibration, out_dir: Path, progress: Progress,
-                         input_shapes: dict | None = None) -> Path:
+def _quantize_for_deploy(model_path, scheme: str, calibration, progress: Progress,
+                         input_shapes: dict | None = None, activations: str = "int8") -> Graph:
+    """The quantized graph, in memory: no round trip through a .tflite that may not hold it."""
     if scheme != "int8":
-        raise UserError(f"unknown --quantize {scheme!r}", hint="the only scheme is int8")
+        raise UserError(f"unknown --quantize {scheme!r}", hint="the only scheme is int8 (with --activations int16: 16x8)")
     if calibration is None:
         raise UserError("--quantize int8 needs --calibration", hint="pass a .npz/.npy of input samples or a directory")
-    out = out_dir / f"{Path(model_path).stem}_int8.tflite"
-    progress(f"[quantize] {model_path} -> {out}")
-    quantize_model(model_path, calibration, out, report=False, input_shapes=input_shapes)
-    return out
+    progress(f"[quantize] {model_path} ({'16x8' if activations == 'int16' else 'int8'})")
+    result = quantize_model(model_path, calibration, None, report=False, input_shapes=input_shapes,
+                            activations=activations)
+    return result.quantized.graph
+
+
+def _save_quantized(qgraph: Graph, project_dir: Path, model_path: Path, progress: Progress) -> Path | None:
+    """Write the quantized graph as .tflite next to the project; None (and a note) when the
+    TFLite format cannot express it: the firmware is built from the graph either way."""
+    from .frontend.tflite.writer import write_tflite
+
+    suffix = "16x8" if any(t.dtype == "int16" and not t.is_const for t in qgraph.tensors.values()) else "int8"
+    out = project_dir / f"{model_path.stem}_{suffix}.tflite"
+    try:
+        data = write_tflite(qgraph, description=f"microcompile PTQ {suffix}")
+    except ValueError as e:
+        progress(f"[quantize] not saved as .tflite ({e}); the firmware was compiled from the quantized graph")
+        return None
+    return write_file(out, data, "quantized model")
 
 
 # ---- the host agent: run, profile and verify over the serial protocol ----------------------

@@ -16,7 +16,8 @@ from ..tir import intrinsics
 from ..tir.nodes import (Address, ParamStruct, Allocate, BinOp, Call, Cast, Evaluate, FloatImm, For, IfThenElse, IntImm,
                          LetStmt, Load, PrimFunc, Select, SeqStmt, Store, Var, scratch_layout, walk)
 
-C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "float32": "float", "bool": "int"}
+C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t", "float32": "float",
+           "float64": "double", "bool": "int"}
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "shl": "<<", "shr": ">>",
           "and": "&", "or": "|", "xor": "^", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
           "eq": "==", "ne": "!=", "land": "&&", "lor": "||"}
@@ -24,6 +25,10 @@ _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "shl": "<<
 _HELPERS = {("min", "int32"): "mc_min_i32", ("max", "int32"): "mc_max_i32",
             ("min", "float32"): "mc_min_f32", ("max", "float32"): "mc_max_f32",
             ("floordiv", "int32"): "mc_floordiv_i32", ("floormod", "int32"): "mc_floormod_i32"}
+
+
+# The model's state buffer (variable tensors), a static array of model.c.
+STATE_BUFFER = "mc_state"
 
 
 def float_literal(v: float) -> str:
@@ -39,6 +44,22 @@ def float_literal(v: float) -> str:
 def int_literal(v: int) -> str:
     # -2^31 is not a C literal (2147483648 does not fit int): write it as an expression.
     return "(-2147483647 - 1)" if v == -2**31 else str(int(v))
+
+
+def double_literal(v: float) -> str:
+    """A double as a C literal that reads back to the same double (17 significant digits)."""
+    v = float(v)
+    assert np.isfinite(v), f"non-finite double constant {v}"
+    s = format(v, ".17g")
+    return s if any(ch in s for ch in ".e") else s + ".0"
+
+
+def int64_literal(v: int) -> str:
+    """An int64_t value: LL beyond the int32 range (-2^63 as an expression)."""
+    v = int(v)
+    if -2**31 < v < 2**31:
+        return str(v)
+    return "(-9223372036854775807LL - 1)" if v == -2**63 else f"{v}LL"
 
 
 def comment(text: str) -> str:
@@ -180,7 +201,9 @@ class CEmitter:
             qual = "" if id(b) in written else "const "
             ctype = C_TYPES[b.dtype]
             note = f"  /* {comment(b.comment)} */" if b.comment else ""
-            decls.append(f"    {qual}{ctype} *{b.name} = ({qual}{ctype} *)(arena + {arena_offsets[b.name]}u);{note}")
+            # State lives in the model's state buffer (model.c's mc_state), not the arena.
+            base = STATE_BUFFER if b.scope == "state" else "arena"
+            decls.append(f"    {qual}{ctype} *{b.name} = ({qual}{ctype} *)({base} + {arena_offsets[b.name]}u);{note}")
         if not decls:
             decls.append("    (void)arena;")
         lines += decls
@@ -190,7 +213,8 @@ class CEmitter:
 
 
 def kernel_arena_offsets(f: PrimFunc, plan, node_name: str) -> dict[str, int]:
-    """Arena offset of each arena/scratch buffer of `f` under `plan` (see codegen.plan)."""
+    """Offset of each arena/scratch buffer of `f` in the arena, and of each state buffer in
+    the state buffer, under `plan` (see codegen.plan)."""
     scratch, _ = scratch_layout(f)
     out = {}
     for b in f.buffers:
@@ -198,6 +222,8 @@ def kernel_arena_offsets(f: PrimFunc, plan, node_name: str) -> dict[str, int]:
             out[b.name] = plan.offset(b.tensor)
         elif b.scope == "scratch":
             out[b.name] = plan.scratch_offset(node_name) + scratch[b.name]
+        elif b.scope == "state":
+            out[b.name] = plan.state_offset(b.tensor)
     return out
 
 

@@ -20,10 +20,14 @@ def tensor_entry(t, offset: int) -> dict:
 
 def build_manifest(model: str, arena_bytes: int, weights_bytes: int, inputs: list[dict],
                    outputs: list[dict], kernels: list[dict], sources: list[str], headers: list[str],
-                   data: list[str] = (), constants: list[dict] = (), memory: dict | None = None) -> dict:
+                   data: list[str] = (), constants: list[dict] = (), memory: dict | None = None,
+                   state_bytes: int = 0) -> dict:
     """`data`: files the sources include at build time (the weights' .bin), copied with them;
-    `constants`: each weight symbol and its bytes; `memory`: the arena plan's summary."""
+    `constants`: each weight symbol and its bytes; `memory`: the arena plan's summary;
+    `state_bytes`: the model's state buffer (recurrent state persisting between inferences), a
+    static array of model.c next to the caller's arena."""
     return {"schema_version": SCHEMA_VERSION, "model": model, "arena_bytes": int(arena_bytes),
+            "state_bytes": int(state_bytes),
             "weights_bytes": int(weights_bytes), "sources": sources, "headers": headers, "data": list(data),
             "constants": [{"symbol": c["symbol"], "bytes": int(c["bytes"])} for c in constants],
             "memory": memory or {}, "inputs": inputs, "outputs": outputs, "kernels": kernels}

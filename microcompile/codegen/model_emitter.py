@@ -17,25 +17,28 @@ from ..tir import intrinsics
 from ..ir.graph import Graph, Node
 from ..tir.nodes import Call, PrimFunc, walk
 from ..resources import resource_dir
-from .c_emitter import CEmitter, float_literal, kernel_arena_offsets, schedule_comment
+from .c_emitter import CEmitter, comment, float_literal, kernel_arena_offsets, schedule_comment
 from .manifest import build_manifest, tensor_entry, write_manifest
 from .weights import ALIGN, BIN_NAME, WeightArray, write_weights
 
 SOURCES = ["model.c", "model_weights.c"]
 HEADERS = ["model.h", "model_weights.h"]
 DATA = [BIN_NAME]            # files the sources include at build time, compiled by nobody
-_SYSTEM_HEADERS = {"math.h"}
-_MC_DTYPES = {"int8": "MC_INT8", "float32": "MC_FLOAT32", "int32": "MC_INT32"}
+_SYSTEM_HEADERS = {"math.h", "string.h"}
+_MC_DTYPES = {"int8": "MC_INT8", "float32": "MC_FLOAT32", "int32": "MC_INT32", "int16": "MC_INT16"}
 
 
 class MemoryPlan(Protocol):
     """What codegen needs from a memory plan (microcompile.memory.plan.MemoryPlan)."""
 
     arena_bytes: int
+    state_bytes: int
 
     def offset(self, tensor_name: str) -> int: ...
 
     def scratch_offset(self, node_name: str) -> int: ...
+
+    def state_offset(self, tensor_name: str) -> int: ...
 
 
 def c_string(s: str) -> str:
@@ -146,6 +149,13 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
             tensors.append(row)
     blob = write_weights(weights, out_dir / BIN_NAME)
     weights_bytes = blob.size
+    state_bytes = int(getattr(plan, "state_bytes", 0))
+    # Initial state, as TFLite resets variable tensors: zero, or the zero point's byte for int8.
+    state_inits = [{"name": comment(name), "offset": plan.state_offset(name), "bytes": t.nbytes,
+                    "fill": (t.quant.zero_point[0] & 0xFF) if t.dtype == "int8" and t.quant is not None else 0}
+                   for name, t in graph.tensors.items() if t.variable]
+    if state_bytes:
+        headers.add("string.h")
     values = {
         "model": graph.name, "version": __version__, "arena_bytes": int(plan.arena_bytes),
         "weights_bytes": weights_bytes, "kernels": rendered,
@@ -156,6 +166,7 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
         "tensors": tensors, "inputs": inputs, "outputs": outputs,
         "kernel_tables": [rendered] if rendered else [],
         "kernels_ref": "mc_kernels" if rendered else "0",
+        "state_bytes": state_bytes, "state_inits": state_inits,
     }
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates") / "model")),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
@@ -171,6 +182,6 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
           "outputs": [tensor_entry(graph.tensors[o], plan.offset(o)) for o in node.outputs],
           "trace": traces[i].to_json() if traces is not None else []}
          for i, (k, (node, _)) in enumerate(zip(rendered, kernels))],
-        SOURCES, HEADERS, DATA, blob.rows, _memory_summary(plan))
+        SOURCES, HEADERS, DATA, blob.rows, _memory_summary(plan), state_bytes=state_bytes)
     write_manifest(manifest, out_dir)
     return manifest

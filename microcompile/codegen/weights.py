@@ -25,7 +25,7 @@ from .c_emitter import C_TYPES, comment
 
 ALIGN = 4                       # LDM and word loads of int16/int32 constants need 4
 BIN_NAME = "model_weights.bin"
-_LE = {"int8": "<i1", "int16": "<i2", "int32": "<i4", "float32": "<f4"}
+_LE = {"int8": "<i1", "int16": "<i2", "int32": "<i4", "int64": "<i8", "float32": "<f4", "float64": "<f8"}
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,7 @@ def write_weights(weights: list[WeightArray], path) -> WeightBlob:
                 f.write(chunk)
                 digest.update(chunk)
             offset += len(pad)
-            rows.append({"symbol": w.symbol, "offset": offset, "bytes": len(data), "comment": comment(w.buffer.comment)})
+            rows.append({"symbol": w.symbol, "offset": offset, "bytes": len(data), "comment": comment(w.buffer.comment),
+                         "align8": w.buffer.dtype in ("int64", "float64")})   # int64_t / double (16x8): 8-aligned
             offset += len(data)
     return WeightBlob(rows, offset, digest.hexdigest())

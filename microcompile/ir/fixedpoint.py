@@ -22,6 +22,8 @@ disagree (tests/ir/test_interp_ops.py keeps these "tie" cases in its plans):
   softmax               gemmlowp fixed-point exp (reference_ops::Softmax, not the LUT),
                         input multiplier from PreprocessSoftmaxScaling (double rounding)
   relu/relu6/n1_to_1    DOUBLE (ReluX requantizes in->out even when the scales match)
+  16x8 conv/depthwise/  INT64: multiply_by_quantized_multiplier_int64, a 16-bit multiplier
+  transpose_conv/FC     on the int64 accumulator, one rounding (reference/s16.py)
 
 Note: the half-up form (acc*M + 2^(30-shift)) >> (31-shift) quoted in BENCHMARK.md
 agrees with LiteRT's FC except on negative exact ties, where LiteRT rounds away from zero
@@ -200,6 +202,23 @@ def multiply_by_quantized_multiplier_single_round_even(x, mult, shift) -> np.nda
     rem = num - (floor << total)
     half = np.int64(1) << (total - 1)
     return floor + ((rem > half) | ((rem == half) & ((floor & 1) == 1)))
+
+
+def reduced_multiplier(mult) -> np.ndarray:
+    """The 16-bit multiplier the int64 MultiplyByQuantizedMultiplier uses: the 31-bit one
+    rounded to 15 bits (saturating at 0x7FFF)."""
+    mult = _i64(mult)
+    return np.where(mult < 0x7FFF0000, (mult + (1 << 15)) >> 16, 0x7FFF)
+
+
+def multiply_by_quantized_multiplier_int64(x, mult, shift) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplier(int64_t x, ...) of 16x8 kernels (int64
+    accumulators): (x * reduced + 2^(14-shift)) >> (15-shift), one rounding, ties up; the
+    result truncated to int32 as the C cast does. |x| < 2^47 (TFLite's assumption)."""
+    x, shift = _i64(x), _i64(shift)
+    total = 15 - shift
+    result = (x * reduced_multiplier(mult) + (np.int64(1) << (total - 1))) >> total
+    return _wrap32(result)
 
 
 def multiply_by_quantized_multiplier_smaller_than_one_exp(x, mult, left_shift) -> np.ndarray:

@@ -11,8 +11,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-DTYPES = ("int8", "int16", "int32", "float32")
-NP_DTYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "float32": np.float32}
+# int16: the activations of 16x8 quantization (and recurrent cell states); int64: its biases.
+DTYPES = ("int8", "int16", "int32", "int64", "float32")
+NP_DTYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64, "float32": np.float32}
+# Quantized activation dtypes: every such tensor carries scale and zero point.
+QUANTIZED_DTYPES = ("int8", "int16")
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,13 +56,20 @@ class QuantParams:
 
 @dataclass(frozen=True, eq=False)
 class Tensor:
-    """A value in the graph. `data` is set for constants (weights, biases, shapes)."""
+    """A value in the graph. `data` is set for constants (weights, biases, shapes).
+
+    `variable` marks state that persists from one inference to the next (TFLite's
+    variable tensors: a recurrent op's hidden and cell state). It is read and updated in
+    place by the op that owns it, lives in the state buffer rather than the arena, and
+    starts at zero (the zero point for int8, as TFLite resets it). It has no `data`.
+    """
 
     name: str
     shape: tuple[int, ...]
     dtype: str
     quant: QuantParams | None = None
     data: np.ndarray | None = None
+    variable: bool = False
 
     @property
     def is_const(self) -> bool:
@@ -98,13 +108,17 @@ class Node:
 
 @dataclass(frozen=True, eq=False)
 class Graph:
-    """A dataflow graph in topological node order."""
+    """A dataflow graph in topological node order.
+
+    `notes` are what a reader accepted but wants the user to know (a stale stored shape, an
+    out-of-range quantized dimension it resolved); `inspect` prints them."""
 
     name: str
     tensors: dict[str, Tensor]
     nodes: tuple[Node, ...]
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
     def replace(self, **changes) -> Graph:
         if "nodes" in changes:

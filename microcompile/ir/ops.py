@@ -71,6 +71,10 @@ class OpDef:
     # that write output pixels in row-major order; elementwise ops (layout "elementwise")
     # are in place by default ("elementwise", see inplace_kind); None: never.
     inplace: str | None = None
+    # Has a bit-exact 16x8 form (int16 activations, int8 weights): an int16 variant of its
+    # kernel, parameters and lowering (dtype="int16"), or a dtype-generic byte move. A model
+    # with int16 activations on any other op is refused; PTQ to 16x8 keeps it in float32.
+    int16: bool = False
 
     def __post_init__(self):
         assert self.quant in QUANT_KINDS, f"{self.name}: quant trait {self.quant!r}"
@@ -103,6 +107,21 @@ def inplace_kind(name: str) -> str | None:
     an op whose layout trait is elementwise (every such kernel is one loop in index order)."""
     d = get(name)
     return d.inplace or ("elementwise" if d.layout == "elementwise" else None)
+
+
+# The dtype variants an op's interpreter kernel, parameters and lowering may register
+# separately (`@kernel("conv2d", dtype="int16")`): 16x8 quantization, where the
+# activations are int16 and the arithmetic (int64 accumulators, int16 lookup tables)
+# differs from int8's in every op.
+VARIANTS = ("int16",)
+
+
+def variant(g: Graph, n: Node) -> str | None:
+    """"int16" when any activation (an input that is neither constant nor state, or an
+    output) of `n` is int16, else None. (An int8 LSTM's int16 cell state does not count.)"""
+    ts = [g.tensors.get(name) for name in (*n.inputs, *n.outputs) if name]
+    return "int16" if any(t is not None and t.dtype == "int16" and not (t.is_const or t.variable)
+                          for t in ts) else None
 
 
 def conv_out_size(size: int, k: int, stride: int, dilation: int, pad_lo: int, pad_hi: int) -> int:
@@ -253,21 +272,22 @@ _CONV_ATTRS = {"stride": (1, 1), "dilation": (1, 1), "padding": (0, 0, 0, 0), "a
 
 register(OpDef("conv2d", ("input", "filter", "bias"), optional=("bias",), attrs=dict(_CONV_ATTRS, rounding="tflite"),
                infer=_infer_conv2d, macs=_macs_conv2d, quant="weighted", weight_axis=0, inplace="window",
-               ranks=(4, 4, 1), check=_check_conv2d))
+               ranks=(4, 4, 1), check=_check_conv2d, int16=True))
 register(OpDef("depthwise_conv2d", ("input", "filter", "bias"), optional=("bias",),
                attrs=dict(_CONV_ATTRS, depth_multiplier=1, rounding="tflite"), infer=_infer_depthwise, macs=_macs_depthwise,
-               quant="weighted", weight_axis=3, inplace="window", ranks=(4, 4, 1), check=_check_depthwise))
+               quant="weighted", weight_axis=3, inplace="window", ranks=(4, 4, 1), check=_check_depthwise, int16=True))
 register(OpDef("fully_connected", ("input", "weights", "bias"), optional=("bias",),
                attrs={"activation": "NONE", "keep_num_dims": False, "rounding": "tflite"}, infer=_infer_fc, macs=_macs_fc,
-               quant="weighted", weight_axis=0, ranks=(None, 2, 1), check=_check_fc))
+               quant="weighted", weight_axis=0, ranks=(None, 2, 1), check=_check_fc, int16=True))
 register(OpDef("average_pool2d", ("input",),
                attrs={"filter": (1, 1), "stride": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"},
                infer=infer_pool, quant="same", inplace="window", ranks=(4,), check=check_pool))
 register(OpDef("add", ("lhs", "rhs"), attrs={"activation": "NONE"}, infer=_infer_binary, quant="calibrated",
-               layout="elementwise"))
-register(OpDef("reshape", ("input",), attrs={"shape": ()}, infer=_infer_reshape, is_view=True, quant="same"))
+               layout="elementwise", int16=True))
+register(OpDef("reshape", ("input",), attrs={"shape": ()}, infer=_infer_reshape, is_view=True, quant="same",
+               int16=True))
 register(OpDef("softmax", ("input",), attrs={"beta": 1.0}, infer=same_as_input, quant="fixed",
-               fixed_output=(1 / 256, -128), layout="axis"))
+               fixed_output=(1 / 256, -128), layout="axis", int16=True))
 # Standalone activations. The fuse_activation pass folds them into their producer when
 # that is exact; the ones left over run as their own kernels.
 for _act in ("relu", "relu6", "relu_n1_to_1"):

@@ -9,8 +9,8 @@
   logistic, tanh, hard_swish    unary
   abs                           unary
   log_softmax                   over the last axis
-  quantize                      float32 -> int8, or int8 -> int8 (requantize)
-  dequantize                    int8 -> float32
+  quantize                      float32 -> int8/int16, or int8/int16 -> int8/int16 (requantize)
+  dequantize                    int8/int16 -> float32
 
 int8 semantics (what LiteRT BUILTIN_REF computes) live in `reference.elementwise`.
 """
@@ -56,7 +56,13 @@ def _infer_prelu(g: Graph, n: Node):
 
 
 def _infer_quantize(g: Graph, n: Node):
-    return [(in_tensor(g, n, 0).shape, "int8")]
+    """float32 or int8/int16 in; int8 or int16 out (TFLite's QUANTIZE names the output
+    type by its tensor: int16 <-> int8 and float32 -> int16 in 16x8 models)."""
+    x, out = in_tensor(g, n, 0), g.tensors.get(n.outputs[0])
+    dtype = out.dtype if out is not None and out.dtype in ("int8", "int16") else "int8"
+    if x.dtype not in ("float32", "int8", "int16"):
+        raise VerifyError(f"{n.name}: quantize of {x.dtype}")
+    return [(x.shape, dtype)]
 
 
 def _infer_dequantize(g: Graph, n: Node):
@@ -74,21 +80,21 @@ for _op in ("sub", "mul", "div"):
     register(OpDef(_op, ("lhs", "rhs"), attrs={"activation": "NONE", **({"rounding": "tflite"} if _op == "mul" else {})},
                    infer=_infer_binary,
                    macs=_elements if _op in ("mul", "div") else (lambda g, n: 0),
-                   quant=None if _op == "div" else "calibrated", layout="elementwise"))
+                   quant=None if _op == "div" else "calibrated", layout="elementwise", int16=_op != "div"))
 for _op in ("maximum", "minimum", "squared_difference"):
     register(OpDef(_op, ("lhs", "rhs"), infer=_infer_binary,
                    macs=_elements if _op == "squared_difference" else (lambda g, n: 0),
                    quant="calibrated" if _op == "squared_difference" else "shared", layout="elementwise"))
 register(OpDef("leaky_relu", ("input",), attrs={"alpha": 0.2}, infer=same_as_input, quant="calibrated",
-               layout="elementwise"))
+               layout="elementwise", int16=True))
 register(OpDef("prelu", ("input", "alpha"), infer=_infer_prelu, quant="calibrated", layout="elementwise"))
 register(OpDef("logistic", ("input",), infer=same_as_input, quant="fixed", fixed_output=(1 / 256, -128),
-               layout="elementwise"))
+               layout="elementwise", int16=True))
 register(OpDef("tanh", ("input",), infer=same_as_input, quant="fixed", fixed_output=(1 / 128, 0),
-               layout="elementwise"))
+               layout="elementwise", int16=True))
 register(OpDef("hard_swish", ("input",), infer=same_as_input, quant="calibrated", layout="elementwise"))
 register(OpDef("abs", ("input",), infer=same_as_input, quant="calibrated", layout="elementwise"))
 register(OpDef("log_softmax", ("input",), infer=same_as_input, quant="fixed", fixed_output=(16 / 256, 127),
                layout="axis"))
-register(OpDef("quantize", ("input",), attrs={"rounding": "tflite"}, infer=_infer_quantize, layout="elementwise"))
-register(OpDef("dequantize", ("input",), infer=_infer_dequantize, layout="elementwise"))
+register(OpDef("quantize", ("input",), attrs={"rounding": "tflite"}, infer=_infer_quantize, layout="elementwise", int16=True))
+register(OpDef("dequantize", ("input",), infer=_infer_dequantize, layout="elementwise", int16=True))

@@ -24,7 +24,7 @@ from .ops import OpDef, register
 def same_quant_problem(g: Graph, n: Node) -> str | None:
     """int8 CONCATENATION / PACK: every input must share the output's quantization."""
     out = g.tensors[n.outputs[0]]
-    if out.dtype != "int8":
+    if out.dtype not in ("int8", "int16"):
         return None
     for name in n.inputs:
         if not g.tensors[name].quant.same_as(out.quant):
@@ -355,26 +355,26 @@ _SLICE_ATTRS = {"begin": (), "end": (), "strides": (), "begin_mask": 0, "end_mas
 # Every op here moves bytes without arithmetic: int8 outputs keep the input's quantization
 # ("same"), except the joins, whose inputs must share the output's ("shared").
 register(OpDef("squeeze", ("input",), attrs={"axes": ()}, infer=_infer_squeeze, is_view=True, quant="same",
-               check=_check_squeeze))
+               check=_check_squeeze, int16=True))
 register(OpDef("expand_dims", ("input",), attrs={"axis": 0}, infer=_infer_expand_dims, is_view=True, quant="same",
-               check=_check_expand_dims))
+               check=_check_expand_dims, int16=True))
 register(OpDef("concatenation", ("values",), attrs={"axis": 0}, infer=_infer_concat, variadic=True, quant="shared",
-               layout="axis", check=_check_concat))
-register(OpDef("split", ("input",), attrs={"axis": 0}, infer=_infer_split, quant="same", check=_check_split))
+               layout="axis", check=_check_concat, int16=True))
+register(OpDef("split", ("input",), attrs={"axis": 0}, infer=_infer_split, quant="same", check=_check_split, int16=True))
 register(OpDef("split_v", ("input",), attrs={"axis": 0, "sizes": ()}, infer=_infer_split, quant="same",
-               layout="axis", check=_check_split))
+               layout="axis", check=_check_split, int16=True))
 register(OpDef("pack", ("values",), attrs={"axis": 0}, infer=_infer_pack, variadic=True, quant="shared",
-               check=_check_pack))
-register(OpDef("unpack", ("input",), attrs={"axis": 0}, infer=_infer_split, quant="same", check=_check_split))
+               check=_check_pack, int16=True))
+register(OpDef("unpack", ("input",), attrs={"axis": 0}, infer=_infer_split, quant="same", check=_check_split, int16=True))
 register(OpDef("transpose", ("input",), attrs={"perm": ()}, infer=_infer_transpose, quant="same",
-               check=_check_transpose))
+               check=_check_transpose, int16=True))
 register(OpDef("strided_slice", ("input",), attrs=dict(_SLICE_ATTRS), infer=_infer_strided_slice, quant="same",
-               check=_check_strided_slice))
+               check=_check_strided_slice, int16=True))
 register(OpDef("slice", ("input",), attrs={"begin": (), "size": ()}, infer=_infer_slice, quant="same",
-               check=_check_slice))
+               check=_check_slice, int16=True))
 # Constant indices only: they are an attribute (nested tuples), the lowering's flash table.
 register(OpDef("gather", ("params",), attrs={"axis": 0, "indices": ()}, infer=_infer_gather, quant="same",
-               check=_check_gather))
+               check=_check_gather, int16=True))
 register(OpDef("depth_to_space", ("input",), attrs={"block_size": 2}, infer=_infer_depth_to_space, quant="same",
                ranks=(4,), check=_check_block))
 register(OpDef("space_to_depth", ("input",), attrs={"block_size": 2}, infer=_infer_space_to_depth, quant="same",

@@ -97,14 +97,14 @@ _RESIZE_ATTRS = {"size": (1, 1), "align_corners": False, "half_pixel_centers": F
 register(OpDef("transpose_conv2d", ("input", "filter", "bias"), optional=("bias",),
                attrs={"stride": (1, 1), "padding": (0, 0, 0, 0), "output_hw": (1, 1), "activation": "NONE"},
                infer=_infer_transpose_conv, macs=_macs_transpose_conv, quant="weighted", weight_axis=0,
-               ranks=(4, 4, 1), check=_check_transpose_conv))
+               ranks=(4, 4, 1), check=_check_transpose_conv, int16=True))
 register(OpDef("max_pool2d", ("input",),
                attrs={"filter": (1, 1), "stride": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"},
                infer=infer_pool, macs=_macs_window, quant="same", inplace="window", ranks=(4,), check=check_pool))
 register(OpDef("mean", ("input",), attrs={"axes": (), "keep_dims": False, "rounding": "tflite"}, infer=infer_reduce, macs=macs_reduce,
                quant="calibrated", layout="axis", check=check_reduce))
 register(OpDef("pad", ("input",), attrs={"pads": ()}, infer=_infer_pad, quant="same", layout="axis",
-               check=_check_pad))
+               check=_check_pad, int16=True))
 # pad_v2 keeps float32 under PTQ: its fill value is not representable in general.
 register(OpDef("pad_v2", ("input",), attrs={"pads": (), "value": 0}, infer=_infer_pad, layout="axis",
                check=_check_pad))

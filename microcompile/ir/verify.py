@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .graph import DTYPES, Graph, Node, Tensor
+from .graph import DTYPES, QUANTIZED_DTYPES, Graph, Node, Tensor
 from .fixedpoint import QRANGE
 from . import ops
 
@@ -69,7 +69,8 @@ def verify(g: Graph) -> Graph:
     def fail(msg):
         raise VerifyError(f"graph {g.name}: {msg}")
 
-    defined = {name for name, t in g.tensors.items() if t.is_const} | set(g.inputs)
+    # Constants and persistent state (variable tensors) exist before the first node runs.
+    defined = {name for name, t in g.tensors.items() if t.is_const or t.variable} | set(g.inputs)
     for name in g.inputs:
         if name not in g.tensors:
             fail(f"input {name} has no tensor")
@@ -80,10 +81,14 @@ def verify(g: Graph) -> Graph:
             fail(f"tensor {name} has unknown dtype {t.dtype}")
         if any(d < 0 for d in t.shape):
             fail(f"tensor {name} has a negative dimension in shape {t.shape}")
+        if t.dtype in QUANTIZED_DTYPES and t.quant is None and not t.is_const:
+            fail(f"{t.dtype} tensor {name} has no quantization parameters")
         if t.dtype == "int8" and t.quant is None:
             fail(f"int8 tensor {name} has no quantization parameters")
         if (problem := quant_problem(t)) is not None:
             fail(f"tensor {name!r} has invalid quantization: {problem}")
+        if t.variable and (t.is_const or name in g.inputs):
+            fail(f"variable (state) tensor {name} is also a constant or a graph input")
         if t.is_const and tuple(t.data.shape) != tuple(t.shape):
             fail(f"constant {name} data shape {t.data.shape} != {t.shape}")
     seen_nodes = set()

@@ -15,7 +15,9 @@ from .common import LOWERINGS
 
 # The op families, each registering its lowerings with @lowering.
 from . import (activation, binary, conv2d, dense, depthwise, elementwise, log_softmax, max_pool,  # noqa: F401,E402
-               mean, movement, pad, pool, reduce_max, resize, softmax, transpose_conv, unary)
+               mean, movement, pad, pool, recurrent, reduce_max, resize, softmax, transpose_conv, unary)
+# The int16 variants (16x8 quantization) of the ops above.
+from . import s16  # noqa: F401,E402
 
 
 def needs_kernel(node: Node) -> bool:
@@ -26,10 +28,10 @@ def needs_kernel(node: Node) -> bool:
 def lower_node(graph: Graph, node: Node, target=None) -> PrimFunc:
     """The loop-IR compute definition of `node` for `target` (a microcompile.target.Target,
     or None for the portable form)."""
-    fn = LOWERINGS.get(node.op)
+    fn = LOWERINGS.get((node.op, ops.variant(graph, node))) or LOWERINGS.get(node.op)
     if fn is None:
         raise UnsupportedOpError(f"op {node.op} (node {node.name}) has no lowering",
-                                 hint=f"supported: {', '.join(sorted(LOWERINGS))}")
+                                 hint=f"supported: {', '.join(sorted(k for k in LOWERINGS if isinstance(k, str)))}")
     return fn(graph, node, target)
 
 

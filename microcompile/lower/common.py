@@ -19,12 +19,14 @@ from ..tir.verify import verify_primfunc
 LOWERINGS: dict = {}
 
 
-def lowering(*op_names: str):
-    """Register the decorated fn(graph, node, target) as the lowering of each op named."""
+def lowering(*op_names: str, dtype: str | None = None):
+    """Register the decorated fn(graph, node, target) as the lowering of each op named (of
+    its `dtype` variant only, e.g. "int16", when given; see ops.variant)."""
     def register(fn):
         for name in op_names:
-            assert name not in LOWERINGS, f"lowering of {name} registered twice"
-            LOWERINGS[name] = fn
+            key = name if dtype is None else (name, dtype)
+            assert key not in LOWERINGS, f"lowering of {key} registered twice"
+            LOWERINGS[key] = fn
         return fn
     return register
 

@@ -20,7 +20,7 @@ def lower_pad(g: Graph, node: Node, target=None):
     idx = [Var(f"i{k}") for k in range(len(yt.shape))]
     src = [Var(f"s{k}") if lo or hi else v for k, (v, (lo, hi)) in enumerate(zip(idx, pads))]
     value = qv.pad_value(g, node)
-    fill = FloatImm(float(value)) if yt.dtype == "float32" else IntImm(int(value), "int8")
+    fill = FloatImm(float(value)) if yt.dtype == "float32" else IntImm(int(value), yt.dtype)
     valid = in_bounds([(s, d, lo, hi) for s, d, (lo, hi) in zip(src, xt.shape, pads)])
     result = x.load(*src) if valid is None else Select(valid, x.load(*src), fill)
     store = y.store(result, *idx)

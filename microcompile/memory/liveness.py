@@ -87,7 +87,8 @@ def analyze(g: Graph, scratch: dict[str, int] | None = None, alias: dict[str, Al
     last: dict[str, int] = {}
 
     def touch(name: str, step: int):
-        if g.tensors[name].is_const:
+        t = g.tensors[name]
+        if t.is_const or t.variable:   # flash, or the state buffer (memory.plan.plan_state)
             return
         b = alias[name].root if name in alias else name
         first[b] = min(first.get(b, step), step)

@@ -28,10 +28,17 @@ class MemoryPlan:
     planner: str = "greedy_by_size"
     # The arena each planner reached (bytes, aligned), for the report.
     tried: dict[str, int] = field(default_factory=dict)
+    # The state buffer: variable tensors (recurrent state), which persist between
+    # inferences, each at its own offset (no reuse: they are all live all the time).
+    state_offsets: dict[str, int] = field(default_factory=dict)
+    state_bytes: int = 0
 
     def offset(self, tensor_name: str) -> int:
         a = self.alias.get(tensor_name)
         return self.offsets[tensor_name] if a is None else self.offsets[a.root] + a.offset
+
+    def state_offset(self, tensor_name: str) -> int:
+        return self.state_offsets[tensor_name]
 
     def scratch_offset(self, node_name: str) -> int:
         return self.offsets[scratch_name(node_name)]
@@ -52,6 +59,7 @@ class MemoryPlan:
     def to_json(self) -> dict:
         return {"arena_bytes": self.arena_bytes, "lower_bound_bytes": self.lower_bound, "planner": self.planner,
                 "planners": dict(self.tried),
+                "state_bytes": self.state_bytes, "state": dict(self.state_offsets),
                 "buffers": [{"name": b.name, "offset": self.offsets[b.name], "size": b.size,
                              "first": b.first, "last": b.last} for b in self.buffers],
                 "in_place": [{"out": o.out, "src": o.src, "max_shift": o.max_shift} for o in self.overlaps],
@@ -84,4 +92,16 @@ def plan_memory(g: Graph, scratch: dict[str, int] | None = None, planner: str | 
             best = (end, offsets, name)
     end, offsets, name = best
     check_no_overlap(reqs, offsets, rules)
-    return MemoryPlan(tuple(reqs), offsets, alias, end, len(g.nodes), rules, name, tried)
+    state_offsets, state_bytes = plan_state(g)
+    return MemoryPlan(tuple(reqs), offsets, alias, end, len(g.nodes), rules, name, tried, state_offsets, state_bytes)
+
+
+def plan_state(g: Graph) -> tuple[dict[str, int], int]:
+    """The state buffer: every variable tensor back to back (16-byte aligned), in graph
+    order; its offsets and its size. A pure function of the graph, like the arena plan."""
+    offsets, end = {}, 0
+    for name, t in g.tensors.items():
+        if t.variable:
+            offsets[name] = end
+            end += -(-t.nbytes // ALIGNMENT) * ALIGNMENT
+    return offsets, end

@@ -194,10 +194,12 @@ def _report(board: Board, needs: dict[str, int], where: Placement, widened_bytes
 
 
 def check_manifest_fits(manifest: dict, board: Board, where: Placement, widened_bytes: int = 0) -> None:
-    """Before building: BoardError when the weights or the arena (with the stack reserve, when
-    they share a bank) cannot fit their banks, whatever the code turns out to be."""
+    """Before building: BoardError when the weights, the arena or the state buffer (with the
+    stack reserve, when they share a bank) cannot fit their banks, whatever the code turns out
+    to be."""
+    # A recurrent model's state buffer is a static array of model.c: it lands in .bss.
     needs = {"weights": int(manifest["weights_bytes"]), "arena": int(manifest["arena_bytes"]),
-             "stack": where.stack_bytes}
+             "bss": int(manifest.get("state_bytes", 0)), "stack": where.stack_bytes}
     report = _report(board, needs, where, widened_bytes, hint_needs={**needs, "code": CODE_ESTIMATE}, estimated=True)
     if not report.fits:
         raise FitError(report, manifest.get("model", "model"))

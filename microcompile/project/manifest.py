@@ -14,7 +14,7 @@ from microcompile.errors import UserError
 
 from ..codegen.manifest import SCHEMA_VERSION
 MANIFEST_NAME = "manifest.json"
-DTYPES = {"int8": np.dtype("int8"), "float32": np.dtype("<f4"), "int32": np.dtype("<i4")}
+DTYPES = {"int8": np.dtype("int8"), "float32": np.dtype("<f4"), "int32": np.dtype("<i4"), "int16": np.dtype("<i2")}
 
 
 def load_manifest(artifact_dir: str | Path) -> dict:

@@ -14,14 +14,15 @@ from ..errors import UserError
 from ..ir import Graph
 from .calibrate import METHODS, Calibration
 from .data import CalibrationDataError, load_calibration
-from .ptq import IO_MODES, UnquantizableOpError, check_quantizable, dequantize_weights, quantize_graph
+from .ptq import (ACTIVATION_DTYPES, IO_MODES, UnquantizableOpError, check_quantizable, dequantize_weights,
+                  quantize_graph)
 from .report import DEFAULT_THRESHOLD_DB, LayerSQNR, format_sqnr_table, layer_sqnr
 
 # Measured by benchmarks/quantization_accuracy.py (output SQNR and accuracy over the digits
 # models and the three MLPerf float models); see the README's quantization section.
 DEFAULT_METHOD = "mse"
 
-__all__ = ["quantize", "Quantized", "METHODS", "DEFAULT_METHOD", "IO_MODES", "load_calibration",
+__all__ = ["quantize", "Quantized", "METHODS", "DEFAULT_METHOD", "IO_MODES", "ACTIVATION_DTYPES", "load_calibration",
            "dequantize_weights", "CalibrationDataError", "UnquantizableOpError", "LayerSQNR",
            "format_sqnr_table", "DEFAULT_THRESHOLD_DB"]
 
@@ -34,16 +35,17 @@ class Quantized:
 
 
 def quantize(float_graph: Graph, samples: list[dict], method: str = DEFAULT_METHOD, io: str = "float32",
-             keep_float=(), report: bool = True, progress: bool = True, calibration: Calibration | None = None
-             ) -> Quantized:
-    """Calibrate `float_graph` on `samples` and quantize it (see ptq.quantize_graph)."""
+             keep_float=(), report: bool = True, progress: bool = True, calibration: Calibration | None = None,
+             activations: str = "int8") -> Quantized:
+    """Calibrate `float_graph` on `samples` and quantize it (see ptq.quantize_graph);
+    activations="int16" is TFLite's 16x8 scheme."""
     if method not in METHODS:
         raise UserError(f"unknown calibration method {method!r}", hint=f"choose one of {', '.join(METHODS)}")
     if not samples:
         raise CalibrationDataError("no calibration samples", hint="give at least one input sample")
     float_graph = dequantize_weights(float_graph)
-    check_quantizable(float_graph, keep_float)   # fail before the (slow) calibration
+    check_quantizable(float_graph, keep_float, activations)   # fail before the (slow) calibration
     calibration = calibration or Calibration(float_graph, samples, progress=progress)
-    qgraph = quantize_graph(float_graph, lambda name: calibration.range(name, method), io, keep_float)
+    qgraph = quantize_graph(float_graph, lambda name: calibration.range(name, method), io, keep_float, activations)
     layers = layer_sqnr(float_graph, qgraph, samples) if report else []
     return Quantized(qgraph, float_graph, layers)

@@ -12,6 +12,11 @@ TFLite's int8 scheme, so that the bit-exact int8 kernels run unchanged:
 The caller fuses activations and folds batch-norm first (transform.pipeline), so the
 calibrated range of an op's output is the range after its fused clamp.
 
+16x8 (activations="int16", TFLite's 16x8 scheme for audio models): activations are
+symmetric int16 (zero point 0, scale max|range| / 32767), weights stay per-channel int8,
+biases are int64 at scale in_s * w_s, and logistic / tanh / softmax output scale 1/32768.
+Only ops with a 16x8 kernel (OpDef.int16) are quantized; the others must be kept float.
+
 Interface: with io="float32" (the default) the graph keeps its float32 inputs and
 outputs, with QUANTIZE / DEQUANTIZE at the edges (a drop-in replacement); io="int8"
 makes them int8. The int8 version of a float tensor T is named T, or T + "/int8" when
@@ -30,12 +35,17 @@ from ..ir import Graph, Node, Tensor, ops, verify
 from ..ir.graph import QuantParams
 from .calibrate import Range, activation_qparams
 
-IO_MODES = ("float32", "int8")
+IO_MODES = ("float32", "int8", "int16")
+ACTIVATION_DTYPES = ("int8", "int16")
+_RANGE = {"int8": (-128, 127), "int16": (-32768, 32767)}
 
 
-def quantizable(op: str) -> bool:
-    """The op has an int8 form in TFLite's scheme (its `quant` trait)."""
-    return op in ops.REGISTRY and ops.get(op).quant is not None
+def quantizable(op: str, activations: str = "int8") -> bool:
+    """The op has an int8 form in TFLite's scheme (its `quant` trait), and for 16x8 also a
+    16x8 kernel (its `int16` trait)."""
+    if op not in ops.REGISTRY or ops.get(op).quant is None:
+        return False
+    return activations == "int8" or ops.get(op).int16
 
 
 class UnquantizableOpError(UserError):
@@ -48,9 +58,18 @@ def round_away(x) -> np.ndarray:
     return np.sign(x) * np.floor(np.abs(x) + 0.5)
 
 
-def quantize_array(x: np.ndarray, q: QuantParams) -> np.ndarray:
-    """float -> int8 with per-tensor `q` (TFLite's QUANTIZE: round half away, clamp)."""
-    return np.clip(round_away(np.asarray(x, np.float32) / np.float32(q.s)) + q.zp, -128, 127).astype(np.int8)
+def quantize_array(x: np.ndarray, q: QuantParams, dtype: str = "int8") -> np.ndarray:
+    """float -> int8 (or int16) with per-tensor `q` (TFLite's QUANTIZE: round half away, clamp)."""
+    lo, hi = _RANGE[dtype]
+    return np.clip(round_away(np.asarray(x, np.float32) / np.float32(q.s)) + q.zp, lo, hi).astype(
+        np.int16 if dtype == "int16" else np.int8)
+
+
+def activation_qparams16(r: Range) -> QuantParams:
+    """Symmetric int16 activation quantization (TFLite's 16x8 scheme): zero point 0,
+    scale max(|lo|, |hi|) / 32767."""
+    amax = max(abs(float(r.lo)), abs(float(r.hi)))
+    return QuantParams((float(np.float32(amax / 32767.0)) if amax > 1e-12 else 1.0 / 32767,), (0,))
 
 
 def dequantize_array(x: np.ndarray, q: QuantParams) -> np.ndarray:
@@ -94,9 +113,10 @@ class _Builder:
     act: Callable[[str], QuantParams]
     tensors: dict
     nodes: list
-    int8_of: dict      # source float tensor -> name of its int8 version
+    int8_of: dict      # source float tensor -> name of its quantized (int8 or int16) version
     float_of: dict     # source float tensor -> name of its float32 version
-    requantized: dict = field(default_factory=dict)   # (tensor, scale, zero point) -> requantized int8
+    dtype: str = "int8"   # the activations' dtype: int8, or int16 for 16x8
+    requantized: dict = field(default_factory=dict)   # (tensor, scale, zero point) -> requantized copy
 
     def add(self, t: Tensor) -> str:
         name = t.name
@@ -111,11 +131,12 @@ class _Builder:
         if t.dtype != "float32":
             return self.passthrough(name)
         if t.is_const:
-            q = q or activation_qparams(Range(float(t.data.min()), float(t.data.max())))
-            return self.add(t.replace(dtype="int8", quant=q, data=quantize_array(t.data, q)))
+            rng = Range(float(t.data.min()), float(t.data.max()))
+            q = q or (activation_qparams16(rng) if self.dtype == "int16" else activation_qparams(rng))
+            return self.add(t.replace(dtype=self.dtype, quant=q, data=quantize_array(t.data, q, self.dtype)))
         if name not in self.int8_of:
             q_own = self.act(name)
-            new = self.add(Tensor(name + "/int8", t.shape, "int8", q_own))
+            new = self.add(Tensor(name + "/int8", t.shape, self.dtype, q_own))
             self.nodes.append(Node("quantize", f"{name}/quantize", (self.float_of[name],), (new,)))
             self.int8_of[name] = new
         cur = self.int8_of[name]
@@ -123,7 +144,7 @@ class _Builder:
             return cur
         key = (name, q.scale, q.zero_point)
         if key not in self.requantized:   # an input used twice (concat(x, y, x)) is requantized once
-            new = self.add(Tensor(f"{name}/requantized", t.shape, "int8", q))
+            new = self.add(Tensor(f"{name}/requantized", t.shape, self.dtype, q))
             self.nodes.append(Node("quantize", f"{new}/requantize", (cur,), (new,)))
             self.requantized[key] = new
         return self.requantized[key]
@@ -155,18 +176,18 @@ class _Builder:
 
     def output_int8(self, name: str, q: QuantParams, float_io_output: bool) -> str:
         t = self.src.tensors[name]
-        new = self.add(Tensor(name + "/int8" if float_io_output else name, t.shape, "int8", q))
+        new = self.add(Tensor(name + "/int8" if float_io_output else name, t.shape, self.dtype, q))
         self.int8_of[name] = new
         return new
 
 
-def unquantizable(g: Graph, keep_float=()) -> list[Node]:
-    return [n for n in g.nodes if not quantizable(n.op) and n.op not in keep_float and n.name not in keep_float
-            and any(g.tensors[i].dtype == "float32" for i in n.inputs if i)]
+def unquantizable(g: Graph, keep_float=(), activations: str = "int8") -> list[Node]:
+    return [n for n in g.nodes if not quantizable(n.op, activations) and n.op not in keep_float
+            and n.name not in keep_float and any(g.tensors[i].dtype == "float32" for i in n.inputs if i)]
 
 
-def check_quantizable(g: Graph, keep_float=()) -> None:
-    """UnquantizableOpError naming every op with no int8 kernel that is not kept float;
+def check_quantizable(g: Graph, keep_float=(), activations: str = "int8") -> None:
+    """UnquantizableOpError naming every op with no int8 (or int16) kernel that is not kept float;
     UserError for a `keep_float` entry that names no op and no layer of `g` (a typo)."""
     if not any(g.tensors[n].dtype == "float32" for n in g.inputs):
         raise UserError(f"model {g.name} has no float32 input: it is already quantized",
@@ -177,40 +198,48 @@ def check_quantizable(g: Graph, keep_float=()) -> None:
         raise UserError(f"--keep-float {', '.join(shown(k) for k in unknown)} names no op and no layer of "
                         f"model {g.name}", hint="the model's ops are " + ", ".join(ops_in_g)
                         + " (layer names as `microcompile inspect` shows them work too)")
-    bad = unquantizable(g, keep_float)
+    if activations not in ACTIVATION_DTYPES:
+        raise UserError(f"unknown --activations {activations!r}", hint=f"choose one of {', '.join(ACTIVATION_DTYPES)}")
+    bad = unquantizable(g, keep_float, activations)
     if bad:
         ops = sorted({n.op for n in bad})
+        scheme = "16x8 (int16 activations)" if activations == "int16" else "int8"
         raise UnquantizableOpError(
-            f"cannot quantize op(s) {', '.join(ops)} (layers {', '.join(n.name for n in bad[:5])}) to int8",
+            f"cannot quantize op(s) {', '.join(ops)} (layers {', '.join(n.name for n in bad[:5])}) to {scheme}",
             hint=f"keep them in float32 with --keep-float {','.join(ops)} (needs a board with an FPU)")
 
 
-def quantize_graph(g: Graph, ranges: Callable[[str], Range], io: str = "float32", keep_float=()) -> Graph:
-    """The int8 graph of float32 graph `g`; `ranges(tensor)` gives each activation's
-    calibrated range. `keep_float` names ops (or nodes) left in float32 between a
-    DEQUANTIZE and a QUANTIZE (for boards with an FPU)."""
+def quantize_graph(g: Graph, ranges: Callable[[str], Range], io: str = "float32", keep_float=(),
+                   activations: str = "int8") -> Graph:
+    """The int8 graph of float32 graph `g` (16x8 with activations="int16"); `ranges(tensor)`
+    gives each activation's calibrated range. `keep_float` names ops (or nodes) left in
+    float32 between a DEQUANTIZE and a QUANTIZE (for boards with an FPU)."""
     if io not in IO_MODES:
         raise UserError(f"unknown --io {io!r}", hint=f"choose one of {', '.join(IO_MODES)}")
-    check_quantizable(g, keep_float)
+    check_quantizable(g, keep_float, activations)
+    if io != "float32" and io != activations:
+        raise UserError(f"--io {io} does not match --activations {activations}",
+                        hint=f"use --io float32 or --io {activations}")
     qcache: dict[str, QuantParams] = {}
+    qparams = activation_qparams16 if activations == "int16" else activation_qparams
 
     def act(name):
         if name not in qcache:
-            qcache[name] = activation_qparams(ranges(name))
+            qcache[name] = qparams(ranges(name))
         return qcache[name]
 
-    b = _Builder(g, act, {}, [], {}, {})
+    b = _Builder(g, act, {}, [], {}, {}, activations)
     for name in g.inputs:
         t = g.tensors[name]
         if t.dtype != "float32":
             b.tensors[name] = t
-        elif io == "int8":
-            b.int8_of[name] = b.add(t.replace(dtype="int8", quant=act(name)))
+        elif io != "float32":
+            b.int8_of[name] = b.add(t.replace(dtype=activations, quant=act(name)))
         else:
             b.float_of[name] = b.add(t)
     float_outputs = set(g.outputs) if io == "float32" else set()
     for n in g.nodes:
-        if n.op in keep_float or n.name in keep_float or not quantizable(n.op):
+        if n.op in keep_float or n.name in keep_float or not quantizable(n.op, activations):
             _keep_float(b, n)
         else:
             _quantize_node(b, n, float_outputs)
@@ -218,9 +247,9 @@ def quantize_graph(g: Graph, ranges: Callable[[str], Range], io: str = "float32"
         if io == "float32" and name not in b.float_of:
             b.tensors[name] = g.tensors[name]
             b.nodes.append(Node("dequantize", f"{name}/dequantize", (b.int8_of[name],), (name,)))
-        elif io == "int8" and name not in b.int8_of:
+        elif io != "float32" and name not in b.int8_of:
             # A float-kept op produced it: quantize into the output name.
-            raise UserError(f"output {name} comes from an op kept in float32, so it cannot be int8 with --io int8",
+            raise UserError(f"output {name} comes from an op kept in float32, so it cannot be {io} with --io {io}",
                             hint="use --io float32")
     inputs = tuple(b.float_of.get(i, b.int8_of.get(i, i)) for i in g.inputs)
     outputs = tuple(o if io == "float32" else b.int8_of[o] for o in g.outputs)
@@ -250,6 +279,8 @@ def _quantize_node(b: _Builder, n: Node, float_outputs: set) -> None:
     else:
         inputs = tuple(b.as_int8(i) if i else "" for i in n.inputs)
         fixed = ops.get(n.op).fixed_output
+        if fixed and b.dtype == "int16":   # 16x8: logistic / tanh / softmax all output Q0.15
+            fixed = (1 / 32768, 0)
         out_q = [QuantParams((fixed[0],), (fixed[1],)) if fixed else b.act(n.outputs[0])]
     outputs = tuple(b.output_int8(o, q, o in float_outputs) for o, q in zip(n.outputs, out_q))
     b.nodes.append(n.replace(inputs=inputs, outputs=outputs))
@@ -268,8 +299,9 @@ def _weighted_inputs(b: _Builder, n: Node) -> tuple[str, ...]:
     if len(n.inputs) > 2 and n.inputs[2]:
         b_t = g.tensors[n.inputs[2]]
         scales = (np.float32(b.tensors[x].quant.s) * np.asarray(w_quant.scale, np.float32)).astype(np.float32)
+        bits = 64 if b.dtype == "int16" else 32   # 16x8: an int64 bias, as TFLite's
         data = np.clip(round_away(b_t.data.astype(np.float64) / scales.astype(np.float64)),
-                       -2**31, 2**31 - 1).astype(np.int32)
+                       -2.0**(bits - 1), 2.0**(bits - 1) - 1).astype(np.int64 if bits == 64 else np.int32)
         quant = QuantParams(tuple(float(s) for s in scales), (0,) * len(scales), 0)
-        bias = b.add(b_t.replace(dtype="int32", quant=quant, data=data))
+        bias = b.add(b_t.replace(dtype=f"int{bits}", quant=quant, data=data))
     return (x, w, bias) + tuple(b.passthrough(i) if i else "" for i in n.inputs[3:])

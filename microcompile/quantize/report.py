@@ -47,7 +47,7 @@ def quantized_inputs(qgraph: Graph, sample: dict[str, np.ndarray], names: tuple[
     out = {}
     for src, name in zip(names, qgraph.inputs):
         t = qgraph.tensors[name]
-        out[name] = quantize_array(sample[src], t.quant) if t.dtype == "int8" else sample[src]
+        out[name] = quantize_array(sample[src], t.quant, t.dtype) if t.dtype in ("int8", "int16") else sample[src]
     return out
 
 
@@ -73,7 +73,7 @@ def layer_sqnr(fgraph: Graph, qgraph: Graph, samples: list[dict[str, np.ndarray]
         qenv = interp.run(qgraph, quantized_inputs(qgraph, sample, fgraph.inputs), keep_all=True)
         for k, (_, o, c) in enumerate(pairs):
             t = qgraph.tensors[c]
-            got = dequantize_array(qenv[c], t.quant) if t.dtype == "int8" else qenv[c]
+            got = dequantize_array(qenv[c], t.quant) if t.dtype in ("int8", "int16") else qenv[c]
             ref = fenv[o].astype(np.float64)
             signal[k] += float(np.sum(ref ** 2))
             noise[k] += float(np.sum((ref - got) ** 2))

@@ -4,9 +4,9 @@ rounding mode, the im2col window view, and the hybrid (dynamic-range) input quan
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ..ir import fixedpoint as fp
+from ..ir.fixedpoint16 import patches
 from ..ir.graph import Graph, Node
 from . import qparams as qp
 
@@ -41,7 +41,8 @@ def hybrid_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 _REQUANTIZE = {qp.DOUBLE: fp.multiply_by_quantized_multiplier,
                qp.SINGLE: fp.multiply_by_quantized_multiplier_single_round,
                qp.SINGLE_AWAY: fp.multiply_by_quantized_multiplier_single_round_away,
-               qp.SINGLE_EVEN: fp.multiply_by_quantized_multiplier_single_round_even}
+               qp.SINGLE_EVEN: fp.multiply_by_quantized_multiplier_single_round_even,
+               qp.INT64: fp.multiply_by_quantized_multiplier_int64}
 
 
 def requantize(acc, mult, shift, rounding: str) -> np.ndarray:
@@ -58,16 +59,8 @@ def clamp_float(x, p: qp.FloatActParams) -> np.ndarray:
 
 def windows(x: np.ndarray, node: Node, kh: int, kw: int) -> np.ndarray:
     """(N, OH, OW, KH, KW, C) view of zero-padded x: im2col without the copy."""
-    sh, sw = node.attrs.get("stride", (1, 1))
-    dh, dw = node.attrs.get("dilation", (1, 1))
-    top, left, bottom, right = node.attrs.get("padding", (0, 0, 0, 0))
-    xp = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)))
-    n, h, w, c = xp.shape
-    oh = (h - ((kh - 1) * dh + 1)) // sh + 1
-    ow = (w - ((kw - 1) * dw + 1)) // sw + 1
-    s = xp.strides
-    return as_strided(xp, (n, oh, ow, kh, kw, c), (s[0], s[1] * sh, s[2] * sw, s[1] * dh, s[2] * dw, s[3]),
-                      writeable=False)
+    return patches(x, kh, kw, node.attrs.get("stride", (1, 1)), node.attrs.get("dilation", (1, 1)),
+                   node.attrs.get("padding", (0, 0, 0, 0)))
 
 
 def offset_input(x: np.ndarray, offset: int) -> np.ndarray:

@@ -25,6 +25,7 @@ DOUBLE = "double"   # gemmlowp: SaturatingRoundingDoublingHighMul then RoundingD
 SINGLE = "single"   # (acc*M + 2^(30-shift)) >> (31-shift): TFLITE_SINGLE_ROUNDING, ties up
 SINGLE_AWAY = "single_away"   # sign(acc) * ((|acc|*M + 2^(30-shift)) >> (31-shift))
 SINGLE_EVEN = "single_even"   # round(acc*M*2^(shift-31)) once, ties to even: ONNX (rounding="onnx")
+INT64 = "int64"     # 16x8 kernels: (acc64 * round(M / 2^16) + 2^(14-shift)) >> (15-shift)
 
 
 def rounding(node: Node, tflite: str) -> str:
@@ -192,12 +193,14 @@ def _per_channel_multipliers(in_s: float, w_scales: np.ndarray, out_s: float):
 PARAMS: dict = {}
 
 
-def prepare(*op_names: str):
-    """Register the decorated fn(graph, node) as the parameter computation of each op named."""
+def prepare(*op_names: str, dtype: str | None = None):
+    """Register the decorated fn(graph, node) as the parameter computation of each op named
+    (of its `dtype` variant only, e.g. "int16", when given; see ops.variant)."""
     def register(fn):
         for name in op_names:
-            assert name not in PARAMS, f"parameters of {name} registered twice"
-            PARAMS[name] = fn
+            key = name if dtype is None else (name, dtype)
+            assert key not in PARAMS, f"parameters of {key} registered twice"
+            PARAMS[key] = fn
         return fn
     return register
 
@@ -318,8 +321,9 @@ def activation_params(graph: Graph, node: Node) -> RequantActParams | FloatActPa
 
 
 def params(graph: Graph, node: Node):
-    """The kernel parameters of any op that has them (None for view ops like reshape)."""
-    fn = PARAMS.get(node.op)
+    """The kernel parameters of any op that has them (None for view ops like reshape); a
+    dtype variant's parameters when it registered its own."""
+    fn = PARAMS.get((node.op, ops.variant(graph, node))) or PARAMS.get(node.op)
     return fn(graph, node) if fn else None
 
 

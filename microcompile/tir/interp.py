@@ -10,8 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import intrinsics
-from ..ir.graph import NP_DTYPES
-from .nodes import (Address, ParamStruct, Allocate, BinOp, Call, Cast, Evaluate, FloatImm, For, IfThenElse, IntImm, LetStmt,
+from .nodes import (NP_BUFFER_DTYPES, Address, ParamStruct, Allocate, BinOp, Call, Cast, Evaluate, FloatImm, For, IfThenElse, IntImm, LetStmt,
                     Load, PrimFunc, Select, SeqStmt, Store, Var)
 
 
@@ -119,7 +118,7 @@ def _compile_stmt(s):
         key, body, b = id(s.buffer), _compile_stmt(s.body), s.buffer
 
         def run_alloc(env, bufs):
-            bufs[key] = np.zeros(b.size, NP_DTYPES[b.dtype])
+            bufs[key] = np.zeros(b.size, NP_BUFFER_DTYPES[b.dtype])
             body(env, bufs)
         return run_alloc
     if isinstance(s, Store):
@@ -148,8 +147,8 @@ def run_primfunc(f: PrimFunc, arrays: dict[str, np.ndarray]) -> dict[str, np.nda
         else:
             a = arrays.get(b.name)
             if a is None:
-                a = np.zeros(b.size, NP_DTYPES[b.dtype])
-            arrays[b.name] = a = np.ascontiguousarray(a, NP_DTYPES[b.dtype]).reshape(-1)
+                a = np.zeros(b.size, NP_BUFFER_DTYPES[b.dtype])
+            arrays[b.name] = a = np.ascontiguousarray(a, NP_BUFFER_DTYPES[b.dtype]).reshape(-1)
             bufs[id(b)] = a
     _compile_stmt(f.body)({}, bufs)
     return arrays

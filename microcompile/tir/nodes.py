@@ -23,8 +23,10 @@ from typing import Union
 
 import numpy as np
 
-SCOPES = ("arena", "const", "scratch", "local")
-SCALAR_DTYPES = ("int8", "int16", "int32", "float32", "bool")
+SCOPES = ("arena", "const", "scratch", "local", "state")
+# int64 / float64: only as the element type of constant buffers passed to micro-kernels (16x8
+# biases, and the double scales of the int16 fully connected's requantization).
+SCALAR_DTYPES = ("int8", "int16", "int32", "int64", "float32", "float64", "bool")
 FOR_KINDS = ("serial", "unrolled")
 
 ARITH_OPS = ("add", "sub", "mul", "div", "mod", "floordiv", "floormod", "min", "max",
@@ -208,6 +210,8 @@ class Buffer:
                       the memory plan)
             "const"   a constant in flash; `data` holds its values
             "scratch" the kernel's scratch space in the arena (offset from the memory plan)
+            "state"   a variable (persistent) tensor in the model's state buffer, which
+                      outlives every inference; `tensor` names it (offset from the memory plan)
             "local"   a stack/register variable; shape () is a scalar
     `comment` is printed next to the declaration (e.g. "conv1 filter [8,3,3,3]").
     """
@@ -247,7 +251,10 @@ class Buffer:
         return Store(self, self.at(*idx) if self.shape else IntImm(0), value)
 
 
-DTYPE_BYTES = {"int8": 1, "int16": 2, "int32": 4, "float32": 4, "bool": 1}
+DTYPE_BYTES = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "float64": 8, "bool": 1}
+# The numpy dtype of a buffer's elements (constants' data, interpreter arrays).
+NP_BUFFER_DTYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
+                    "float32": np.float32, "float64": np.float64}
 
 
 @dataclass(frozen=True, eq=False)

@@ -4,10 +4,9 @@ PrimFunc that passes `verify_primfunc`."""
 from __future__ import annotations
 
 from . import intrinsics
-from .nodes import (SCALAR_DTYPES, SCOPES, FOR_KINDS, BIN_OPS, Address, ParamStruct, Allocate, BinOp, Buffer, Call, Cast,
+from .nodes import (NP_BUFFER_DTYPES, SCALAR_DTYPES, SCOPES, FOR_KINDS, BIN_OPS, Address, ParamStruct, Allocate, BinOp, Buffer, Call, Cast,
                     Evaluate, FloatImm, For, IfThenElse, IntImm, LetStmt, Load, PrimFunc, Select, SeqStmt, Store,
                     Var)
-from ..ir.graph import NP_DTYPES
 
 
 class TirVerifyError(AssertionError):
@@ -142,7 +141,7 @@ def _check_buffer(b: Buffer, fail) -> None:
     if b.scope not in SCOPES or b.dtype not in SCALAR_DTYPES:
         fail(f"buffer {b.name}: scope {b.scope} dtype {b.dtype}")
     if b.scope == "const":
-        if b.data is None or b.data.size != b.size or b.data.dtype != NP_DTYPES[b.dtype]:
+        if b.data is None or b.data.size != b.size or b.data.dtype != NP_BUFFER_DTYPES[b.dtype]:
             fail(f"constant {b.name} data does not match {b.dtype}{list(b.shape)}")
     elif b.data is not None:
         fail(f"non-constant buffer {b.name} carries data")

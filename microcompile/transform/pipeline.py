@@ -7,6 +7,7 @@ from typing import Callable
 from ..ir import Graph, verify
 from .cancel_transposes import CancelTransposes
 from .fold_constants import FoldConstants
+from .fold_bias_add import FoldBiasAdd
 from .fold_dilated_conv import FoldDilatedConv
 from .fold_pad import FoldPad
 from .fold_shape import FoldShape
@@ -19,6 +20,7 @@ PIPELINE = [
     CancelTransposes(),  # sink layout transposes (ONNX NCHW import) and cancel inverse pairs
     FoldDilatedConv(),   # SPACE_TO_BATCH_ND -> conv -> BATCH_TO_SPACE_ND -> one dilated conv
     FoldPad(),           # PAD -> conv/depthwise/max pool: the consumer's own padding, no padded copy
+    FoldBiasAdd(),       # fully_connected -> ADD of a constant bias (PyTorch's MatMul + Add) -> one op
     FuseActivation(),    # standalone RELU/RELU6 -> the producer's fused clamp (when exact)
     RemoveDeadCode(),    # drop nodes and tensors that no output depends on
 ]

@@ -233,6 +233,9 @@ static size_t cmd_run(mc_agent_t *a, const uint8_t *p, size_t n, uint32_t *ran_t
     for (i = 0; i < m->num_inputs; i++)
         a->cfg.input_written[i] = 0; /* the run consumes them */
     profile = profile && end == m->num_kernels;
+    /* Every RUN is one inference from the initial recurrent state (the host compares it with
+     * the interpreter's single inference, and GET_TENSOR re-runs a prefix of the kernels). */
+    mc_reset_state(&a->ctx);
     mc_set_profile_hook(&a->ctx, profile ? store_ticks : NULL, a);
     start = mc_platform_cycles();
     if (end == m->num_kernels)

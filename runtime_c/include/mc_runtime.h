@@ -10,6 +10,9 @@
  *   memcpy(mc_input(&ctx, 0), data, mc_model.inputs[0].bytes);
  *   mc_run(&ctx);
  *   const int8_t *y = mc_output(&ctx, 0);
+ *
+ * A recurrent model (LSTM, SVDF) also keeps state between runs in a static buffer of
+ * model.c (mc_model.state_bytes, not the arena); mc_reset_state starts over.
  */
 #ifndef MC_RUNTIME_H
 #define MC_RUNTIME_H
@@ -29,7 +32,7 @@ extern "C" {
 #define MC_ERR_ARENA_SIZE (-2)
 #define MC_ERR_ARENA_ALIGN (-3)
 
-typedef enum { MC_INT8 = 0, MC_FLOAT32 = 1, MC_INT32 = 2 } mc_dtype_t;
+typedef enum { MC_INT8 = 0, MC_FLOAT32 = 1, MC_INT32 = 2, MC_INT16 = 3 } mc_dtype_t;
 
 typedef struct {
     const char *name;
@@ -59,6 +62,11 @@ typedef struct {
     const mc_tensor_t *outputs;
     uint32_t num_kernels;
     const mc_kernel_t *kernels;
+    /* Recurrent state (LSTM, SVDF) persists between inferences in a static buffer of
+     * model.c, state_bytes long; reset_state (NULL without state) sets it to its initial
+     * value. */
+    uint32_t state_bytes;
+    void (*reset_state)(void);
 } mc_model_t;
 
 typedef void (*mc_profile_hook)(void *user, uint32_t kernel_index, uint32_t cycles);
@@ -77,11 +85,14 @@ int mc_init(mc_ctx_t *ctx, const mc_model_t *model, uint8_t *arena, size_t arena
 void *mc_input(mc_ctx_t *ctx, uint32_t i);
 void *mc_output(mc_ctx_t *ctx, uint32_t i);
 /* Runs the kernels in order. If a hook is set, calls it after each kernel with
- * the platform cycle-counter delta of that kernel. Returns 0. */
+ * the platform cycle-counter delta of that kernel. Returns 0. A recurrent model's
+ * state carries over from one mc_run to the next (a stream of frames). */
 int mc_run(mc_ctx_t *ctx);
 /* Runs kernels [0, end) only, without the hook (the host agent reads a planned tensor right
  * after its kernel ran). MC_ERR_ARGS if end exceeds the kernel count; 0 otherwise. */
 int mc_run_until(mc_ctx_t *ctx, uint32_t end);
+/* Back to the initial state (mc_init does it too): the next mc_run starts a new sequence. */
+void mc_reset_state(mc_ctx_t *ctx);
 void mc_set_profile_hook(mc_ctx_t *ctx, mc_profile_hook hook, void *user);
 
 #ifdef __cplusplus

@@ -15,7 +15,14 @@ int mc_init(mc_ctx_t *ctx, const mc_model_t *model, uint8_t *arena, size_t arena
     ctx->arena = arena;
     ctx->hook = NULL;
     ctx->hook_user = NULL;
+    mc_reset_state(ctx);
     return MC_OK;
+}
+
+void mc_reset_state(mc_ctx_t *ctx)
+{
+    if (ctx->model->reset_state != NULL)
+        ctx->model->reset_state();
 }
 
 void *mc_input(mc_ctx_t *ctx, uint32_t i)

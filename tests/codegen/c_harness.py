@@ -55,9 +55,14 @@ class StubPlan:
             end += -(-size // 16) * 16
         self.alias = alias
         self.arena_bytes = max(end, 16)
+        from microcompile.memory.plan import plan_state
+        self.state_offsets, self.state_bytes = plan_state(g)
 
     def offset(self, tensor_name: str) -> int:
         return self.offsets[self.alias.get(tensor_name, tensor_name)]
+
+    def state_offset(self, tensor_name: str) -> int:
+        return self.state_offsets[tensor_name]
 
     def scratch_offset(self, node_name: str) -> int:
         return self.offsets["scratch:" + node_name]

@@ -3,7 +3,7 @@
 Each case of the declarative plans in tests/ir/op_cases.py becomes a single-op .tflite
 (the project's writer), is read back by the TFLite frontend, optimized, lowered, scheduled
 and emitted as C, compiled with the host gcc (-Wall -Wextra -Werror) and run. The output
-is compared with LiteRT BUILTIN_REF directly: int8 byte-equal, float32 1e-5 relative.
+is compared with LiteRT BUILTIN_REF directly: int8 and int16 byte-equal, float32 1e-5 relative.
 All cases link into one program, so this stays fast.
 """
 
@@ -18,7 +18,7 @@ sys.path[:0] = [str(HERE.parent / "ir"), str(HERE.parent / "codegen"), str(HERE.
 
 from c_harness import run_on_host  # noqa: E402
 from litert_ref import run_reference  # noqa: E402
-from op_cases import PLANS, build_graph, cases  # noqa: E402
+from op_cases import PLANS, PLANS16, build_graph, cases  # noqa: E402
 
 from microcompile.frontend.tflite.reader import load_tflite  # noqa: E402
 from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
@@ -27,10 +27,12 @@ from microcompile.transform import pipeline  # noqa: E402
 
 PER_OP = {"int8": 24, "float32": 12}
 KERNEL_OPS = [op for op in PLANS if op != "reshape"] + ["reshape"]
+INT16_PER_OP = 12   # 16x8: int16 activations (the portable C kernels; QEMU tests run the DSP ones)
 
 
 def _plan():
     plan = [c for op in KERNEL_OPS for dtype, n in PER_OP.items() for c in cases(op, dtype, n, seed=99)]
+    plan += [c for op in PLANS16 for c in cases(op, "int16", INT16_PER_OP, seed=99)]
     return plan + cases("conv2d", "hybrid", 12, seed=99)
 
 
@@ -50,6 +52,7 @@ def test_every_op_compiled_for_host_matches_litert(tmp_path):
     assert not failures, f"{len(failures)} of {len(plan)} cases differ from LiteRT:\n" + "\n".join(failures)
     # The plan really covered every op in every dtype.
     assert all(counted.get((op, dt)) == n for op in KERNEL_OPS for dt, n in PER_OP.items())
+    assert all(counted.get((op, "int16")) == INT16_PER_OP for op in PLANS16)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "float32"])

@@ -158,3 +158,34 @@ case("Resize", [(1, 2, 4, 4), None, None, i64(1, 2, 8, 6)],
      {"mode": "linear", "coordinate_transformation_mode": "asymmetric"}, 19)
 case("Resize", [(1, 2, 3, 3), np.zeros(0, np.float32), np.array([1, 1, 2, 2], np.float32)],
      {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}, 11)
+
+
+# --- recurrent: LSTM and GRU, forward, as PyTorch exports them ----------------------------
+def _rnn(op: str, gates: int, seq: int, batch: int, inp: int, hidden: int, layout: int = 0, bias: bool = True,
+         initial: str | None = None, outputs: int = 1, opset: int = 14, **attrs) -> None:
+    """initial: None (zeros), "const" (an initializer) or "input" (a runtime graph input).
+    (onnxruntime refuses layout 1, so every case is sequence-major; test_onnx_rnn_layout.py
+    checks layout 1 against the layout-0 twin.)"""
+    x = (seq, batch, inp) if layout == 0 else (batch, seq, inp)
+    ins = [x, w(1, gates * hidden, inp, scale=0.6), w(1, gates * hidden, hidden, scale=0.6),
+           w(1, 2 * gates * hidden, scale=0.3) if bias else None, None]
+    h0 = {None: None, "const": w(1, batch, hidden), "input": (1, batch, hidden)}[initial]
+    ins.append(h0)
+    if op == "LSTM":
+        ins.append(w(1, batch, hidden) if initial == "const" else None)
+    while ins and ins[-1] is None:
+        ins.pop()
+    if layout and opset >= 14:
+        attrs["layout"] = 1
+    case(op, ins, dict(attrs, hidden_size=hidden), opset, outputs=outputs,
+         name=f"{op}-l{layout}-{seq}x{batch}x{inp}-h{hidden}-{initial}-{len(CASES)}")
+
+
+_rnn("LSTM", 4, 5, 1, 3, 4)
+_rnn("LSTM", 4, 3, 2, 6, 8, initial="const", outputs=2)
+_rnn("LSTM", 4, 7, 2, 4, 5, bias=False, initial="input", outputs=2, opset=11)
+_rnn("LSTM", 4, 1, 3, 2, 16)
+_rnn("GRU", 3, 5, 1, 3, 4, linear_before_reset=1)
+_rnn("GRU", 3, 4, 2, 6, 8, initial="const", outputs=2)
+_rnn("GRU", 3, 6, 2, 4, 5, bias=False, initial="input", outputs=2, linear_before_reset=0, opset=11)
+_rnn("GRU", 3, 2, 1, 7, 3, linear_before_reset=1, opset=21)

@@ -43,14 +43,19 @@ PLANS: dict[str, dict[str, tuple]] = {
 # op -> fn(case, builder) -> (node inputs, attrs, output quant): the graph builders of op-family
 # plan modules (op_cases_<family>.py), which add their plans to PLANS and builders here.
 BUILDERS: dict = {}
+# The int16 (16x8) variants: their own plans (dtype "int16"), and builders where the int8
+# one does not fit (op_cases_s16.py fills both).
+PLANS16: dict[str, dict[str, tuple]] = {}
+BUILDERS16: dict = {}
 
 
 def cases(op: str, dtype: str, count: int, seed: int = 0) -> list[dict]:
     """`count` cases of `op`, each a dict of one choice per plan entry (plus op, dtype, seed)."""
     rng = np.random.default_rng([seed, sum(map(ord, op)), len(dtype)])
+    plan = PLANS16[op] if dtype == "int16" else PLANS[op]
     out = []
     for k in range(count):
-        case = {name: choices[rng.integers(len(choices))] for name, choices in PLANS[op].items()}
+        case = {name: choices[rng.integers(len(choices))] for name, choices in plan.items()}
         out.append(dict(case, op=op, dtype=dtype, seed=int(rng.integers(1 << 30)), index=k))
     return out
 
@@ -63,6 +68,11 @@ def case_id(case: dict) -> str:
 
 def _act_q(rng) -> QuantParams:
     return QuantParams((float(np.float32(10 ** rng.uniform(-2.5, -0.5))),), (int(rng.integers(-100, 100)),))
+
+
+def _act_q16(rng) -> QuantParams:
+    """int16 activations: symmetric (zero point 0), a finer scale."""
+    return QuantParams((float(np.float32(10 ** rng.uniform(-4.5, -2.5))),), (0,))
 
 
 def _weight_q(rng, channels: int, per_channel: bool, axis: int) -> QuantParams:
@@ -85,15 +95,18 @@ class _Builder:
 
     def __init__(self, case):
         self.rng = np.random.default_rng(case["seed"])
-        self.int8 = case["dtype"] == "int8"
+        # "int16": 16x8 quantization, int16 activations (zero point 0), int8 weights, int64
+        # biases. `int8` means "quantized activations" for the builders, int16 included.
+        self.int16 = case["dtype"] == "int16"
+        self.int8 = case["dtype"] in ("int8", "int16")
         # "hybrid": float32 activations with int8 per-tensor weights (dynamic-range quantization).
         self.hybrid = case["dtype"] == "hybrid"
         self.tensors: dict[str, Tensor] = {}
 
     def act(self, name, shape, quant=None) -> str:
         if self.int8:
-            quant = quant or _act_q(self.rng)
-            self.tensors[name] = Tensor(name, tuple(shape), "int8", quant)
+            quant = quant or (_act_q16(self.rng) if self.int16 else _act_q(self.rng))
+            self.tensors[name] = Tensor(name, tuple(shape), "int16" if self.int16 else "int8", quant)
         else:
             self.tensors[name] = Tensor(name, tuple(shape), "float32")
         return name
@@ -112,9 +125,13 @@ class _Builder:
         if self.int8:
             in_s, wq = np.float32(self.tensors[x].quant.s), self.tensors[w].quant
             scales = tuple(float(in_s * np.float32(s)) for s in wq.scale)
-            data = self.rng.integers(-3000, 3000, (channels,), dtype=np.int32)
             q = QuantParams(scales, (0,) * len(scales), 0 if wq.per_channel else None)
-            self.tensors[name] = Tensor(name, (channels,), "int32", q, data=data)
+            if self.int16:   # an int64 bias, in units of in_s * w_s like int8's int32 one
+                data = self.rng.integers(-3_000_000, 3_000_000, (channels,), dtype=np.int64)
+                self.tensors[name] = Tensor(name, (channels,), "int64", q, data=data)
+            else:
+                data = self.rng.integers(-3000, 3000, (channels,), dtype=np.int32)
+                self.tensors[name] = Tensor(name, (channels,), "int32", q, data=data)
         else:
             data = self.rng.normal(0, 0.5, (channels,)).astype(np.float32)
             self.tensors[name] = Tensor(name, (channels,), "float32", data=data)
@@ -128,12 +145,16 @@ class _Builder:
         w_s = float(np.max(self.tensors[w].quant.scale))
         k = self.tensors[w].data[0].size if self.tensors[w].data.ndim > 1 else 1
         scale = in_s * w_s * np.sqrt(k) * 60 * self.rng.uniform(0.5, 2)
+        if self.int16:   # inputs of about +-10000 over an output range of +-32767
+            return QuantParams((float(np.float32(scale * 0.6)),), (0,))
         return QuantParams((float(np.float32(scale)),), (int(self.rng.integers(-50, 50)),))
 
 
 def _op_inputs(case, b: _Builder):
     """(node inputs, attrs, output quant or None meaning random) for the case's op."""
     op = case["op"]
+    if b.int16 and op in BUILDERS16:
+        return BUILDERS16[op](case, b)
     if op in BUILDERS:
         return BUILDERS[op](case, b)
     if op in ("conv2d", "depthwise_conv2d"):
@@ -194,7 +215,7 @@ def build_graph(case: dict) -> Graph:
     for name, (shape, _) in zip(outputs, ops.get(case["op"]).infer(probe, node)):
         b.act(name, shape, out_q)
     tensors = _pot_scales(b.tensors, node) if case.get("pot_scales") and b.int8 else b.tensors
-    graph_inputs = tuple(dict.fromkeys(i for i in inputs if i and not tensors[i].is_const))
+    graph_inputs = tuple(dict.fromkeys(i for i in inputs if i and not (tensors[i].is_const or tensors[i].variable)))
     return verify(Graph(case_id(case), tensors, (node,), graph_inputs, outputs))
 
 
@@ -216,13 +237,16 @@ def _pot_scales(tensors: dict[str, Tensor], node: Node) -> dict[str, Tensor]:
 
 
 def random_inputs(graph: Graph, seed: int, float_std: float = 1.5) -> dict[str, np.ndarray]:
-    """Seeded inputs: int8 uniform over the whole range, float32 normal(0, float_std)."""
+    """Seeded inputs: int8 uniform over the whole range, int16 normal(0, 8000) clipped,
+    float32 normal(0, float_std)."""
     rng = np.random.default_rng(seed)
     out = {}
     for name in graph.inputs:
         t = graph.tensors[name]
         if t.dtype == "int8":
             out[name] = rng.integers(-128, 128, t.shape, dtype=np.int8)
+        elif t.dtype == "int16":
+            out[name] = np.clip(np.rint(rng.normal(0, 8000, t.shape)), -32768, 32767).astype(np.int16)
         else:
             out[name] = rng.normal(0, float_std, t.shape).astype(np.float32)
     return out
@@ -232,3 +256,5 @@ import op_cases_vision  # noqa: E402,F401  (transpose conv, max pool, mean, pad,
 import op_cases_shape  # noqa: E402,F401  (shape and data-movement ops)
 import op_cases_elementwise  # noqa: E402,F401  (elementwise binary ops, activations, quantize)
 import op_cases_reduce  # noqa: E402,F401  (reduce_max)
+import op_cases_recurrent  # noqa: E402,F401  (lstm, svdf)
+import op_cases_s16  # noqa: E402,F401  (the int16 variants: 16x8 quantization)

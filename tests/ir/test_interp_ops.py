@@ -2,7 +2,8 @@
 
 Cases come from the declarative plans in op_cases.py (seeded). Each case: build a
 single-op Graph, verify it, write it with tflite_writer, run LiteRT BUILTIN_REF and the
-interpreter; int8 must be byte-equal, float32 within rtol 1e-5.
+interpreter; int8 and int16 must be byte-equal, float32 within rtol 1e-5. The int16 plans
+(op_cases_s16.py) are 16x8 quantization: int16 activations, int8 weights, int64 biases.
 """
 
 from __future__ import annotations
@@ -11,17 +12,19 @@ import numpy as np
 import pytest
 
 from litert_ref import run_reference
-from op_cases import PLANS, build_graph, case_id, cases, random_inputs
+from op_cases import PLANS, PLANS16, build_graph, case_id, cases, random_inputs
 from microcompile.frontend.tflite.writer import write_tflite
 from microcompile.ir.compare import compare
 from microcompile.reference import interp
 
 INT8_CASES_PER_OP = 24
 FLOAT_CASES_PER_OP = 12
+INT16_CASES_PER_OP = 24
 
 ALL_CASES = [c for op in PLANS for c in cases(op, "int8", INT8_CASES_PER_OP)]
 ALL_CASES += [c for op in PLANS for c in cases(op, "float32", FLOAT_CASES_PER_OP)]
 ALL_CASES += cases("conv2d", "hybrid", FLOAT_CASES_PER_OP)   # TFLite's dynamic-range conv
+ALL_CASES += [c for op in PLANS16 for c in cases(op, "int16", INT16_CASES_PER_OP)]
 
 
 def assert_matches_reference(got: np.ndarray, ref: np.ndarray):

@@ -68,13 +68,55 @@ def test_header_fields():
     assert wc.Quantization().ScaleLength() == 4 and wc.Quantization().QuantizedDimension() == 0
 
 
-def test_padding_neither_same_nor_valid_raises():
-    case = dict(cases("conv2d", "float32", 1)[0], kernel=3, stride=1, dilation=1, padding="SAME")
+def _symmetric_padding_graph(op: str, dtype: str, hw: int, stride: int) -> Graph:
+    """One conv2d / depthwise_conv2d / max_pool2d (3x3, padding 1 on every side, PyTorch's
+    stem) on an hw x hw input: padding neither SAME nor VALID for even sizes or stride 2."""
+    case = dict(cases(op, dtype, 1, seed=3)[0], kernel=3, stride=stride, dilation=1, padding="SAME", batch=1)
+    case.update(hw=hw, cin=3, cout=4, multiplier=1, c=3, rect=False)
     g = build_graph(case)
-    node = g.nodes[0].replace(attrs=dict(g.nodes[0].attrs, padding=(1, 0, 1, 0)))
-    bad = g.replace(nodes=(node,), tensors={**g.tensors, "out": g.tensors["out"].replace(
-        shape=(g.tensors["out"].shape[0], g.tensors["out"].shape[1], g.tensors["out"].shape[2] - 2,
-               g.tensors["out"].shape[3]))})
+    n = g.nodes[0]
+    node = n.replace(attrs=dict(n.attrs, padding=(1, 1, 1, 1)))
+    out = g.tensors["out"]
+    oh, ow = ((d + 2 - 3) // stride + 1 for d in (hw, hw + 1))
+    return verify(g.replace(nodes=(node,), tensors={**g.tensors, "out": out.replace(
+        shape=(out.shape[0], oh, ow, out.shape[3]))}))
+
+
+@pytest.mark.parametrize("op", ["conv2d", "depthwise_conv2d", "max_pool2d"])
+@pytest.mark.parametrize("dtype", ["int8", "float32"])
+@pytest.mark.parametrize("hw, stride", [(8, 2), (7, 2), (9, 2)])
+def test_padding_neither_same_nor_valid_becomes_an_explicit_pad(op, dtype, hw, stride):
+    """PyTorch's symmetric padding is written as PAD (PADV2 with the lowest value before a
+    max pool) + a VALID op, as the TFLite converter does, and LiteRT agrees with the graph."""
+    from microcompile.frontend.tflite.reader import load_tflite
+    from microcompile.frontend.tflite.writer import tflite_padding
+
+    g = _symmetric_padding_graph(op, dtype, hw, stride)
+    n = g.nodes[0]
+    with pytest.raises(ValueError, match="neither SAME"):   # what TFLite cannot say directly
+        tflite_padding(n, g.tensors[n.inputs[0]].shape[1:3], (3, 3))
+    model = write_tflite(g)
+    back = load_tflite(model)
+    assert [m.op for m in back.nodes] == ["pad_v2" if op == "max_pool2d" else "pad", op]
+    assert back.nodes[1].attrs["padding"] == (0, 0, 0, 0)
+    rng = np.random.default_rng(hw)
+    x = g.tensors[g.inputs[0]]
+    inputs = {x.name: (rng.integers(-128, 128, x.shape).astype(np.int8) if dtype == "int8"
+                       else rng.normal(0, 1, x.shape).astype(np.float32))}
+    ref, got = run_reference(model, inputs)["out"], interp.run(g, inputs)["out"]
+    if dtype == "int8":
+        assert np.array_equal(ref, got)
+    else:
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6 * float(np.abs(ref).max()))
+
+
+def test_average_pool_padding_neither_same_nor_valid_raises():
+    """TFLite's AVERAGE_POOL_2D leaves padding out of the divisor, which no PAD can express."""
+    case = dict(cases("average_pool2d", "float32", 1)[0], kernel=3, stride=2, padding="SAME", hw=8, batch=1)
+    g = build_graph(case)
+    node = g.nodes[0].replace(attrs=dict(g.nodes[0].attrs, padding=(1, 1, 1, 1)))
+    out = g.tensors["out"]
+    bad = g.replace(nodes=(node,), tensors={**g.tensors, "out": out.replace(shape=(1, 4, 4, out.shape[3]))})
     with pytest.raises(ValueError, match="neither SAME"):
         write_tflite(bad)
 

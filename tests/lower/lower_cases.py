@@ -27,8 +27,10 @@ KERNEL_OPS += ("sub", "mul", "maximum", "minimum", "squared_difference", "prelu"
 KERNEL_OPS += ("concatenation", "split", "split_v", "pack", "unpack", "transpose", "strided_slice", "slice",
                "gather", "depth_to_space", "space_to_depth", "space_to_batch_nd", "batch_to_space_nd")
 KERNEL_OPS += ("reduce_max",)
-# float32-only ops have no int8 plan in op_cases; tests/ir/test_div.py covers div's lowering.
-FLOAT_ONLY_OPS = ("div",)
+KERNEL_OPS += ("lstm", "svdf")
+# float32-only ops have no int8 plan in op_cases; tests/ir/test_div.py covers div's lowering,
+# tests/frontend/test_onnx_ops.py gru's (through host C; LiteRT has no GRU, so op_cases has no plan).
+FLOAT_ONLY_OPS = ("div", "gru")
 
 
 def hybrid_conv_graph(seed: int = 0, padding: str = "SAME", batch: int = 2) -> Graph:
@@ -46,12 +48,15 @@ def hybrid_conv_graph(seed: int = 0, padding: str = "SAME", batch: int = 2) -> G
 def run_lowered(g: Graph, f: PrimFunc, inputs: dict[str, np.ndarray]) -> np.ndarray:
     """Run a single-op graph's PrimFunc in the loop-IR interpreter; its output, shaped."""
     arrays = {b.name: inputs[b.tensor] for b in f.buffers if b.scope == "arena" and b.tensor in inputs}
+    # persistent state starts where the device's mc_reset_state puts it (int8: the zero point)
+    state = interp.initial_state(g)
+    arrays.update({b.name: state[b.tensor].copy() for b in f.buffers if b.scope == "state"})
     out_buf = next(b for b in f.buffers if b.scope == "arena" and b.tensor == g.outputs[0])
     return run_primfunc(f, arrays)[out_buf.name].reshape(g.tensors[g.outputs[0]].shape)
 
 
 def matches(out: np.ndarray, ref: np.ndarray) -> bool:
-    """int8 bit-exact; float32 within ir/compare.py's tolerance (the one definition: 1e-5
+    """int8/int16 bit-exact; float32 within ir/compare.py's tolerance (the one definition: 1e-5
     relative, floor a millionth of the tensor's magnitude)."""
     return compare(np.asarray(out), np.asarray(ref).reshape(np.shape(out))).equal
 

@@ -43,3 +43,22 @@ def deploy_graph(g: Graph, inputs: dict[str, np.ndarray], board: str, work: Path
                            progress=lambda s: None)
     assert_matches_litert(model, inputs, result.outputs, f"{g.name} on {board}")
     return result.report
+
+
+def merge_graphs(graphs: list[Graph], name: str = "merged") -> Graph:
+    """Independent graphs side by side in one Graph (tensor and node names prefixed "g<k>.")
+    so that one firmware build and one QEMU run check all of them."""
+    from microcompile.ir import verify
+
+    tensors, nodes, inputs, outputs = {}, [], [], []
+
+    def ren(k, t):
+        return f"g{k}.{t}" if t else t
+
+    for k, g in enumerate(graphs):
+        tensors.update({ren(k, n): t.replace(name=ren(k, n)) for n, t in g.tensors.items()})
+        nodes += [n.replace(name=ren(k, n.name), inputs=tuple(ren(k, i) for i in n.inputs),
+                            outputs=tuple(ren(k, o) for o in n.outputs)) for n in g.nodes]
+        inputs += [ren(k, i) for i in g.inputs]
+        outputs += [ren(k, o) for o in g.outputs]
+    return verify(Graph(name, tensors, tuple(nodes), tuple(inputs), tuple(outputs)))

@@ -7,18 +7,32 @@ import pytest
 
 from lower_cases import (FLOAT_ONLY_OPS, KERNEL_OPS, build_graph, cases, hybrid_conv_graph, matches, random_inputs, reference,
                          run_lowered)
+from op_cases import PLANS16
 from microcompile.errors import UnsupportedOpError
-from microcompile.ir import Graph, Node, Tensor
+from microcompile.ir import Graph, Node, Tensor, ops
 from microcompile.tir import nodes as tir
 from microcompile.lower import LOWERINGS, lower_graph, lower_node, needs_kernel
 
 CASES = [c for op in KERNEL_OPS for dt in ("int8", "float32") for c in cases(op, dt, 6, seed=11)]
+# 16x8: every int16 variant, for the portable target (None) and a DSP core (the micro-kernels'
+# Python semantics; the C of both variants runs in test_ops_host_vs_litert and QEMU).
+CASES16 = [c for op in PLANS16 if not ops.get(op).is_view for c in cases(op, "int16", 4, seed=11)]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c['op']}-{c['dtype']}-{c['index']}")
 def test_lowering_matches_interpreter(case):
     g = build_graph(case)
     f = lower_node(g, g.nodes[0])
+    ins = random_inputs(g, case["seed"])
+    assert matches(run_lowered(g, f, ins), reference(g, ins))
+
+
+@pytest.mark.parametrize("dsp", [False, True])
+@pytest.mark.parametrize("case", CASES16, ids=lambda c: f"{c['op']}-int16-{c['index']}")
+def test_int16_lowering_matches_interpreter(case, dsp):
+    from microcompile.target import load_board
+    g = build_graph(case)
+    f = lower_node(g, g.nodes[0], load_board("mps2-an386").target if dsp else None)
     ins = random_inputs(g, case["seed"])
     assert matches(run_lowered(g, f, ins), reference(g, ins))
 
@@ -34,7 +48,11 @@ def test_hybrid_conv2d_matches_interpreter(padding):
 
 
 def test_registry_covers_every_kernel_op():
-    assert set(LOWERINGS) == set(KERNEL_OPS) | set(FLOAT_ONLY_OPS)
+    assert {k for k in LOWERINGS if isinstance(k, str)} == set(KERNEL_OPS) | set(FLOAT_ONLY_OPS)
+    # int16 variants: every 16x8 op that computes (the byte movers share int8's lowering)
+    movers = {"concatenation", "pad", "strided_slice", "reshape", "transpose", "squeeze", "expand_dims", "split",
+              "split_v", "slice", "pack", "unpack", "gather"}
+    assert {op for op, _ in (k for k in LOWERINGS if isinstance(k, tuple))} == set(PLANS16) - movers
 
 
 def test_reshape_is_a_view():

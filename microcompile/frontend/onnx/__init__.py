@@ -68,4 +68,4 @@ def list_onnx_ops(path_or_model, input_shapes: dict | None = None) -> list[tuple
 from .registry import CONVERTERS, OPSET_MAX, OPSET_MIN, converter, find_converter  # noqa: F401,E402
 
 # The op families, each registering its converters with @converter.
-from . import convert_conv, convert_elementwise, convert_pool, convert_shape, qdq  # noqa: F401,E402
+from . import convert_conv, convert_elementwise, convert_pool, convert_recurrent, convert_shape, qdq  # noqa: F401,E402

@@ -10,6 +10,7 @@ import numpy as np
 import tflite
 
 from . import reader as r
+from .nn import pot_scale_int16_problem
 from .reader import converter
 from .writer import activation_code, no_options, writer
 
@@ -33,8 +34,9 @@ _BINARY = (("SUB", "sub", "SubOptions"), ("MUL", "mul", "MulOptions"),
            ("MAXIMUM", "maximum", None), ("MINIMUM", "minimum", None),
            ("SQUARED_DIFFERENCE", "squared_difference", None), ("PRELU", "prelu", None))
 for _builtin, _op, _options in _BINARY:
-    converter(_builtin, options=(_options, ("FusedActivationFunction",)) if _options else None)(
-        _binary(_op, _options is not None))
+    fields = ("FusedActivationFunction", "PotScaleInt16") if _builtin == "SUB" else ("FusedActivationFunction",)
+    converter(_builtin, options=(_options, fields) if _options else None,
+              problem=pot_scale_int16_problem if _builtin == "SUB" else None)(_binary(_op, _options is not None))
 for _builtin in ("LOGISTIC", "TANH", "HARD_SWISH", "ABS", "LOG_SOFTMAX", "QUANTIZE", "DEQUANTIZE"):
     converter(_builtin)(r.standalone(_builtin.lower()))
 
@@ -45,6 +47,8 @@ for _builtin in ("LOGISTIC", "TANH", "HARD_SWISH", "ABS", "LOG_SOFTMAX", "QUANTI
 def _sub_options(b, g, n):
     tflite.SubOptionsStart(b)
     tflite.SubOptionsAddFusedActivationFunction(b, activation_code(n))
+    # int16: the general-scale kernel (the schema's default, true, picks a power-of-two one).
+    tflite.SubOptionsAddPotScaleInt16(b, False)
     return tflite.BuiltinOptions.SubOptions, tflite.SubOptionsEnd(b)
 
 

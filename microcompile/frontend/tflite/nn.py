@@ -8,7 +8,7 @@ import tflite
 
 from ...errors import ModelFormatError
 from ...ir.graph import Graph, Node, QuantParams, Tensor
-from .reader import RAW_DTYPES, conv_attrs, converter, fused_activation, need_options, op_inputs, standalone
+from .reader import RAW_DTYPES, TFL_INT16, conv_attrs, converter, fused_activation, need_options, op_inputs, standalone
 from .writer import activation_code, add_const, no_options, tflite_padding, writer
 
 @converter("CONV_2D", options=("Conv2DOptions", ("Padding", "StrideW", "StrideH", "FusedActivationFunction",
@@ -54,7 +54,20 @@ def _average_pool2d(ctx, op):
     return "average_pool2d", ins, dict(attrs, filter=k)
 
 
-@converter("ADD", options=("AddOptions", ("FusedActivationFunction",)))
+def pot_scale_int16_problem(raw, op) -> str | None:
+    """ADD / SUB with int16 tensors and pot_scale_int16 (the schema's default) whose scales
+    are all powers of two run LiteRT's power-of-two kernel, which we do not implement."""
+    if not (op.options or {}).get("PotScaleInt16", True):
+        return None
+    ts = [raw.tensors[i] for i in (*op.inputs[:2], op.outputs[0]) if i >= 0]
+    if any(t.type != TFL_INT16 for t in ts):
+        return None
+    pot = all(t.scale and float(np.log2(t.scale[0])).is_integer() for t in ts)
+    return f"{op.opname} with int16 power-of-two scales and pot_scale_int16" if pot else None
+
+
+@converter("ADD", options=("AddOptions", ("FusedActivationFunction", "PotScaleInt16")),
+           problem=pot_scale_int16_problem)
 def _add(ctx, op):
     return "add", op_inputs(ctx, op, 2, 2), {"activation": fused_activation(op)}
 
@@ -64,8 +77,9 @@ def _reshape(ctx, op):
     """Target shape: the output tensor's static shape; else options.new_shape; else the
     constant shape input. The shape input never becomes an input of our node."""
     ins = op_inputs(ctx, op, 1, 1)
-    x, out = ctx.raw.tensors[op.inputs[0]], ctx.raw.tensors[op.outputs[0]]
-    size = int(np.prod(x.shape, dtype=np.int64))
+    out = ctx.raw.tensors[op.outputs[0]]
+    # The input's shape as inferred (a stored intermediate shape may be stale).
+    size = int(np.prod(ctx.shape(op.inputs[0]), dtype=np.int64))
     candidates = [out.shape if out.shape or size == 1 else None,
                   (op.options or {}).get("NewShape")]
     if len(op.inputs) > 1 and op.inputs[1] >= 0 and ctx.raw.tensors[op.inputs[1]].data is not None:
@@ -105,6 +119,8 @@ def _zero_bias(g: Graph, n: Node, name: str) -> Tensor:
         return Tensor(name, (channels,), "float32", data=np.zeros(channels, np.float32))
     scales = tuple(float(np.float32(x.quant.s) * np.float32(s)) for s in w.quant.scale)
     quant = QuantParams(scales, (0,) * len(scales), 0 if len(scales) > 1 else None)
+    if x.dtype == "int16":   # 16x8: LiteRT wants an int64 bias
+        return Tensor(name, (channels,), "int64", quant, data=np.zeros(channels, np.int64))
     return Tensor(name, (channels,), "int32", quant, data=np.zeros(channels, np.int32))
 
 
@@ -177,6 +193,8 @@ def pool_options(b, g, n):
 def _add_options(b, g, n):
     tflite.AddOptionsStart(b)
     tflite.AddOptionsAddFusedActivationFunction(b, activation_code(n))
+    # int16: the general-scale kernel (the schema's default, true, picks a power-of-two one).
+    tflite.AddOptionsAddPotScaleInt16(b, False)
     return tflite.BuiltinOptions.AddOptions, tflite.AddOptionsEnd(b)
 
 

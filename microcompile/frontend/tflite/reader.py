@@ -34,13 +34,14 @@ import numpy as np
 from ...errors import ModelFormatError, UnsupportedOpError, UserError
 from ...files import MODEL_BYTES_MAX, read_file
 from ...ir import NP_DTYPES, Graph, Node, QuantParams, Tensor, VerifyError, ops, verify
-from ...ir.verify import MISFIT
+from ...ir.verify import MISFIT, node_problem
 from ..validate import validate
 
 FILE_IDENTIFIER = b"TFL3"
 
 # TFLite TensorType enum value -> (our dtype, little-endian numpy dtype of the stored bytes).
-RAW_DTYPES = {0: ("float32", "<f4"), 2: ("int32", "<i4"), 9: ("int8", "<i1")}
+RAW_DTYPES = {0: ("float32", "<f4"), 2: ("int32", "<i4"), 9: ("int8", "<i1"), 7: ("int16", "<i2"),
+              4: ("int64", "<i8")}
 _TENSOR_TYPE_NAMES = {0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "INT64", 5: "STRING",
                       6: "BOOL", 7: "INT16", 8: "COMPLEX64", 9: "INT8", 10: "FLOAT64",
                       11: "COMPLEX128", 12: "UINT64", 13: "RESOURCE", 14: "VARIANT",
@@ -63,6 +64,7 @@ class _RawTensor:
     zero_point: tuple[int, ...]
     quantized_dimension: int
     data: bytes | None   # constant bytes, little-endian, or None
+    variable: bool = False   # state that persists between invocations (is_variable)
 
 
 @dataclass
@@ -72,6 +74,7 @@ class _RawOp:
     inputs: tuple[int, ...]   # tensor indices; -1 = absent optional input
     outputs: tuple[int, ...]
     options: dict | None = None   # the builtin options table as a dict; None when absent
+    intermediates: tuple[int, ...] = ()   # tensors a quantized LSTM reads its gate scales from
 
 
 @dataclass
@@ -96,17 +99,21 @@ class OpConverter:
     fn: Callable
     options: tuple[str, tuple[str, ...]] | None = None
     problem: Callable | None = None
+    # False when the op's FusedActivationFunction is not a clamp of its output (an LSTM's
+    # cell activation): the op's own `problem` judges it, not the fused-clamp check.
+    fused_clamp: bool = True
 
 
 CONVERTERS: dict[str, OpConverter] = {}
 
 
-def converter(*builtins: str, options: tuple[str, tuple[str, ...]] | None = None, problem: Callable | None = None):
+def converter(*builtins: str, options: tuple[str, tuple[str, ...]] | None = None, problem: Callable | None = None,
+              fused_clamp: bool = True):
     """Register the decorated fn(ctx, raw_op) as the converter of each TFLite builtin named."""
     def register(fn: Callable) -> Callable:
         for name in builtins:
             assert name not in CONVERTERS, f"TFLite converter for {name} registered twice"
-            CONVERTERS[name] = OpConverter(fn, options, problem)
+            CONVERTERS[name] = OpConverter(fn, options, problem, fused_clamp)
         return fn
     return register
 
@@ -210,7 +217,7 @@ def _parse(buf: bytes) -> _RawModel:
             # A dynamic (-1) dimension, in practice the batch, is taken as 1.
             shape=tuple(1 if d < 0 else int(d) for d in shape),
             type=t.Type(), scale=scale, zero_point=zp, quantized_dimension=qdim,
-            data=_buffer_bytes(buf, model, t.Buffer())))
+            data=_buffer_bytes(buf, model, t.Buffer()), variable=bool(t.IsVariable())))
 
     def indices(vals, what):
         for v in vals:
@@ -229,7 +236,7 @@ def _parse(buf: bytes) -> _RawModel:
         opname = opnames[idx]
         raw_ops.append(_RawOp(i, opname, indices(_vector(op, "Inputs"), f"operator {i}"),
                               indices(_vector(op, "Outputs"), f"operator {i}"),
-                              _read_options(op, opname)))
+                              _read_options(op, opname), indices(_vector(op, "Intermediates"), f"operator {i}")))
     return _RawModel(tensors, raw_ops, indices(_vector(sg, "Inputs"), "subgraph input"),
                      indices(_vector(sg, "Outputs"), "subgraph output"))
 
@@ -265,7 +272,7 @@ def _parse_checked(buf: bytes, label: str) -> _RawModel:
 # ---------------------------------------------------------------------------------------
 # Step 2: unsupported ops
 
-TFL_FLOAT32, TFL_INT8 = 0, 9
+TFL_FLOAT32, TFL_INT8, TFL_INT16 = 0, 9, 7
 
 
 def _op_problem(raw: _RawModel, op: _RawOp) -> str | None:
@@ -283,7 +290,7 @@ def _op_problem(raw: _RawModel, op: _RawOp) -> str | None:
             kind = "per-channel " if len(w.scale) > 1 else ""
             return f"hybrid {op.opname} (float32 input, {kind}int8 weights)"
     act = (op.options or {}).get("FusedActivationFunction", 0)
-    if _ACTIVATIONS.get(act) not in ops.ACTIVATIONS:
+    if CONVERTERS[op.opname].fused_clamp and _ACTIVATIONS.get(act) not in ops.ACTIVATIONS:
         return f"{op.opname} with fused activation {_ACTIVATIONS.get(act, act)}"
     if (op.options or {}).get("WeightsFormat", 0) != 0:
         return f"{op.opname} with shuffled weights format"
@@ -392,8 +399,11 @@ def unique_tensor_names(names: list[str]) -> list[str]:
     return out
 
 
-def _quant(t: _RawTensor, dtype: str, label: str) -> QuantParams | None:
+def _quant(t: _RawTensor, dtype: str, label: str, notes: list) -> QuantParams | None:
     if not t.scale or dtype == "float32":
+        if dtype in ("int8", "int16") and t.data is None:
+            raise ModelFormatError(f"{label}: {dtype} tensor {t.name!r} has no quantization parameters",
+                                   hint="use a fully integer-quantized model or a float32 model")
         if dtype == "int8":
             raise ModelFormatError(f"{label}: int8 tensor {t.name!r} has no quantization parameters",
                                    hint="use a fully integer-quantized model or a float32 model")
@@ -405,28 +415,72 @@ def _quant(t: _RawTensor, dtype: str, label: str) -> QuantParams | None:
         raise ModelFormatError(f"{label}: tensor {t.name!r} has {len(t.scale)} scales but "
                                f"{len(zp)} zero points")
     axis = t.quantized_dimension if len(t.scale) > 1 else None
+    if axis is not None and len(t.shape) == 1 and axis > 0 and t.shape[0] == len(t.scale):
+        # Old converters (TFLM's person-detection model) wrote a per-channel bias with the
+        # filter's quantized_dimension (3). TFLM runs it: a 1-D tensor has one axis, so the
+        # meaning is unambiguous. (LiteRT refuses such a file.)
+        notes.append(f"tensor {t.name!r}: per-channel quantization along axis {axis} of a 1-D tensor "
+                     f"(an old converter's bias); read as axis 0, as TFLite Micro does")
+        axis = 0
     if axis is not None and not (0 <= axis < len(t.shape) and t.shape[axis] == len(t.scale)):
         raise ModelFormatError(f"{label}: tensor {t.name!r} has {len(t.scale)} scales along axis "
                                f"{axis}, but its shape is {t.shape}")
     return QuantParams(t.scale, zp, axis)
 
 
-def _tensor(t: _RawTensor, name: str, shape: tuple[int, ...], label: str) -> Tensor:
+def _tensor(t: _RawTensor, name: str, shape: tuple[int, ...], label: str, notes: list) -> Tensor:
     if t.type not in RAW_DTYPES:
         raise UserError(f"{label}: tensor {t.name!r} has dtype "
                         f"{_TENSOR_TYPE_NAMES.get(t.type, t.type)}, which microcompile does not support",
-                        hint="use a float32 model, or an int8 model (full-integer quantization with "
-                             "int8 input/output and int32 biases)")
+                        hint="use a float32 model, an int8 model (full-integer quantization with "
+                             "int8 input/output and int32 biases) or a 16x8 model (int16 activations)")
     dtype, le = RAW_DTYPES[t.type]
     data = None
-    if t.data is not None:
+    # A variable tensor's buffer, if any, is ignored: TFLite resets the state to zero.
+    if t.data is not None and not t.variable:
         expected = int(np.prod(shape, dtype=np.int64)) * np.dtype(le).itemsize
         if len(t.data) != expected:
             raise ModelFormatError(f"{label}: constant {t.name!r} of shape {shape} needs {expected} "
                                    f"bytes, its buffer has {len(t.data)}", hint=_HINT_FORMAT)
         # Stored little-endian; astype gives a native-order copy independent of the file.
         data = np.frombuffer(t.data, le).reshape(shape).astype(NP_DTYPES[dtype])
-    return Tensor(name, shape, dtype, _quant(t, dtype, label), data)
+    return Tensor(name, shape, dtype, _quant(t, dtype, label, notes), data, variable=t.variable)
+
+
+# What an op's shape inference raises when the file's shapes cannot work together.
+_INFER_ERRORS = (VerifyError, ValueError, AssertionError, IndexError, KeyError, TypeError, ZeroDivisionError)
+
+
+def _infer_outputs(ctx: Ctx, op: _RawOp, node: Node, tensors: dict, label: str, notes: list) -> None:
+    """Replace the stored shapes of `node`'s outputs with the shapes the op produces.
+
+    TFLite recomputes every intermediate shape in Prepare and runs the file whatever its
+    stored shapes say; so do we: only the model inputs and the constants keep their stored
+    shapes. A stored shape that disagrees is noted (`inspect` prints the notes)."""
+    od = ops.get(node.op)
+    if od.infer is None:
+        return
+    probe = Graph("probe", {nm: tensors[nm] for nm in (*node.inputs, *node.outputs) if nm}, (node,), (), ())
+    try:
+        # The op's own check first (ranks, channels, broadcasting: issue 14's validation), so
+        # that a corrupted file is named by its layer, not by a numpy error inside inference.
+        problem = node_problem(probe, node)
+        inferred = od.infer(probe, node) if problem is None else None
+    except _INFER_ERRORS as e:
+        problem = f"cannot infer its output shape ({type(e).__name__}: {e})"
+    if problem is not None:
+        raise ModelFormatError(f"{label}: layer {op.index} ({op.opname}, node {node.name}, output "
+                               f"{out_name(ctx.raw, op)}): {problem}", hint=_HINT_FORMAT)
+    for idx, nm, (shape, _) in zip(op.outputs, node.outputs, inferred):
+        shape = tuple(int(d) for d in shape)
+        if shape == tensors[nm].shape:
+            continue
+        stored = ctx.raw.tensors[idx].shape
+        if stored:
+            notes.append(f"tensor {nm!r}: the file stores shape {list(stored)}, but {op.opname} at layer "
+                         f"{op.index} produces {list(shape)}; using {list(shape)}, as TFLite does")
+        ctx.shape_override[idx] = shape
+        tensors[nm] = tensors[nm].replace(shape=shape)
 
 
 def _convert(ctx: Ctx, op: _RawOp, label: str):
@@ -443,24 +497,42 @@ def _convert(ctx: Ctx, op: _RawOp, label: str):
 
 def _build(raw: _RawModel, name: str, label: str) -> Graph:
     ctx = Ctx(raw, _unique_names(raw))
-    nodes = []
+    index_of = {nm: idx for idx, nm in ctx.names.items()}
+    tensors: dict[str, Tensor] = {}
+    notes: list[str] = []
+
+    def add(idx: int) -> None:
+        """The tensor of `idx` with its current shape: stored for inputs and constants,
+        inferred for everything an op produces (the op runs before its consumers)."""
+        tname = ctx.names[idx]
+        if tname not in tensors:
+            tensors[tname] = _tensor(raw.tensors[idx], tname, ctx.shape(idx), label, notes)
+
+    for idx in raw.inputs:
+        add(idx)
+    nodes, no_int16 = [], []
     for op in raw.ops:
         our_op, ins, attrs = _convert(ctx, op, label)
         outs = tuple(ctx.name(i) for i in op.outputs)
-        nodes.append(Node(our_op, f"{op.opname.lower()}_{op.index}", ins, outs, attrs,
-                          origin=(out_name(raw, op),)))
-    used = {i for op in raw.ops for i in op.outputs} | set(raw.inputs) | set(raw.outputs)
-    # By name, not position: a converter may reorder inputs (TRANSPOSE_CONV) or drop constant ones.
-    read = {nm for n in nodes for nm in n.inputs if nm}
-    used |= {idx for idx, nm in ctx.names.items() if nm in read}
-    tensors = {}
-    for idx in sorted(used):
-        if idx < 0:
-            continue
-        tname = ctx.names[idx]
-        tensors[tname] = _tensor(raw.tensors[idx], tname, ctx.shape(idx), label)
+        node = Node(our_op, f"{op.opname.lower()}_{op.index}", ins, outs, attrs, origin=(out_name(raw, op),))
+        # By name, not position: a converter may reorder inputs (TRANSPOSE_CONV) or drop constant ones.
+        for nm in (*ins, *outs):
+            if nm:
+                add(index_of[nm])
+        _infer_outputs(ctx, op, node, tensors, label, notes)
+        nodes.append(node)
+        probe = Graph("probe", tensors, (), (), ())
+        if ops.variant(probe, node) == "int16" and not ops.get(our_op).int16:
+            no_int16.append(f"unsupported op {op.opname} with 16-bit activations at layer {op.index} "
+                            f"({out_name(raw, op)})")
+    if no_int16:
+        raise UnsupportedOpError(f"the model uses {len(no_int16)} unsupported op(s):\n  " + "\n  ".join(no_int16),
+                                 hint="16x8 (int16 activation) kernels exist for " + ", ".join(
+                                     sorted(n.upper() for n, o in ops.REGISTRY.items() if o.int16)))
+    for idx in raw.outputs:
+        add(idx)
     return Graph(name, tensors, tuple(nodes), tuple(ctx.name(i) for i in raw.inputs),
-                 tuple(ctx.name(i) for i in raw.outputs))
+                 tuple(ctx.name(i) for i in raw.outputs), notes=tuple(dict.fromkeys(notes)))
 
 
 # ---------------------------------------------------------------------------------------

@@ -170,7 +170,7 @@ def _pad_inputs(g, n, tensors):
     x = g.tensors[n.inputs[0]]
     inputs = [x.name, add_const(tensors, f"{n.name}/paddings", np.array(n.attrs["pads"], np.int32).reshape(-1, 2))]
     if n.op == "pad_v2":
-        value = np.array([n.attrs["value"]], dtype=np.int8 if x.dtype == "int8" else np.float32)
+        value = np.array([n.attrs["value"]], dtype={"int8": np.int8, "int16": np.int16}.get(x.dtype, np.float32))
         inputs.append(add_const(tensors, f"{n.name}/constant_values", value.reshape(()), x.quant))
     return inputs
 

@@ -13,8 +13,11 @@ Layout of the output:
   - operator codes use the modern fields: builtin_code plus
     deprecated_builtin_code = min(code, 127).
 
-Our explicit padding (top, left, bottom, right) is mapped to TFLite's SAME or VALID;
-padding that is neither raises ValueError (TFLite cannot express it without a PAD op).
+Our explicit padding (top, left, bottom, right) is mapped to TFLite's SAME or VALID.
+Padding that is neither (PyTorch's symmetric padding of a strided or even-sized
+convolution) becomes an explicit PAD before a VALID convolution, as the TFLite converter
+writes it (`explicit_pads`; PADV2 with the lowest value before a max pool); only an
+average pool with such padding cannot be written (ValueError).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Callable
 import flatbuffers
 import numpy as np
 
-from ...ir import ops
+from ...ir import ops, verify
 from ...ir.graph import Graph, Node, QuantParams, Tensor
 
 import tflite  # noqa: E402  (generated flatbuffer bindings)
@@ -33,7 +36,8 @@ import tflite  # noqa: E402  (generated flatbuffer bindings)
 SCHEMA_VERSION = 3
 
 _TENSOR_TYPE = {"float32": tflite.TensorType.FLOAT32, "int32": tflite.TensorType.INT32,
-                "int16": tflite.TensorType.INT16, "int8": tflite.TensorType.INT8}
+                "int16": tflite.TensorType.INT16, "int8": tflite.TensorType.INT8,
+                "int64": tflite.TensorType.INT64}
 
 ACTIVATION = {"NONE": tflite.ActivationFunctionType.NONE,
                "RELU": tflite.ActivationFunctionType.RELU,
@@ -54,6 +58,50 @@ def tflite_padding(node: Node, in_hw: tuple[int, int], kernel_hw: tuple[int, int
                      "nor VALID; TFLite cannot express it")
 
 
+def _expressible(g: Graph, n: Node) -> bool:
+    try:
+        x = g.tensors[n.inputs[0]]
+        k = n.attrs["filter"] if "filter" in n.attrs else g.tensors[n.inputs[1]].shape[1:3]
+        tflite_padding(n, x.shape[1:3], tuple(k))
+        return True
+    except ValueError:
+        return False
+
+
+# Ops whose padding an explicit PAD can carry: the fill and whether PADV2 is needed for it.
+_PAD_BEFORE = ("conv2d", "depthwise_conv2d", "max_pool2d")
+
+
+def explicit_pads(g: Graph) -> Graph:
+    """`g` with every conv2d / depthwise_conv2d / max_pool2d whose padding is neither SAME
+    nor VALID preceded by an explicit PAD and given VALID padding. A convolution's padding
+    is zeros (the input zero point when quantized), which PAD writes; a max pool's padding
+    never wins, which PADV2 with the dtype's lowest value (float32: the lowest finite
+    float) reproduces. Other ops are left as they are."""
+    if all(n.op not in _PAD_BEFORE or n.attrs.get("padding", (0, 0, 0, 0)) == (0, 0, 0, 0) or _expressible(g, n)
+           for n in g.nodes):
+        return g
+    tensors, nodes = dict(g.tensors), []
+    for n in g.nodes:
+        if n.op not in _PAD_BEFORE or _expressible(g, n):
+            nodes.append(n)
+            continue
+        x = g.tensors[n.inputs[0]]
+        t, l, b, r = n.attrs["padding"]
+        pads = ((0, 0), (t, b), (l, r), (0, 0))
+        padded = unique_name(tensors, f"{n.name}/padded")
+        tensors[padded] = Tensor(padded, (x.shape[0], x.shape[1] + t + b, x.shape[2] + l + r, x.shape[3]),
+                                 x.dtype, x.quant)
+        if n.op == "max_pool2d":
+            low = float(np.finfo(np.float32).min) if x.dtype == "float32" else int(np.iinfo(x.dtype).min)
+            nodes.append(Node("pad_v2", f"{n.name}/pad", (x.name,), (padded,), {"pads": pads, "value": low},
+                              origin=n.origin))
+        else:
+            nodes.append(Node("pad", f"{n.name}/pad", (x.name,), (padded,), {"pads": pads}, origin=n.origin))
+        nodes.append(n.replace(inputs=(padded, *n.inputs[1:]), attrs=dict(n.attrs, padding=(0, 0, 0, 0))))
+    return verify(g.replace(tensors=tensors, nodes=nodes))
+
+
 # --- the writer table, filled by the op-family modules (write_*.py) with @writer -------
 
 @dataclass(frozen=True)
@@ -66,17 +114,20 @@ class OpWriter:
     builtin: str
     options: Callable
     inputs: Callable | None = None
+    # fn(graph, node, tensors) -> names of the operator's intermediate tensors (a quantized
+    # LSTM's gate scales), adding them to `tensors`; None: none.
+    intermediates: Callable | None = None
 
 
 WRITERS: dict[str, OpWriter] = {}
 
 
-def writer(op: str, builtin: str, inputs: Callable | None = None):
+def writer(op: str, builtin: str, inputs: Callable | None = None, intermediates: Callable | None = None):
     """Register the decorated options function as the writer of our `op`."""
     def register(fn: Callable) -> Callable:
         assert op not in WRITERS, f"TFLite writer for {op} registered twice"
         assert hasattr(tflite.BuiltinOperator, builtin), builtin
-        WRITERS[op] = OpWriter(builtin, fn, inputs)
+        WRITERS[op] = OpWriter(builtin, fn, inputs, intermediates)
         return fn
     return register
 
@@ -108,7 +159,8 @@ def unique_name(tensors: dict, name: str) -> str:
 def add_const(tensors: dict, name: str, data: np.ndarray, quant: QuantParams | None = None) -> str:
     """Add a constant tensor for a TFLite input our IR keeps as an attribute; its name."""
     name = unique_name(tensors, name)
-    dtype = {np.dtype(np.int32): "int32", np.dtype(np.int8): "int8", np.dtype(np.float32): "float32"}[data.dtype]
+    dtype = {np.dtype(np.int32): "int32", np.dtype(np.int8): "int8", np.dtype(np.float32): "float32",
+             np.dtype(np.int16): "int16", np.dtype(np.int64): "int64"}[data.dtype]
     tensors[name] = Tensor(name, tuple(data.shape), dtype, quant, data=data)
     return name
 
@@ -155,23 +207,27 @@ def _tensor(b, t: Tensor, buffer: int) -> int:
     tflite.TensorAddName(b, name)
     if quant is not None:
         tflite.TensorAddQuantization(b, quant)
+    if t.variable:
+        tflite.TensorAddIsVariable(b, True)
     return tflite.TensorEnd(b)
 
 
-def _tflite_inputs(g: Graph) -> tuple[dict[str, Tensor], dict[str, list[str]]]:
-    """Every node's TFLite inputs (by name), and the tensors including the constants the
-    op writers added."""
+def _tflite_inputs(g: Graph) -> tuple[dict[str, Tensor], dict[str, list[str]], dict[str, list[str]]]:
+    """Every node's TFLite inputs and intermediates (by name), and the tensors including the
+    constants and intermediates the op writers added."""
     tensors = dict(g.tensors)
-    op_inputs = {}
+    op_inputs, op_intermediates = {}, {}
     for n in g.nodes:
         build = WRITERS[n.op].inputs
         op_inputs[n.name] = build(g, n, tensors) if build is not None else list(n.inputs)
-    return tensors, op_inputs
+        extra = WRITERS[n.op].intermediates
+        op_intermediates[n.name] = extra(g, n, tensors) if extra is not None else []
+    return tensors, op_inputs, op_intermediates
 
 
 def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
     """Serialize `graph` (ops in `WRITERS`) to .tflite bytes. ValueError on what TFLite
-    cannot express (unknown op, non-SAME/VALID padding)."""
+    cannot express (an unknown op, an average pool with padding neither SAME nor VALID)."""
     unsupported = sorted({n.op for n in graph.nodes if n.op not in WRITERS})
     if unsupported:
         raise ValueError(f"tflite_writer: unsupported ops {unsupported}")
@@ -179,7 +235,8 @@ def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
     if onnx_rounded:   # TFLite's kernels would round these layers differently
         raise ValueError(f"tflite_writer: layers {onnx_rounded[:3]} requantize as ONNX does (rounding=onnx), "
                          "which TFLite cannot express")
-    tensors, op_inputs = _tflite_inputs(graph)
+    graph = explicit_pads(graph)
+    tensors, op_inputs, op_intermediates = _tflite_inputs(graph)
     index = {name: i for i, name in enumerate(tensors)}
     b = flatbuffers.Builder(1024)
 
@@ -215,10 +272,14 @@ def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
         options = w.options(b, graph, n)
         inputs = int_vector(b, [index[i] if i else -1 for i in op_inputs[n.name]], b.PrependInt32)
         outputs = int_vector(b, [index[o] for o in n.outputs], b.PrependInt32)
+        inter = op_intermediates[n.name]
+        inter_vec = int_vector(b, [index[i] for i in inter], b.PrependInt32) if inter else None
         tflite.OperatorStart(b)
         tflite.OperatorAddOpcodeIndex(b, opcodes.index(getattr(tflite.BuiltinOperator, w.builtin)))
         tflite.OperatorAddInputs(b, inputs)
         tflite.OperatorAddOutputs(b, outputs)
+        if inter_vec is not None:
+            tflite.OperatorAddIntermediates(b, inter_vec)
         if options is not None:
             tflite.OperatorAddBuiltinOptionsType(b, options[0])
             tflite.OperatorAddBuiltinOptions(b, options[1])
