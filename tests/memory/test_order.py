@@ -67,3 +67,20 @@ def test_best_order_is_topological_and_never_worse(seed):
     assert costs.cost([index[n.name] for n in order]) <= costs.cost(list(range(len(g.nodes))))
     # the DP's peak is the planner's lower bound for that order
     assert costs.cost([index[n.name] for n in order])[0] == plan_memory(g.replace(nodes=order)).lower_bound
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_incremental_step_equals_the_definition(seed):
+    """The beam's step keeps the live bytes as it goes (cost: the node's degree); on random
+    DAGs in their own order and in best_order's, it equals the count over every buffer."""
+    rng = random.Random(seed)
+    g = _random_dag(rng, rng.randrange(2, 14))
+    costs = _Costs(g, {n.name: rng.randrange(0, 64) for n in g.nodes}, (), aliases(g))
+    index = {n.name: i for i, n in enumerate(g.nodes)}
+    for order in (list(range(len(g.nodes))), [index[n.name] for n in best_order(g)]):
+        done, live = 0, costs.initial()
+        for i in order:
+            assert live == sum(costs.size[r] for r in costs.size if costs.live(r, done))
+            c, live = costs.step(i, done, live)
+            assert c == costs.step_by_definition(i, done)
+            done |= 1 << i
