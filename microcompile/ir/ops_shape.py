@@ -274,7 +274,7 @@ def _check_split(g, n):
     if problem:
         return problem
     sizes = split_sizes(g, n)
-    if len(sizes) != len(n.outputs) or sum(sizes) != x.shape[axis] or min(sizes, default=0) < 1:
+    if len(sizes) != len(n.outputs) or sum(sizes) != x.shape[axis] or min(sizes, default=0) < 0:
         return f"cannot split {x.shape[axis]} elements of axis {axis} into {len(n.outputs)} outputs of sizes {sizes}"
     return None
 
