@@ -27,9 +27,13 @@ def default_schedule(func: PrimFunc, target=None, unroll_max_extent: int = 4,
     options = {} if wide is None else {"wide": wide}
     schedules = GEMM_SCHEDULES + DEPTHWISE_SCHEDULES + TABLE_SCHEDULES
     sch = next((s for s in (fn(func, target, **options) for fn in schedules) if s is not None), None) or Schedule(func)
-    func = sch.func
-    for loop in [n for n in walk(func.body) if isinstance(n, For)]:
-        innermost = not any(isinstance(c, For) for c in walk(loop.body))
-        if innermost and 1 < loop.extent <= unroll_max_extent:
-            sch.unroll(loop.var.name)
+    unroll_short_loops(sch, unroll_max_extent)
     return sch.func, sch.trace
+
+
+def unroll_short_loops(sch: Schedule, max_extent: int) -> None:
+    """Unroll every innermost loop (one that holds no further loop) of extent 2..max_extent."""
+    for loop in [n for n in walk(sch.func.body) if isinstance(n, For)]:
+        innermost = not any(isinstance(c, For) for c in walk(loop.body))
+        if innermost and 1 < loop.extent <= max_extent:
+            sch.unroll(loop.var.name)
