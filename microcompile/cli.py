@@ -31,7 +31,7 @@ def _cmd_deploy(args) -> int:
                            input_shapes=parse_input_shapes(args.input_shape),
                            agent=args.agent or bool(args.port), port=args.port, timeout=args.timeout,
                            arena_region=args.arena_region, weights_region=args.weights_region, probe=args.probe,
-                           flash_budget=parse_bytes(args.flash_budget, "--flash-budget"))
+                           flash_budget=parse_bytes(args.flash_budget, "--flash-budget"), records=args.records)
     r = result.report
     if args.output:
         _save_outputs(result.outputs, args.output)
@@ -119,7 +119,7 @@ def _cmd_run(args) -> int:
     project_dir = args.project_dir or Path("build") / f"{Path(args.model).stem}-agent"
     result = driver.run_model(args.model, args.board, project_dir, emulate=args.emulate, port=args.port,
                               input_path=args.input, repeat=args.repeat, labels_path=args.labels,
-                              timeout=args.timeout)
+                              timeout=args.timeout, records=args.records)
     r = result.report
     if args.output:
         _save_outputs(result.outputs, args.output)
@@ -147,7 +147,7 @@ def _cmd_profile(args) -> int:
 
     project_dir = args.project_dir or Path("build") / f"{Path(args.model).stem}-agent"
     result = driver.profile_model(args.model, args.board, project_dir, emulate=args.emulate, port=args.port,
-                                  input_path=args.input, timeout=args.timeout)
+                                  input_path=args.input, timeout=args.timeout, records=args.records)
     footer = [f"arena {result.arena_bytes:,} bytes, flash {result.sizes.flash:,} bytes, "
               f"RAM {result.sizes.ram:,} bytes (static; agent frame buffers and stack included)"]
     print(profile_report.format_table(result.rows, result.unit, result.total, result.plain_total, footer))
@@ -159,6 +159,26 @@ def _cmd_profile(args) -> int:
         profile_report.write_plot(result.rows, result.unit, args.plot,
                                   f"{Path(args.model).stem} on {args.board}: {result.unit} per layer")
     return 0
+
+
+def _cmd_tune(args) -> int:
+    from . import tuning
+
+    budget = tuning.parse_budget(args.trials, args.budget)
+    result, workloads = tuning.tune_model(args.model, args.board, args.records, budget=budget, emulate=args.emulate,
+                                          port=args.port, jobs=args.jobs, resume=args.resume,
+                                          strategy=args.strategy, seed=args.seed, timeout=args.timeout,
+                                          work_dir=args.project_dir,
+                                          scratch_budget=parse_bytes(args.scratch_budget, "--scratch-budget"))
+    print(tuning.format_result(result, workloads))
+    print(f"records      {args.records} (deploy/run/profile --records {args.records})")
+    return 130 if result.interrupted else 0
+
+
+def _add_records_arg(p) -> None:
+    p.add_argument("--records", metavar="FILE.jsonl",
+                   help="tuning records (microcompile tune): the fastest valid schedule per workload for this "
+                        "core and toolchain replaces the default; others keep the default")
 
 
 def _add_device_args(p, port_help: str) -> None:
@@ -266,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--flash-budget", metavar="BYTES",
                    help="flash the firmware may use (e.g. 400000, 384K, 1M; default: the board's); kernels get "
                         "int16 weights, fastest first, only while the weights still fit")
+    _add_records_arg(d)
     d.set_defaults(fn=_cmd_deploy)
 
     port_help = "the board's serial port, e.g. /dev/ttyACM0 (default: found by the board's USB VID:PID)"
@@ -282,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--repeat", type=int, help="run the first N samples of the --input batch")
     r.add_argument("--labels", help="class labels of the batch (.npy, [N] or one-hot [N, C]): adds top-1 accuracy")
     r.add_argument("--report", help="write a JSON report here")
+    _add_records_arg(r)
     r.set_defaults(fn=_cmd_run)
 
     pr = sub.add_parser("profile", help="per-kernel instructions (QEMU) or cycles (board) over the host agent",
@@ -294,7 +316,30 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--json", help='write {"unit", "total", "layers": [{"name", "op", "macs", "count"}]} here')
     pr.add_argument("--csv", help="write the rows as CSV here")
     pr.add_argument("--plot", help="write a bar chart of counts per layer here (.svg/.png; needs microcompile[plot])")
+    _add_records_arg(pr)
     pr.set_defaults(fn=_cmd_profile)
+
+    from .tune import STRATEGIES
+
+    t = sub.add_parser("tune", help="tune the kernels' schedules on the device (or its twin); write records",
+                       description="Extract the model's kernels as workloads (identical kernels tuned once), "
+                                   "search each workload's knob space, build and measure every candidate on the "
+                                   "device (its outputs and its kernels' tensors must equal the reference "
+                                   "interpreter's, or it counts as failed), and append one JSON line per "
+                                   "measurement to --records. deploy/run/profile --records use the best.")
+    t.add_argument("model", help="a .tflite or .onnx file")
+    _add_device_args(t, port_help)
+    t.add_argument("--records", required=True, metavar="FILE.jsonl", help="where the records go (appended)")
+    t.add_argument("--trials", type=int, help="measured candidates in all (records resumed included)")
+    t.add_argument("--budget", help="a trial count (200) or a wall time (30m, 2h) for this run")
+    t.add_argument("--jobs", type=int, default=1, help="candidates built and measured at once (N QEMU twins)")
+    t.add_argument("--resume", action="store_true", help="continue an existing records file (its points are "
+                                                          "not tried again; its trials count)")
+    t.add_argument("--strategy", choices=STRATEGIES, default="model",
+                   help="model: evolutionary search guided by a cost model (default); random")
+    t.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
+    t.add_argument("--scratch-budget", metavar="BYTES", help="reject schedules whose scratch exceeds this")
+    t.set_defaults(fn=_cmd_tune)
 
     from .quantize import DEFAULT_METHOD, DEFAULT_THRESHOLD_DB, IO_MODES, METHODS
 
