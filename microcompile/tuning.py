@@ -69,7 +69,7 @@ class Measurer:
         except project.FitError as e:
             return Outcome("failed", error=f"does not fit: {_first_line(e)}")
         except UserError as e:
-            return Outcome("failed", error=f"build: {_first_line(e, 3)}")
+            return Outcome("failed", error=f"build: {_build_reason(e)}")
         compiled = built.compiled
         nodes = [n for n in workload.nodes if n in compiled.tuned]
         if len(nodes) != len(workload.nodes):
@@ -101,6 +101,13 @@ class Measurer:
             return Outcome("failed", error=f"{kind}: {_first_line(e)}")
         counts = [prof.counts[index[n]] for n in nodes]
         return Outcome("ok", count=int(round(sum(counts) / len(counts))), unit=prof.unit)
+
+
+def _build_reason(e: Exception) -> str:
+    """The compiler's first error line, else the message's first line."""
+    text = getattr(e, "message", None) or str(e)
+    errors = [line.strip() for line in text.splitlines() if "error:" in line]
+    return errors[0] if errors else _first_line(e)
 
 
 def _first_line(e: Exception, lines: int = 1) -> str:

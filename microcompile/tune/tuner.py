@@ -71,10 +71,12 @@ class TuneResult:
 
 def tune(workloads, target, env: Environment, measure: Callable, writer, budget: Budget, *, jobs: int = 1,
          strategy: str = "model", seed: int = 0, model: str = "", previous: list[dict] | None = None,
-         scratch_budget: int | None = None, bar=None) -> TuneResult:
+         scratch_budget: int | None = None, bar=None, schedule: Callable = apply_config) -> TuneResult:
     """Tune `workloads` (tune.workload.Workload) on `jobs` slots. `previous`: records of an
     earlier run (--resume) for this environment: their points are not tried again and their
-    measurements count toward the budget. `bar`: a tqdm-like object (update, set_postfix_str)."""
+    measurements count toward the budget. `bar`: a tqdm-like object (update, set_postfix_str).
+    `schedule(func, target, config, scratch_budget=...)` -> (PrimFunc, Trace) or InvalidConfig:
+    schedule.apply_config, or a wrapper (the tests add a knob that breaks candidates)."""
     start = time.monotonic()
     deadline = start + budget.minutes * 60 if budget.minutes is not None else None
     stats = {w.key: WorkloadStats(w.key, list(w.nodes)) for w in workloads}
@@ -105,7 +107,7 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
                 if config is None:
                     break
                 try:
-                    _, trace = apply_config(w.func, target, config, scratch_budget=scratch_budget)
+                    _, trace = schedule(w.func, target, config, scratch_budget=scratch_budget)
                 except InvalidConfig as e:
                     writer.write(record(env, w, config, None, status="invalid", error=str(e), model=model,
                                         trial=trial))
