@@ -169,7 +169,8 @@ def _cmd_tune(args) -> int:
                                           port=args.port, jobs=args.jobs, resume=args.resume,
                                           strategy=args.strategy, seed=args.seed, timeout=args.timeout,
                                           work_dir=args.project_dir,
-                                          scratch_budget=parse_bytes(args.scratch_budget, "--scratch-budget"))
+                                          scratch_budget=parse_bytes(args.scratch_budget, "--scratch-budget"),
+                                          executor=args.executor, address=args.address)
     print(tuning.format_result(result, workloads))
     print(f"records      {args.records} (deploy/run/profile --records {args.records})")
     return 130 if result.interrupted else 0
@@ -339,6 +340,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="model: evolutionary search guided by a cost model (default); random")
     t.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
     t.add_argument("--scratch-budget", metavar="BYTES", help="reject schedules whose scratch exceeds this")
+    t.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local: --jobs threads with a QEMU each (default); ray: Ray tasks on a cluster "
+                        "(needs microcompile[ray])")
+    t.add_argument("--address", metavar="HOST:PORT", help="--executor ray: the Ray cluster to join")
     t.set_defaults(fn=_cmd_tune)
 
     from .quantize import DEFAULT_METHOD, DEFAULT_THRESHOLD_DB, IO_MODES, METHODS

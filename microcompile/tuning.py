@@ -31,6 +31,7 @@ from .tune import Budget, Outcome, RecordWriter, extract_workloads, read_records
 from .tune.records import compatible, environment
 
 Progress = driver.Progress
+EXECUTORS = ("local", "ray")
 
 
 def lowered_workloads(model_path, board: Board, flash_budget: int | None = None):
@@ -142,14 +143,20 @@ def parse_budget(trials: int | None, budget: str | None) -> Budget:
 def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emulate: bool = False,
                port: str | None = None, jobs: int = 1, resume: bool = False, strategy: str = "model",
                seed: int = 0, timeout: float = 10.0, work_dir=None, scratch_budget: int | None = None,
-               input_path=None, progress: Progress = print, bar: bool = True):
+               input_path=None, progress: Progress = print, bar: bool = True, executor: str = "local",
+               address: str | None = None):
     """Tune every workload of `model_path` on `board_name` and append the records to
-    `records_path`; returns (tune.TuneResult, workloads)."""
+    `records_path`; returns (tune.TuneResult, workloads). `executor`: "local" (`jobs` threads,
+    each with its own QEMU) or "ray" (`jobs` Ray tasks at a time on the cluster at `address`)."""
     board = load_board(board_name)
     driver._check_target(board, emulate, port)
     if jobs < 1:
         raise UserError(f"--jobs {jobs}: needs at least one job")
-    if jobs > 1 and not emulate and not board.is_host:
+    if executor not in EXECUTORS:
+        raise UserError(f"unknown executor {executor!r}", hint=f"one of {', '.join(EXECUTORS)}")
+    if address is not None and executor != "ray":
+        raise UserError("--address is the Ray cluster's address", hint="add --executor ray")
+    if jobs > 1 and not emulate and not board.is_host and executor == "local":
         raise UserError("--jobs N > 1 measures on N QEMU twins; several real boards are not supported yet",
                         hint="add --emulate, or tune on one board with --jobs 1")
     records_path = Path(records_path)
@@ -178,6 +185,12 @@ def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emu
                         input_path=input_path)
     from tqdm import tqdm
 
+    pool = None
+    if executor == "ray":
+        from .tune.ray_executor import RayExecutor
+
+        pool = RayExecutor(address, board=None if emulate else board.name)
+
     total = budget.trials
     try:
         with RecordWriter(records_path) as writer, \
@@ -185,7 +198,7 @@ def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emu
                      initial=min(len([r for r in previous if r["status"] != "invalid"]), total or 0)) as pbar:
             result = tune(workloads, board.target, env, measurer, writer, budget, jobs=jobs, strategy=strategy,
                           seed=seed, model=Path(model_path).stem, previous=previous, scratch_budget=scratch_budget,
-                          bar=pbar)
+                          bar=pbar, executor=pool)
     finally:
         if own:
             shutil.rmtree(work, ignore_errors=True)

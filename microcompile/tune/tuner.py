@@ -15,7 +15,6 @@ so far, so every workload gets its default measured first and then its share.
 from __future__ import annotations
 
 import queue
-import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -71,12 +70,15 @@ class TuneResult:
 
 def tune(workloads, target, env: Environment, measure: Callable, writer, budget: Budget, *, jobs: int = 1,
          strategy: str = "model", seed: int = 0, model: str = "", previous: list[dict] | None = None,
-         scratch_budget: int | None = None, bar=None, schedule: Callable = apply_config) -> TuneResult:
+         scratch_budget: int | None = None, bar=None, schedule: Callable = apply_config,
+         executor=None) -> TuneResult:
     """Tune `workloads` (tune.workload.Workload) on `jobs` slots. `previous`: records of an
     earlier run (--resume) for this environment: their points are not tried again and their
     measurements count toward the budget. `bar`: a tqdm-like object (update, set_postfix_str).
     `schedule(func, target, config, scratch_budget=...)` -> (PrimFunc, Trace) or InvalidConfig:
-    schedule.apply_config, or a wrapper (the tests add a knob that breaks candidates)."""
+    schedule.apply_config, or a wrapper (the tests add a knob that breaks candidates).
+    `executor`: where measurements run, an object with submit(fn, *args) -> concurrent.futures.Future
+    and shutdown(wait, cancel_futures) (default: `jobs` local threads; tune/ray_executor.py: Ray tasks)."""
     start = time.monotonic()
     deadline = start + budget.minutes * 60 if budget.minutes is not None else None
     stats = {w.key: WorkloadStats(w.key, list(w.nodes)) for w in workloads}
@@ -90,7 +92,6 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
         _note(stats[key], searches[key], rec["config"], rec["status"], rec.get("count"), by_key[key])
         resumed += rec["status"] != "invalid"
     trial = resumed
-    lock = threading.Lock()
 
     def budget_left() -> bool:
         if budget.trials is not None and trial >= budget.trials:
@@ -122,25 +123,18 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
         slots.put(s)
     running: dict[Future, tuple] = {}
     interrupted = False
-    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="tune-job")
-
-    def run(slot, w, config, trace):
-        try:
-            return measure(slot, w, config, trace)
-        finally:
-            slots.put(slot)
+    pool = executor if executor is not None else ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="tune-job")
 
     def finish(fut: Future) -> None:
-        nonlocal trial
-        w, config, trace, n = running.pop(fut)
+        w, config, trace, n, slot = running.pop(fut)
+        slots.put(slot)
         try:
             out = fut.result()
         except Exception as e:                 # a bug in the measuring: recorded, the search goes on
             out = Outcome("failed", error=f"internal error: {type(e).__name__}: {e}")
         writer.write(record(env, w, config, trace, status=out.status, count=out.count, unit=out.unit,
                             error=out.error, model=model, trial=n))
-        with lock:
-            _note(stats[w.key], searches[w.key], config, out.status, out.count, w)
+        _note(stats[w.key], searches[w.key], config, out.status, out.count, w)
         if bar is not None:
             bar.update(1)
             bar.set_postfix_str(_postfix(stats.values()))
@@ -152,8 +146,9 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
                 if cand is None:
                     break
                 trial += 1
-                fut = pool.submit(run, slots.get(), *cand)
-                running[fut] = (*cand, trial)
+                slot = slots.get()
+                fut = pool.submit(measure, slot, *cand)
+                running[fut] = (*cand, trial, slot)
             if not running:
                 break
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
@@ -165,7 +160,7 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
         # Those that finish are recorded: no measurement is lost.
         for fut in list(running):
             if fut.cancel():
-                running.pop(fut)
+                slots.put(running.pop(fut)[-1])
         for fut in list(running):
             wait([fut])
             finish(fut)
