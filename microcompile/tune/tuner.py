@@ -132,6 +132,8 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
             out = fut.result()
         except Exception as e:                 # a bug in the measuring: recorded, the search goes on
             out = Outcome("failed", error=f"internal error: {type(e).__name__}: {e}")
+        if interrupted and out.status != "ok":
+            return        # Ctrl-C also reaches make and gcc: a failure now says nothing of the point
         writer.write(record(env, w, config, trace, status=out.status, count=out.count, unit=out.unit,
                             error=out.error, model=model, trial=n))
         _note(stats[w.key], searches[w.key], config, out.status, out.count, w)

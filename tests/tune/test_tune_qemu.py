@@ -165,3 +165,32 @@ def test_tune_with_two_jobs_resume_and_deploy_with_the_records(dscnn, tmp_path):
         if node.name != "conv_2d_2" and not any(node.name in w.nodes for w in workloads if w.key in selected):
             assert traces[node.name] == t.to_json(), node.name
     assert traces["conv_2d_2"] != next(t for n, _, t in plain.kernels if n.name == "conv_2d_2").to_json()
+
+
+@pytest.mark.qemu
+def test_ctrl_c_stops_tune_with_its_records_whole_and_no_qemu_left(dscnn, tmp_path):
+    """SIGINT to tune's whole process group (a terminal's Ctrl-C) while two jobs run."""
+    import os
+    import signal
+    import time
+
+    records, work = tmp_path / "tune.jsonl", tmp_path / "work"
+    proc = subprocess.Popen([sys.executable, "-m", "microcompile", "tune", str(dscnn), "--board=mps2-an386",
+                             "--emulate", "--records", str(records), "--jobs", "2", "--trials", "40", "-o", str(work)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while (not records.exists() or len(records.read_text().splitlines()) < 3) and proc.poll() is None:
+            assert time.monotonic() < deadline, "no records after 10 minutes"
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    recs, notes = read_records(records)
+    assert notes == [] and len(recs) >= 3 and len(recs) < 40
+    assert all(r["status"] == "ok" for r in recs if r["status"] != "invalid"), [r["error"] for r in recs]
+    assert not _qemu_running(str(work)), "a QEMU was left running"

@@ -234,3 +234,27 @@ def test_budget_parsing():
             parse_budget(None, bad)
     with pytest.raises(UserError, match="needs a budget"):
         parse_budget(None, None)
+
+
+def test_a_time_budget_that_has_run_out_measures_nothing(tmp_path):
+    calls = []
+    with RecordWriter(tmp_path / "r.jsonl") as out:
+        result = tune([_W()], None, ENV, _fake_measure(calls), out, Budget(minutes=1e-9), schedule=_schedule)
+    assert result.trials == 0 and calls == []
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--trials", "5", "--jobs", "0"], "--jobs 0"),
+    (["--trials", "5", "--address", "10.0.0.1:6379"], "--address is the Ray cluster's address"),
+    (["--budget", "soon"], "neither a trial count nor minutes"),
+    (["--trials", "5", "--jobs", "2"], "several real boards are not supported yet"),
+])
+def test_tune_refuses_bad_arguments_with_exit_2(dscnn, tmp_path, args, message, capsys):
+    from microcompile.cli import main
+
+    path, _ = dscnn
+    target = ["--board=stm32", "--port", "/dev/ttyNONE"] if "several" in message else ["--board=mps2-an386",
+                                                                                      "--emulate"]
+    code = main(["tune", str(path), *target, "--records", str(tmp_path / "r.jsonl"), *args])
+    assert code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "r.jsonl").exists()
