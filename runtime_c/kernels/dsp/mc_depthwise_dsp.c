@@ -28,7 +28,28 @@ static inline int32_t sxtb16_ror8(int32_t x)
     return r;
 }
 
-/* The whole kernel; each exported variant inlines it with kh, kw and w_row fixed (or not). */
+/* Channels c0..channels-1 (the last, partial group of four), one channel at a time. */
+static void depthwise_tail(int8_t *y, const int8_t *x, const int16_t *w, const int32_t *bias, const int32_t *mult,
+                           const int32_t *rshift, int32_t c0, int32_t channels, int32_t kh, int32_t kw,
+                           int32_t x_row, int32_t x_col, int32_t w_row, int32_t w_group, int32_t out_offset,
+                           int32_t act_min, int32_t act_max)
+{
+    for (int32_t c = c0; c < channels; ++c) {
+        const int16_t *wc = w + (c >> 2) * w_group + (c % 2) * 2 + (c % 4) / 2;
+        int32_t acc = bias[c];
+
+        for (int32_t i = 0; i < kh; ++i) {
+            for (int32_t j = 0; j < kw; ++j) {
+                acc += (int32_t)x[c + i * x_row + j * x_col] * wc[i * w_row + j * 4];
+            }
+        }
+        acc = mc_requant_ssat8(acc, mult[c], rshift[c], out_offset);
+        acc = acc < act_min ? act_min : acc;
+        y[c] = (int8_t)(acc > act_max ? act_max : acc);
+    }
+}
+
+/* The generic kernel (any window): mc_depthwise_dsp_s8. */
 static inline __attribute__((always_inline)) void depthwise_dsp(
     int8_t *y, const int8_t *x, const int16_t *w, const int32_t *bias, const int32_t *mult, const int32_t *rshift,
     int32_t channels, int32_t kh, int32_t kw, int32_t x_row, int32_t x_col, int32_t w_row, int32_t w_group,
@@ -67,19 +88,8 @@ static inline __attribute__((always_inline)) void depthwise_dsp(
                      mc_requant_ssat8(a2, mult[c + 2], rshift[c + 2], out_offset),
                      mc_requant_ssat8(a3, mult[c + 3], rshift[c + 3], out_offset), lo4, hi4);
     }
-    for (; c < channels; ++c) {   /* the last, partial group: one channel at a time */
-        const int16_t *wc = w + (c >> 2) * w_group + (c % 2) * 2 + (c % 4) / 2;
-        int32_t acc = bias[c];
-
-        for (int32_t i = 0; i < kh; ++i) {
-            for (int32_t j = 0; j < kw; ++j) {
-                acc += (int32_t)x[c + i * x_row + j * x_col] * wc[i * w_row + j * 4];
-            }
-        }
-        acc = mc_requant_ssat8(acc, mult[c], rshift[c], out_offset);
-        acc = acc < act_min ? act_min : acc;
-        y[c] = (int8_t)(acc > act_max ? act_max : acc);
-    }
+    depthwise_tail(y, x, w, bias, mult, rshift, c, channels, kh, kw, x_row, x_col, w_row, w_group, out_offset,
+                   act_min, act_max);
 }
 
 void mc_depthwise_dsp_s8(MC_DEPTHWISE_ARGS)
@@ -90,16 +100,58 @@ void mc_depthwise_dsp_s8(MC_DEPTHWISE_ARGS)
 }
 
 /* The windows of a 3x3 filter with padding 1: interior, edges, corners. The filter is 3
- * wide, so w_row is 3 taps * 4 lanes and every weight load has a constant offset. */
-#define MC_DEPTHWISE_FIXED(KH, KW)                                                                   \
+ * wide, so a filter row is 3 taps * 4 lanes (24 bytes) and every weight load has a constant
+ * offset. The taps are inline assembly: per tap and four channels one LDR of x (the second
+ * and third column through [x, x_col] and [x, x_col, lsl #1], no address arithmetic), one
+ * LDRD of the tap's two weight words (post-incremented; the packed filter is word-aligned,
+ * weights are .balign 4 and every offset a multiple of 8 bytes), two SXTB16 and four
+ * SMLABB/SMLATT: 8 instructions for 4 MACs where GCC 12 made 10 (it kept the tap addresses
+ * on the stack), plus one ADD per row. */
+#define DW_MAC                                                                                     \
+    "sxtb16 %[xe], %[xv]\n\t"                                                                      \
+    "sxtb16 %[xv], %[xv], ror #8\n\t"                                                              \
+    "smlabb %[a0], %[xe], %[w0], %[a0]\n\t"                                                        \
+    "smlatt %[a2], %[xe], %[w0], %[a2]\n\t"                                                        \
+    "smlabb %[a1], %[xv], %[w1], %[a1]\n\t"                                                        \
+    "smlatt %[a3], %[xv], %[w1], %[a3]\n\t"
+#define DW_TAP0 "ldr %[xv], [%[xp]]\n\t" "ldrd %[w0], %[w1], [%[wp]], #8\n\t" DW_MAC
+#define DW_TAP1 "ldr %[xv], [%[xp], %[xc]]\n\t" "ldrd %[w0], %[w1], [%[wp]], #8\n\t" DW_MAC
+#define DW_TAP2 "ldr %[xv], [%[xp], %[xc], lsl #1]\n\t" "ldrd %[w0], %[w1], [%[wp]], #8\n\t" DW_MAC
+#define DW_ROW3 DW_TAP0 DW_TAP1 DW_TAP2 "add %[xp], %[xp], %[xr]\n\t"
+#define DW_ROW2 DW_TAP0 DW_TAP1 "add %[wp], %[wp], #8\n\t" "add %[xp], %[xp], %[xr]\n\t"
+
+#define MC_DEPTHWISE_FIXED(KH, KW, ROWS)                                                             \
     void mc_depthwise_##KH##x##KW##_dsp_s8(MC_DEPTHWISE_ARGS)                                        \
     {                                                                                                \
-        depthwise_dsp(y, x, w, bias, mult, rshift, params->channels, KH, KW, params->x_row,           \
-                      params->x_col, 12, params->w_group, params->out_offset, params->act_min,       \
-                      params->act_max);                                                              \
+        const int32_t channels = params->channels, c4 = channels & ~3, x_row = params->x_row;         \
+        const int32_t x_col = params->x_col, w_group = params->w_group, off = params->out_offset;    \
+        const int32_t lo4 = mc_bytes4(params->act_min), hi4 = mc_bytes4(params->act_max);             \
+        const int8_t *xg = x;                                                                        \
+        const int16_t *wg = w;                                                                       \
+        int8_t *yg = y, *yend = y + c4;                                                              \
+        const int32_t *b = bias, *m = mult, *r = rshift;                                             \
+                                                                                                     \
+        for (; yg != yend; yg += 4, xg += 4, wg += w_group, b += 4, m += 4, r += 4) {                \
+            const int8_t *xp = xg;                                                                   \
+            const int16_t *wp = wg;                                                                  \
+            int32_t a0 = b[0], a1 = b[1], a2 = b[2], a3 = b[3];                                      \
+            int32_t xv, xe, w0, w1;                                                                  \
+                                                                                                     \
+            __asm__(ROWS                                                                             \
+                    : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [xp] "+r"(xp),     \
+                      [wp] "+r"(wp), [xv] "=&r"(xv), [xe] "=&r"(xe), [w0] "=&r"(w0), [w1] "=&r"(w1)  \
+                    : [xc] "r"(x_col), [xr] "r"(x_row)                                               \
+                    : "memory");                                                                     \
+            mc_store4_s8(yg, mc_requant_ssat8(a0, m[0], r[0], off), mc_requant_ssat8(a1, m[1], r[1], off), \
+                         mc_requant_ssat8(a2, m[2], r[2], off), mc_requant_ssat8(a3, m[3], r[3], off),  \
+                         lo4, hi4);                                                                  \
+        }                                                                                            \
+        if (c4 != channels) /* the last, partial group: one channel at a time */                    \
+            depthwise_tail(y, x, w, bias, mult, rshift, c4, channels, KH, KW, x_row, x_col, 12, w_group, \
+                           off, params->act_min, params->act_max);                                   \
     }
 
-MC_DEPTHWISE_FIXED(3, 3)
-MC_DEPTHWISE_FIXED(2, 3)
-MC_DEPTHWISE_FIXED(3, 2)
-MC_DEPTHWISE_FIXED(2, 2)
+MC_DEPTHWISE_FIXED(3, 3, DW_ROW3 DW_ROW3 DW_ROW3)
+MC_DEPTHWISE_FIXED(2, 3, DW_ROW3 DW_ROW3)
+MC_DEPTHWISE_FIXED(3, 2, DW_ROW2 DW_ROW2 DW_ROW2)
+MC_DEPTHWISE_FIXED(2, 2, DW_ROW2 DW_ROW2)
