@@ -20,7 +20,7 @@ Families (matched in this order, the first whose `applies` holds):
     depthwise_conv2d  (depthwise_intrin.py): kernel, wide, unroll_max_extent
     add               int8 ADD rescale tables (tabulate.py): wide (the tables), unroll_max_extent
     loops             everything else (pooling, elementwise, softmax, copies, float kernels):
-                      split_inner, unroll_max_extent
+                      loop_order, split_inner, unroll_max_extent
 """
 
 from __future__ import annotations
@@ -302,21 +302,39 @@ def _add_schedule(func, target, config):
 
 # ---------------------------------------------------------------- everything else: loops
 
+LOOP_ORDER_DOMAIN = ("lowered", "swap_inner")
+
+
 def _loops_default(func, target, wide):
-    return {"split_inner": 1, "unroll_max_extent": 4}
+    return {"loop_order": "lowered", "split_inner": 1, "unroll_max_extent": 4}
+
+
+def _swap_inner(sch: Schedule) -> None:
+    """Swap every innermost perfectly nested pair of loops (for a { for b { S } }, S no loop)."""
+    pairs = [(n.var.name, n.body.var.name) for n in walk(sch.func.body)
+             if isinstance(n, For) and isinstance(n.body, For)
+             and not any(isinstance(c, For) for c in walk(n.body.body))]
+    if not pairs:
+        raise InvalidConfig("loops: loop_order=swap_inner needs two perfectly nested innermost loops")
+    for outer, inner in pairs:
+        sch.reorder(inner, outer)
 
 
 @knob_family("loops", lambda f, t: True,
-             lambda f, t: (Knob("split_inner", SPLIT_INNER_DOMAIN, "innermost loops (else the longest) split by "
+             lambda f, t: (Knob("loop_order", LOOP_ORDER_DOMAIN, "the loops as lowered, or every innermost "
+                                                                 "perfectly nested pair swapped"),
+                           Knob("split_inner", SPLIT_INNER_DOMAIN, "innermost loops (else the longest) split by "
                                                                    "this factor, the inner part unrolled (1: none)"),
                            _unroll_knob()),
              _loops_default)
 def _loops_schedule(func, target, config):
     factor = config["split_inner"]
     sch = Schedule(func)
+    if config["loop_order"] == "swap_inner":
+        _swap_inner(sch)
     if factor == 1:
         return sch
-    loops = [n for n in walk(func.body) if isinstance(n, For)]
+    loops = [n for n in walk(sch.func.body) if isinstance(n, For)]
     fits = [n for n in loops if n.extent > factor and n.extent % factor == 0]
     chosen = [n for n in fits if not any(isinstance(c, For) for c in walk(n.body))]
     if not chosen and fits:        # no innermost loop it divides (a pooling window): the longest loop
