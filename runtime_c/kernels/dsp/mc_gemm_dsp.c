@@ -7,6 +7,7 @@
  *      Applying the same extraction to both operands pairs equal k, so no shuffle and no
  *      reordered weights are needed: x0*w0 + x2*w2 and x1*w1 + x3*w3. */
 #include <arm_acle.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "mc_gemm.h"
@@ -458,7 +459,8 @@ void MC_GEMM_P4_RQ(mc_gemm_p4_rq_dsp_s8, int8_t, p4_s8_panel)
  * one record of 12 words, which three LDM read; requantization as in mc_requant_dsp.h, the
  * clamp and the store with the loop's state kept on the stack, not recomputed. Per panel of
  * four rows and k = 64: 208 instructions of products and 45 of epilogue and loop, where the
- * C loop around the same product assembly took about 90. */
+ * C loop around the same product assembly took about 90; the column comes in pairs of words
+ * by LDM (the C loop's LDR pairs: 26 instructions per 8 k, here 24). */
 #define RQ_CHUNK 8
 
 typedef struct {
@@ -488,8 +490,7 @@ __attribute__((naked, noinline)) static void p4_rq_s16_column(const rq_column_t 
         "ldmia lr!, {r0, r1, r2, r3}\n\t"            /* the panel's bias */
         "ldr r4, [sp, #4]\n\t"
         "1:\n\t"
-        "ldr r6, [r4], #4\n\t"
-        "ldr r7, [r4], #4\n\t"
+        "ldmia r4!, {r6, r7}\n\t"                    /* four k of the column (word-aligned) */
         "ldmia r12!, {r8, r9, r10, r11}\n\t"
         "smlad r0, r6, r8, r0\n\t"
         "smlad r1, r6, r9, r1\n\t"
@@ -500,8 +501,7 @@ __attribute__((naked, noinline)) static void p4_rq_s16_column(const rq_column_t 
         "smlad r1, r7, r9, r1\n\t"
         "smlad r2, r7, r10, r2\n\t"
         "smlad r3, r7, r11, r3\n\t"
-        "ldr r6, [r4], #4\n\t"
-        "ldr r7, [r4], #4\n\t"
+        "ldmia r4!, {r6, r7}\n\t"
         "ldmia r12!, {r8, r9, r10, r11}\n\t"
         "smlad r0, r6, r8, r0\n\t"
         "smlad r1, r6, r9, r1\n\t"
@@ -571,7 +571,8 @@ void mc_gemm_p4_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t))
     int32_t rq[RQ_CHUNK * 12 + 16];
     rq_column_t ctx;
 
-    if ((k & 7) != 0 || k == 0 || m4 == 0) {
+    /* LDM needs word-aligned columns: an aligned B and an even ldb (im2col scratch is). */
+    if ((k & 7) != 0 || k == 0 || m4 == 0 || ((uintptr_t)b & 3u) != 0 || (ldb & 1) != 0) {
         p4_rq_s16_any_k(y, a, b, bias, mult, rshift, params);
         return;
     }
