@@ -170,7 +170,7 @@ def _cmd_tune(args) -> int:
                                           strategy=args.strategy, seed=args.seed, timeout=args.timeout,
                                           work_dir=args.project_dir,
                                           scratch_budget=parse_bytes(args.scratch_budget, "--scratch-budget"),
-                                          executor=args.executor, address=args.address)
+                                          executor=args.executor, address=args.address, batch=args.batch)
     print(tuning.format_result(result, workloads))
     print(f"records      {args.records} (deploy/run/profile --records {args.records})")
     return 130 if result.interrupted else 0
@@ -344,6 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="local: --jobs threads with a QEMU each (default); ray: Ray tasks on a cluster "
                         "(needs microcompile[ray])")
     t.add_argument("--address", metavar="HOST:PORT", help="--executor ray: the Ray cluster to join")
+    t.add_argument("--batch", action="store_true",
+                   help="measure a candidate of every workload in one firmware (fewer builds; a failing "
+                        "firmware's candidates are measured again one by one)")
     t.set_defaults(fn=_cmd_tune)
 
     from .quantize import DEFAULT_METHOD, DEFAULT_THRESHOLD_DB, IO_MODES, METHODS

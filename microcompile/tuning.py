@@ -47,7 +47,8 @@ def lowered_workloads(model_path, board: Board, flash_budget: int | None = None)
 
 
 class Measurer:
-    """measure(slot, workload, config, trace) for tune.tune: slot k builds in work_dir/job<k>."""
+    """measure(slot, workload, config, trace) for tune.tune, and .batch(slot, items) for its batch
+    mode: slot k builds in work_dir/job<k>."""
 
     def __init__(self, model_path, board: Board, work_dir: Path, compiled, *, emulate: bool, port: str | None,
                  timeout: float, input_path=None):
@@ -60,48 +61,73 @@ class Measurer:
         self.node_outputs = {n.name: n.outputs[0] for n, _, _ in compiled.kernels}
 
     def __call__(self, slot: int, workload, config: dict, trace) -> Outcome:
+        return self.batch(slot, [(workload, config, trace)])[0]
+
+    def batch(self, slot: int, items: list) -> list[Outcome]:
+        """One firmware with each item's trace on its workload's kernels (distinct workloads).
+        A failure of the whole firmware (build, fit, crash, hang) fails a single item and
+        sends several back to be measured alone ("retry"). A wrong answer is pinned on the
+        first tuned kernel, in execution order, whose tensor differs (the kernels before it
+        computed right, so its inputs were right); items with a kernel after it are retried."""
         project_dir = self.work_dir / f"job{slot}"
         quiet = lambda s: None  # noqa: E731
+
+        def everyone(error: str) -> list[Outcome]:
+            return [Outcome("retry" if len(items) > 1 else "failed", error=error)] * len(items)
         try:
             built = driver.build_firmware(self.model_path, self.board, project_dir, emulate=self.emulate,
-                                          progress=quiet, agent=True, tuned={workload.key: trace})
+                                          progress=quiet, agent=True,
+                                          tuned={w.key: trace for w, _, trace in items})
         except ScheduleError as e:
-            return Outcome("failed", error=f"schedule: the trace does not replay: {e}")
+            return everyone(f"schedule: the trace does not replay: {e}")
         except project.FitError as e:
-            return Outcome("failed", error=f"does not fit: {_first_line(e)}")
+            return everyone(f"does not fit: {_first_line(e)}")
         except UserError as e:
-            return Outcome("failed", error=f"build: {_build_reason(e)}")
+            return everyone(f"build: {_build_reason(e)}")
         compiled = built.compiled
-        nodes = [n for n in workload.nodes if n in compiled.tuned]
-        if len(nodes) != len(workload.nodes):
-            return Outcome("failed", error=f"the record applied to {len(nodes)} of the workload's "
-                                           f"{len(workload.nodes)} kernels")
         index = {n.name: i for i, (n, _, _) in enumerate(compiled.kernels)}
+        nodes = [[n for n in w.nodes if n in compiled.tuned] for w, _, _ in items]
+        for (w, _, _), got in zip(items, nodes):
+            if len(got) != len(w.nodes):
+                return everyone(f"the record applied to {len(got)} of the workload's {len(w.nodes)} kernels")
+        first_bad = None              # (kernel index, item, reason)
         try:
             with driver.open_session(project_dir, self.board, emulate=self.emulate, port=self.port,
                                      timeout=self.timeout, progress=quiet) as s:
                 outs = s.run(self.ordered)
+                wrong_output = None
                 for name, out in zip(self.outputs, outs):
                     c = compare(out.numpy(), self.reference[name])
-                    if not c.equal:
-                        return Outcome("failed", error=f"wrong answer: output {name}: {c.n_diff} element(s) "
-                                                       f"differ, max |diff| {c.max_abs_diff:g}")
-                names = {t.name for t in s.info().tensors}
-                for node in nodes:
+                    if not c.equal and wrong_output is None:
+                        wrong_output = (f"wrong answer: output {name}: {c.n_diff} element(s) differ, "
+                                        f"max |diff| {c.max_abs_diff:g}")
+                readable = {t.name for t in s.info().tensors}
+                for k, node, i in sorted((index[n], n, i) for i, ns in enumerate(nodes) for n in ns):
                     tensor = self.node_outputs[node]
-                    if tensor not in names:
+                    if tensor not in readable:
                         continue
-                    got = s.tensor(tensor, self.ordered).numpy()
-                    c = compare(got, self.reference[tensor])
+                    c = compare(s.tensor(tensor, self.ordered).numpy(), self.reference[tensor])
                     if not c.equal:
-                        return Outcome("failed", error=f"wrong answer: kernel {node} ({tensor}): {c.n_diff} "
-                                                       f"element(s) differ, max |diff| {c.max_abs_diff:g}")
+                        first_bad = (k, i, f"wrong answer: kernel {node} ({tensor}): {c.n_diff} element(s) "
+                                           f"differ, max |diff| {c.max_abs_diff:g}")
+                        break
+                if wrong_output is not None and first_bad is None:
+                    return everyone(wrong_output)
                 prof = s.profile(self.ordered)
         except DeviceError as e:
             kind = "hang" if type(e).__name__ == "DeviceTimeout" else "device"
-            return Outcome("failed", error=f"{kind}: {_first_line(e)}")
-        counts = [prof.counts[index[n]] for n in nodes]
-        return Outcome("ok", count=int(round(sum(counts) / len(counts))), unit=prof.unit)
+            return everyone(f"{kind}: {_first_line(e)}")
+        out = []
+        for i, ns in enumerate(nodes):
+            if first_bad is not None and i == first_bad[1]:
+                out.append(Outcome("failed", error=first_bad[2]))
+            elif first_bad is not None and any(index[n] > first_bad[0] for n in ns):
+                out.append(Outcome("retry", error=f"not verified: an earlier kernel answered wrong "
+                                                  f"({first_bad[2]})"))
+            else:
+                counts = [prof.counts[index[n]] for n in ns]
+                out.append(Outcome("ok", count=int(round(sum(counts) / len(counts))), unit=prof.unit))
+        return out
 
 
 def _build_reason(e: Exception) -> str:
@@ -144,10 +170,11 @@ def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emu
                port: str | None = None, jobs: int = 1, resume: bool = False, strategy: str = "model",
                seed: int = 0, timeout: float = 10.0, work_dir=None, scratch_budget: int | None = None,
                input_path=None, progress: Progress = print, bar: bool = True, executor: str = "local",
-               address: str | None = None):
+               address: str | None = None, batch: bool = False):
     """Tune every workload of `model_path` on `board_name` and append the records to
     `records_path`; returns (tune.TuneResult, workloads). `executor`: "local" (`jobs` threads,
-    each with its own QEMU) or "ray" (`jobs` Ray tasks at a time on the cluster at `address`)."""
+    each with its own QEMU) or "ray" (`jobs` Ray tasks at a time on the cluster at `address`).
+    `batch`: each firmware measures one candidate of every workload (tune.tune's batch mode)."""
     board = load_board(board_name)
     driver._check_target(board, emulate, port)
     if jobs < 1:
@@ -196,7 +223,8 @@ def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emu
         with RecordWriter(records_path) as writer, \
                 tqdm(total=total, desc="tune", unit="trial", disable=None if bar else True, file=sys.stderr,
                      initial=min(len([r for r in previous if r["status"] != "invalid"]), total or 0)) as pbar:
-            result = tune(workloads, board.target, env, measurer, writer, budget, jobs=jobs, strategy=strategy,
+            result = tune(workloads, board.target, env, measurer.batch if batch else measurer, writer, budget,
+                          jobs=jobs, strategy=strategy, batch=batch,
                           seed=seed, model=Path(model_path).stem, previous=previous, scratch_budget=scratch_budget,
                           bar=pbar, executor=pool)
     finally:

@@ -27,7 +27,7 @@ from .search import make_search
 
 @dataclass(frozen=True)
 class Outcome:
-    status: str                   # "ok" or "failed"
+    status: str                   # "ok", "failed", or "retry" (batch: measure this one on its own)
     count: int | None = None      # per kernel of the workload, in `unit`
     unit: str | None = None
     error: str | None = None
@@ -71,14 +71,18 @@ class TuneResult:
 def tune(workloads, target, env: Environment, measure: Callable, writer, budget: Budget, *, jobs: int = 1,
          strategy: str = "model", seed: int = 0, model: str = "", previous: list[dict] | None = None,
          scratch_budget: int | None = None, bar=None, schedule: Callable = apply_config,
-         executor=None) -> TuneResult:
+         executor=None, batch: bool = False) -> TuneResult:
     """Tune `workloads` (tune.workload.Workload) on `jobs` slots. `previous`: records of an
     earlier run (--resume) for this environment: their points are not tried again and their
     measurements count toward the budget. `bar`: a tqdm-like object (update, set_postfix_str).
     `schedule(func, target, config, scratch_budget=...)` -> (PrimFunc, Trace) or InvalidConfig:
     schedule.apply_config, or a wrapper (the tests add a knob that breaks candidates).
     `executor`: where measurements run, an object with submit(fn, *args) -> concurrent.futures.Future
-    and shutdown(wait, cancel_futures) (default: `jobs` local threads; tune/ray_executor.py: Ray tasks)."""
+    and shutdown(wait, cancel_futures) (default: `jobs` local threads; tune/ray_executor.py: Ray tasks).
+    `batch`: one firmware measures a candidate of every workload at once, `measure(slot, items)`
+    with items [(workload, config, trace)] -> [Outcome]; an Outcome "retry" (the firmware failed
+    and the item cannot be told apart from the others) measures that item again on its own.
+    Otherwise `measure(slot, workload, config, trace)` -> Outcome."""
     start = time.monotonic()
     deadline = start + budget.minutes * 60 if budget.minutes is not None else None
     stats = {w.key: WorkloadStats(w.key, list(w.nodes)) for w in workloads}
@@ -91,17 +95,25 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
             continue
         _note(stats[key], searches[key], rec["config"], rec["status"], rec.get("count"), by_key[key])
         resumed += rec["status"] != "invalid"
-    trial = resumed
+    recorded = resumed                          # measured trials, resumed ones included
+    pending: dict[str, int] = {w.key: 0 for w in workloads}     # items in flight per workload
+    solo: list = []                             # items to measure again on their own
 
-    def budget_left() -> bool:
-        if budget.trials is not None and trial >= budget.trials:
-            return False
-        return deadline is None or time.monotonic() < deadline
+    def room() -> int:
+        """Trials the budget still allows beyond those recorded and in flight."""
+        if deadline is not None and time.monotonic() >= deadline:
+            return 0
+        if budget.trials is None:
+            return 1 << 30
+        return budget.trials - recorded - sum(pending.values())
 
-    def next_candidate():
-        """(workload, config, trace) of the next valid point, writing invalid ones as records."""
-        order = sorted(workloads, key=lambda w: (stats[w.key].trials, workloads.index(w)))
+    def next_candidate(exclude: set):
+        """(workload, config, trace) of the next valid point of a workload not in `exclude`,
+        writing invalid ones as records."""
+        order = sorted(workloads, key=lambda w: (stats[w.key].trials + pending[w.key], workloads.index(w)))
         for w in order:
+            if w.key in exclude:
+                continue
             search = searches[w.key]
             while True:
                 config = search.propose()
@@ -111,12 +123,26 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
                     _, trace = schedule(w.func, target, config, scratch_budget=scratch_budget)
                 except InvalidConfig as e:
                     writer.write(record(env, w, config, None, status="invalid", error=str(e), model=model,
-                                        trial=trial))
+                                        trial=recorded))
                     _note(stats[w.key], search, config, "invalid", None, w)
                     continue
                 search.mark_seen(config)
                 return w, config, trace
         return None
+
+    def next_items() -> list:
+        if solo:
+            return [solo.pop(0)]
+        items = []
+        while room() > len(items) and (batch or not items):
+            cand = next_candidate({w.key for w, _, _ in items})
+            if cand is None:
+                break
+            items.append(cand)
+        return items
+
+    def run(slot, items):
+        return measure(slot, items) if batch else [measure(slot, *items[0])]
 
     slots: queue.SimpleQueue = queue.SimpleQueue()
     for s in range(jobs):
@@ -126,31 +152,43 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
     pool = executor if executor is not None else ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="tune-job")
 
     def finish(fut: Future) -> None:
-        w, config, trace, n, slot = running.pop(fut)
+        nonlocal recorded
+        items, slot = running.pop(fut)
         slots.put(slot)
+        for w, _, _ in items:
+            pending[w.key] -= 1
         try:
-            out = fut.result()
+            outs = list(fut.result())
+            assert len(outs) == len(items), f"{len(outs)} outcomes for {len(items)} candidates"
         except Exception as e:                 # a bug in the measuring: recorded, the search goes on
-            out = Outcome("failed", error=f"internal error: {type(e).__name__}: {e}")
-        if interrupted and out.status != "ok":
-            return        # Ctrl-C also reaches make and gcc: a failure now says nothing of the point
-        writer.write(record(env, w, config, trace, status=out.status, count=out.count, unit=out.unit,
-                            error=out.error, model=model, trial=n))
-        _note(stats[w.key], searches[w.key], config, out.status, out.count, w)
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix_str(_postfix(stats.values()))
+            outs = [Outcome("failed", error=f"internal error: {type(e).__name__}: {e}")] * len(items)
+        for (w, config, trace), out in zip(items, outs):
+            if out.status == "retry" and len(items) > 1 and not interrupted:
+                solo.append((w, config, trace))
+                continue
+            if out.status == "retry":
+                out = Outcome("failed", error=out.error)
+            if interrupted and out.status != "ok":
+                continue      # Ctrl-C also reaches make and gcc: a failure now says nothing of the point
+            recorded += 1
+            writer.write(record(env, w, config, trace, status=out.status, count=out.count, unit=out.unit,
+                                error=out.error, model=model, trial=recorded))
+            _note(stats[w.key], searches[w.key], config, out.status, out.count, w)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix_str(_postfix(stats.values()))
 
     try:
         while True:
-            while len(running) < jobs and budget_left():
-                cand = next_candidate()
-                if cand is None:
+            while len(running) < jobs and (solo or room() > 0):
+                items = next_items()
+                if not items:
                     break
-                trial += 1
+                for w, _, _ in items:
+                    pending[w.key] += 1
                 slot = slots.get()
-                fut = pool.submit(measure, slot, *cand)
-                running[fut] = (*cand, trial, slot)
+                fut = pool.submit(run, slot, items)
+                running[fut] = (items, slot)
             if not running:
                 break
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
@@ -162,13 +200,16 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
         # Those that finish are recorded: no measurement is lost.
         for fut in list(running):
             if fut.cancel():
-                slots.put(running.pop(fut)[-1])
+                items, slot = running.pop(fut)
+                slots.put(slot)
+                for w, _, _ in items:
+                    pending[w.key] -= 1
         for fut in list(running):
             wait([fut])
             finish(fut)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    return TuneResult(list(stats.values()), trial - resumed, resumed, time.monotonic() - start, interrupted)
+    return TuneResult(list(stats.values()), recorded - resumed, resumed, time.monotonic() - start, interrupted)
 
 
 def _note(st: WorkloadStats, search, config: dict, status: str, count, w) -> None:

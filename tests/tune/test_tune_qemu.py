@@ -194,3 +194,28 @@ def test_ctrl_c_stops_tune_with_its_records_whole_and_no_qemu_left(dscnn, tmp_pa
     assert notes == [] and len(recs) >= 3 and len(recs) < 40
     assert all(r["status"] == "ok" for r in recs if r["status"] != "invalid"), [r["error"] for r in recs]
     assert not _qemu_running(str(work)), "a QEMU was left running"
+
+
+@pytest.mark.qemu
+def test_batch_mode_pins_a_wrong_answer_on_its_kernel(dscnn, tmp_path):
+    """One firmware measures the default of every workload, but one pointwise convolution's
+    default is broken on purpose: that candidate fails (its tensor is the first to differ), the
+    kernels before it count, those after it are measured again alone and count."""
+    compiled, workloads = tuning.lowered_workloads(dscnn, BOARD)
+    target = next(w for w in workloads if "conv_2d_2" in w.nodes)
+    for w in workloads:
+        fixed = tuple(Knob(k.name, (w.default[k.name],)) for k in w.space.knobs)
+        faults = ("wrong", "none") if w is target else ("none",)
+        w.space = KnobSpace(w.space.family, (Knob("fault", faults),) + fixed)
+        w.default = {"fault": faults[0], **w.default}
+    measure = tuning.Measurer(dscnn, BOARD, tmp_path / "work", compiled, emulate=True, port=None, timeout=5.0)
+    with RecordWriter(tmp_path / "r.jsonl") as out:
+        result = tune(workloads, BOARD.target, environment(BOARD), measure.batch, out, Budget(trials=len(workloads) + 1),
+                      strategy="random", schedule=_faulty, batch=True)
+    recs = read_records(tmp_path / "r.jsonl")[0]
+    assert result.trials == len(workloads) + 1 == len(recs)
+    by = {(r["workload"], r["config"]["fault"]): r for r in recs}
+    assert by[(target.key, "wrong")]["status"] == "failed"
+    assert "kernel conv_2d_2" in by[(target.key, "wrong")]["error"]
+    assert all(r["status"] == "ok" for k, r in by.items() if k != (target.key, "wrong")), recs
+    assert not _qemu_running(str(tmp_path)), "a QEMU was left running"

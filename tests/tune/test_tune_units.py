@@ -258,3 +258,32 @@ def test_tune_refuses_bad_arguments_with_exit_2(dscnn, tmp_path, args, message, 
     code = main(["tune", str(path), *target, "--records", str(tmp_path / "r.jsonl"), *args])
     assert code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_batch_mode_measures_every_workload_at_once_and_retries_alone(tmp_path):
+    """A firmware with a bad point (b == "y") of one workload fails as a whole when several
+    workloads share it: its items come back as "retry" and are measured alone, where only the
+    bad point fails. Every point is recorded once, within the budget."""
+    ws = [_W("conv2d:one"), _W("conv2d:two"), _W("conv2d:three")]
+    sizes, solo = [], []
+
+    def measure(slot, items):
+        sizes.append(len(items))
+        bad = any(c["b"] == "y" for _, c, _ in items)
+        if len(items) == 1:
+            solo.append(json.dumps(items[0][1], sort_keys=True))
+        if bad and len(items) > 1:
+            return [Outcome("retry", error="hang: no answer")] * len(items)
+        return [Outcome("failed", error="hang: no answer") if c["b"] == "y"
+                else Outcome("ok", count=int(_cost(c)), unit="instructions") for _, c, _ in items]
+    with RecordWriter(tmp_path / "r.jsonl") as out:
+        result = tune(ws, None, ENV, measure, out, Budget(trials=15), strategy="random", seed=5, batch=True,
+                      schedule=_schedule)
+    recs, _ = read_records(tmp_path / "r.jsonl")
+    measured = [r for r in recs if r["status"] != "invalid"]
+    assert result.trials == len(measured) == 15
+    assert max(sizes) == 3 and solo                   # batches of all three, and some alone
+    points = [(r["workload"], json.dumps(r["config"], sort_keys=True)) for r in recs]
+    assert len(points) == len(set(points))
+    assert all((r["status"] == "failed") == (r["config"]["b"] == "y") for r in measured)
+    assert all(r["config"]["b"] == "y" or r["count"] == _cost(r["config"]) for r in measured)
