@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..tir.nodes import For, PrimFunc, walk
-from .default import UNROLL_MAX_EXTENT_DOMAIN, unroll_short_loops
+from .default import UNROLL_MAX_EXTENT_DOMAIN, default_unroll, unroll_short_loops
 from .depthwise_intrin import DEPTHWISE_KERNEL_DOMAIN, schedule_depthwise
 from .gemm_schedule import (COL_BYTES_DOMAIN, COL_BYTES_MAX, EPILOGUE_DOMAIN, FC_ACC_ROWS, FC_ACC_ROWS_DOMAIN,
                             WIDEN_MIN_RUN, WIDEN_MIN_RUN_DOMAIN, schedule_conv2d_gemm, schedule_dense_gemm)
@@ -202,7 +202,7 @@ def _conv_knobs(func, target):
 
 def _conv_default(func, target, wide):
     return {"cols": 0, "col_bytes_max": COL_BYTES_MAX, "widen_min_run": WIDEN_MIN_RUN, "wide": int(bool(wide)),
-            "epilogue": "auto", "unroll_max_extent": 4}
+            "epilogue": "auto", "unroll_max_extent": default_unroll(func)}
 
 
 @knob_family("conv2d", _conv_applies, _conv_knobs, _conv_default)
@@ -245,7 +245,7 @@ def _fc_knobs(func, target):
 
 
 def _fc_default(func, target, wide):
-    return {"acc_rows": FC_ACC_ROWS, "wide": int(bool(wide)), "unroll_max_extent": 4}
+    return {"acc_rows": FC_ACC_ROWS, "wide": int(bool(wide)), "unroll_max_extent": default_unroll(func)}
 
 
 @knob_family("fully_connected", _fc_applies, _fc_knobs, _fc_default)
@@ -274,7 +274,7 @@ def _dw_knobs(func, target):
 
 
 def _dw_default(func, target, wide):
-    return {"kernel": "kernel" if wide else "loops", "wide": int(bool(wide)), "unroll_max_extent": 4}
+    return {"kernel": "kernel" if wide else "loops", "wide": int(bool(wide)), "unroll_max_extent": default_unroll(func)}
 
 
 @knob_family("depthwise_conv2d", _dw_applies, _dw_knobs, _dw_default)
@@ -291,7 +291,7 @@ def _add_applies(func, target) -> bool:
 
 
 def _add_default(func, target, wide):
-    return {"wide": int(bool(wide)), "unroll_max_extent": 4}
+    return {"wide": int(bool(wide)), "unroll_max_extent": default_unroll(func)}
 
 
 @knob_family("add", _add_applies, lambda f, t: (_wide_knob("rescale tables in flash (2 KiB)"), _unroll_knob()),
@@ -306,7 +306,7 @@ LOOP_ORDER_DOMAIN = ("lowered", "swap_inner")
 
 
 def _loops_default(func, target, wide):
-    return {"loop_order": "lowered", "split_inner": 1, "unroll_max_extent": 4}
+    return {"loop_order": "lowered", "split_inner": 1, "unroll_max_extent": default_unroll(func)}
 
 
 def _swap_inner(sch: Schedule) -> None:
