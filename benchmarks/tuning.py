@@ -1,7 +1,7 @@
 """Tuning the shared int8 models on QEMU mps2-an386: default vs tuned instructions against TFLM+CMSIS-NN.
 
     PYTHONPATH=. python benchmarks/tuning.py [--models DIR] [--board mps2-an386] [--trials N] [--jobs N]
-                                             [--only NAME ...] [--curve] [--keep DIR]
+                                             [--only NAME ...] [--curve] [--keep DIR] [--batch]
 
 For each int8 model of ../shared/models: `deploy` with the default schedules (instructions of
 one inference, bit-exact check), `tune` with --jobs 1 and with --jobs N (the same trials and
@@ -36,10 +36,10 @@ def _deploy(path, board, out, records=None):
     return r["instructions"], r["verified"]
 
 
-def _tune(path, board, records, trials, jobs, strategy="model"):
+def _tune(path, board, records, trials, jobs, strategy="model", batch=False):
     start = time.monotonic()
     result, workloads = tuning.tune_model(path, board, records, budget=tuning.Budget(trials, None), emulate=True,
-                                          jobs=jobs, strategy=strategy, progress=QUIET, bar=False)
+                                          jobs=jobs, strategy=strategy, progress=QUIET, bar=False, batch=batch)
     return result, workloads, time.monotonic() - start
 
 
@@ -66,6 +66,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="+", metavar="NAME")
     ap.add_argument("--curve", action="store_true", help="also tune with random search and print both curves")
     ap.add_argument("--keep", type=Path, help="keep the records files here")
+    ap.add_argument("--batch", action="store_true", help="tune with --batch (a candidate of every workload per "
+                                                         "firmware)")
     args = ap.parse_args(argv)
     if not args.models.is_dir():
         print(f"no models at {args.models}; pass --models DIR", file=sys.stderr)
@@ -86,8 +88,8 @@ def main(argv=None) -> int:
             for f in (r1, rn):
                 f.unlink(missing_ok=True)
             default, ok0 = _deploy(path, args.board, Path(tmp) / "default")
-            res1, _, t1 = _tune(path, args.board, r1, args.trials, 1)
-            resn, workloads, tn = _tune(path, args.board, rn, args.trials, args.jobs)
+            res1, _, t1 = _tune(path, args.board, r1, args.trials, 1, batch=args.batch)
+            resn, workloads, tn = _tune(path, args.board, rn, args.trials, args.jobs, batch=args.batch)
             tuned, ok = _deploy(path, args.board, Path(tmp) / "tuned", records=rn)
             all_ok &= ok and ok0
             print(f"{name:<24} {default:>11,} {default / peer:>6.3f} {tuned:>11,} {tuned / peer:>6.3f} "
@@ -96,7 +98,7 @@ def main(argv=None) -> int:
             if args.curve:
                 rr = keep / f"{name}.random.jsonl"
                 rr.unlink(missing_ok=True)
-                _tune(path, args.board, rr, args.trials, args.jobs, strategy="random")
+                _tune(path, args.board, rr, args.trials, args.jobs, strategy="random", batch=args.batch)
                 curves.append((name, _curve(rn, workloads), _curve(rr, workloads)))
     for name, model, rand in curves:
         print(f"\nbest-so-far kernel instructions of {name} (sum over workloads of kernels x best count)")
