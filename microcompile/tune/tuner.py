@@ -6,6 +6,7 @@ The measuring itself is a function given by the caller (microcompile/tuning.py w
 build and the host agent), so this module knows no device:
 
     measure(slot, workload, config, trace) -> Outcome
+    measure(slot, [(workload, config, trace), ...]) -> [Outcome]      (batch mode)
 
 `slot` (0..jobs-1) names the device (QEMU instance, board) and build directory a job owns.
 Trials are spread over the workloads: the next trial goes to the workload with the fewest
