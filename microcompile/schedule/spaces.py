@@ -1,5 +1,6 @@
 """Knob spaces: every scheduled kernel family's tunable choices as named knobs with declared
-domains, and `apply_config`, which schedules a PrimFunc at one point of its space.
+domains (each knob declared once, in schedule/knobs.py's table), and `apply_config`, which
+schedules a PrimFunc at one point of its space.
 
     space = knob_space(func, target)            # KnobSpace: the family and its knobs
     config = default_config(func, target, wide) # the point default_schedule() takes
@@ -14,11 +15,11 @@ code is generated; the tuner records the reason.
 
 Families (matched in this order, the first whose `applies` holds):
 
-    conv2d            int8 GEMM (gemm_schedule.py): cols, col_bytes_max, widen_min_run, wide,
+    conv2d            int8 GEMM (gemm_schedule.py): cols, col_bytes_max, widen_min_run, wide_weights,
                       epilogue, unroll_max_extent
-    fully_connected   int8 GEMV/GEMM (gemm_schedule.py): acc_rows, wide, unroll_max_extent
-    depthwise_conv2d  (depthwise_intrin.py): kernel, wide, unroll_max_extent
-    add               int8 ADD rescale tables (tabulate.py): wide (the tables), unroll_max_extent
+    fully_connected   int8 GEMV/GEMM (gemm_schedule.py): acc_rows, wide_weights, unroll_max_extent
+    depthwise_conv2d  (depthwise_intrin.py): depthwise_kernel, wide_weights, unroll_max_extent
+    add               int8 ADD rescale tables (tabulate.py): tables, unroll_max_extent
     loops             everything else (pooling, elementwise, softmax, copies, float kernels):
                       loop_order, split_inner, unroll_max_extent
 """
@@ -31,32 +32,35 @@ from typing import Callable
 
 from ..tir.nodes import For, PrimFunc, walk
 from .default import UNROLL_MAX_EXTENT_DOMAIN, default_unroll, unroll_short_loops
-from .depthwise_intrin import DEPTHWISE_KERNEL_DOMAIN, schedule_depthwise
-from .gemm_schedule import (COL_BYTES_DOMAIN, COL_BYTES_MAX, EPILOGUE_DOMAIN, FC_ACC_ROWS, FC_ACC_ROWS_DOMAIN,
-                            WIDEN_MIN_RUN, WIDEN_MIN_RUN_DOMAIN, schedule_conv2d_gemm, schedule_dense_gemm)
+from .depthwise_intrin import schedule_depthwise
+from .gemm_schedule import (COL_BYTES_MAX, EPILOGUE_DOMAIN, FC_ACC_ROWS, FC_ACC_ROWS_DOMAIN, WIDEN_MIN_RUN,
+                            schedule_conv2d_gemm, schedule_dense_gemm)
+from .knobs import KNOBS, Knob, declare_knob
 from .primitives import ScheduleError
 from .tabulate import schedule_add_tables
 from .trace import Schedule, Trace
 from .variants import kernel_set
 
+# The knobs of the spaces that the default schedules do not record themselves, declared with
+# theirs (schedule/knobs.py); a space is the declared knobs its family takes.
 # conv2d's block of output pixels (GEMM columns): 0 = the default's choice (the largest divisor
-# of the output plane within 32 whose im2col columns fit col_bytes_max); otherwise exactly that
-# many, which must divide the output plane (5 and 25 for the 25x5 maps of keyword spotting).
-COLS_KNOB_DOMAIN = (0, 1, 2, 4, 5, 8, 10, 16, 20, 25, 32)
+# of the output plane within max_cols whose im2col columns fit col_bytes_max); otherwise exactly
+# that many, which must divide the output plane (5 and 25 for the 25x5 maps of keyword spotting).
+COLS_KNOB_DOMAIN = declare_knob("cols", (0, 1, 2, 4, 5, 8, 10, 16, 20, 25, 32),
+                                "conv2d: output pixels per GEMM block exactly (0: the default's choice)")
+declare_knob("epilogue", ("auto",) + EPILOGUE_DOMAIN,
+             "conv2d: bias and requantization in the micro-kernel (fused) or a pass over an int32 tile (tile); "
+             "auto: fused where a kernel exists")
 # Loops of the "loops" family split by this factor (the inner part unrolled): 1 = no split.
-SPLIT_INNER_DOMAIN = (1, 2, 4, 8)
-WIDE_DOMAIN = (0, 1)
+SPLIT_INNER_DOMAIN = declare_knob("split_inner", (1, 2, 4, 8),
+                                  "loops: innermost loops (else the longest) split, the inner part unrolled")
+LOOP_ORDER_DOMAIN = declare_knob("loop_order", ("lowered", "swap_inner"),
+                                 "loops: as lowered, or every innermost perfectly nested pair swapped")
+declare_knob("unroll_max_extent", UNROLL_MAX_EXTENT_DOMAIN, "innermost loops this short or shorter unrolled")
 
 
 class InvalidConfig(ScheduleError):
     """A knob choice that breaks an invariant: rejected before code generation, with the reason."""
-
-
-@dataclass(frozen=True)
-class Knob:
-    name: str
-    domain: tuple
-    doc: str = ""
 
 
 @dataclass(frozen=True)
@@ -175,12 +179,9 @@ def _loops(f: PrimFunc) -> dict[str, For]:
     return {n.var.name: n for n in walk(f.body) if isinstance(n, For)}
 
 
-def _unroll_knob() -> Knob:
-    return Knob("unroll_max_extent", UNROLL_MAX_EXTENT_DOMAIN, "innermost loops this short or shorter are unrolled")
-
-
-def _wide_knob(what: str) -> Knob:
-    return Knob("wide", WIDE_DOMAIN, what)
+def _knobs(*names: str) -> tuple[Knob, ...]:
+    """Declared knobs (schedule/knobs.py) as the knobs of a space."""
+    return tuple(KNOBS[n] for n in names)
 
 
 # ---------------------------------------------------------------- conv2d (int8 GEMM)
@@ -191,27 +192,21 @@ def _conv_applies(func, target) -> bool:
 
 
 def _conv_knobs(func, target):
-    return (Knob("cols", COLS_KNOB_DOMAIN, "output pixels per GEMM block (0: the default's choice)"),
-            Knob("col_bytes_max", COL_BYTES_DOMAIN, "byte cap of the im2col columns of a block"),
-            Knob("widen_min_run", WIDEN_MIN_RUN_DOMAIN, "shortest im2col channel run widened by a call"),
-            _wide_knob("int16-widened weights and columns (SMLAD pairs) or int8 (SXTB16)"),
-            Knob("epilogue", ("auto",) + EPILOGUE_DOMAIN,
-                 "bias and requantization in the micro-kernel (fused) or a pass over an int32 tile"),
-            _unroll_knob())
+    return _knobs("cols", "col_bytes_max", "widen_min_run", "wide_weights", "epilogue", "unroll_max_extent")
 
 
 def _conv_default(func, target, wide):
-    return {"cols": 0, "col_bytes_max": COL_BYTES_MAX, "widen_min_run": WIDEN_MIN_RUN, "wide": int(bool(wide)),
+    return {"cols": 0, "col_bytes_max": COL_BYTES_MAX[kernel_set(target)], "widen_min_run": WIDEN_MIN_RUN,
+            "wide_weights": int(bool(wide)),
             "epilogue": "auto", "unroll_max_extent": default_unroll(func)}
 
 
 @knob_family("conv2d", _conv_applies, _conv_knobs, _conv_default)
 def _conv_schedule(func, target, config):
-    wide = bool(config["wide"])
+    wide = bool(config["wide_weights"])
     if wide and kernel_set(target) != "dsp":
-        raise InvalidConfig(f"conv2d: wide=1 (int16 weights) has no effect on the {kernel_set(target)} kernels")
-    if config["epilogue"] == "fused" and kernel_set(target) == "mve":
-        raise InvalidConfig("conv2d: no requantizing (fused) GEMM kernel for Helium yet")
+        raise InvalidConfig(f"conv2d: wide_weights=1 (int16 weights) has no effect on the {kernel_set(target)} "
+                            "kernels")
     cols = config["cols"] or None
     if cols is not None:
         loops = _loops(func)
@@ -240,12 +235,11 @@ def _fc_applies(func, target) -> bool:
 
 
 def _fc_knobs(func, target):
-    return (Knob("acc_rows", FC_ACC_ROWS_DOMAIN, "output units per int32 accumulator tile (the last: all)"),
-            _wide_knob("int16-widened weights (SMLAD pairs) or int8"), _unroll_knob())
+    return _knobs("acc_rows", "wide_weights", "unroll_max_extent")
 
 
 def _fc_default(func, target, wide):
-    return {"acc_rows": FC_ACC_ROWS, "wide": int(bool(wide)), "unroll_max_extent": default_unroll(func)}
+    return {"acc_rows": FC_ACC_ROWS, "wide_weights": int(bool(wide)), "unroll_max_extent": default_unroll(func)}
 
 
 @knob_family("fully_connected", _fc_applies, _fc_knobs, _fc_default)
@@ -256,10 +250,10 @@ def _fc_schedule(func, target, config):
     # A cap at or above the units is one tile for all of them: only the default and "all" say so.
     if rows not in (FC_ACC_ROWS_DOMAIN[-1], FC_ACC_ROWS) and rows > units:
         raise InvalidConfig(f"fully_connected: an accumulator tile of {rows} rows is larger than the {units} units")
-    if config["wide"] and kernel_set(target) != "dsp":
-        raise InvalidConfig(f"fully_connected: wide=1 (int16 weights) has no effect on the {kernel_set(target)} "
-                            "kernels")
-    return schedule_dense_gemm(func, target, wide=bool(config["wide"]), acc_rows=rows)
+    if config["wide_weights"] and kernel_set(target) != "dsp":
+        raise InvalidConfig(f"fully_connected: wide_weights=1 (int16 weights) has no effect on the "
+                            f"{kernel_set(target)} kernels")
+    return schedule_dense_gemm(func, target, wide=bool(config["wide_weights"]), acc_rows=rows)
 
 
 # ---------------------------------------------------------------- depthwise_conv2d
@@ -269,19 +263,20 @@ def _dw_applies(func, target) -> bool:
 
 
 def _dw_knobs(func, target):
-    return (Knob("kernel", DEPTHWISE_KERNEL_DOMAIN, "the micro-kernel per output pixel, or unrolled tap loops"),
-            _wide_knob("int16 weights (the micro-kernel needs them) or the model's int8"), _unroll_knob())
+    return _knobs("depthwise_kernel", "wide_weights", "unroll_max_extent")
 
 
 def _dw_default(func, target, wide):
-    return {"kernel": "kernel" if wide else "loops", "wide": int(bool(wide)), "unroll_max_extent": default_unroll(func)}
+    return {"depthwise_kernel": "kernel" if wide else "loops", "wide_weights": int(bool(wide)),
+            "unroll_max_extent": default_unroll(func)}
 
 
 @knob_family("depthwise_conv2d", _dw_applies, _dw_knobs, _dw_default)
 def _dw_schedule(func, target, config):
-    if config["kernel"] == "kernel" and not config["wide"]:
-        raise InvalidConfig("depthwise_conv2d: the micro-kernel reads int16 weights (kernel=kernel needs wide=1)")
-    return schedule_depthwise(func, target, kernel=config["kernel"], wide=bool(config["wide"]))
+    if config["depthwise_kernel"] == "kernel" and not config["wide_weights"]:
+        raise InvalidConfig("depthwise_conv2d: the micro-kernel reads int16 weights (depthwise_kernel=kernel needs "
+                            "wide_weights=1)")
+    return schedule_depthwise(func, target, kernel=config["depthwise_kernel"], wide=bool(config["wide_weights"]))
 
 
 # ---------------------------------------------------------------- add (rescale tables)
@@ -291,19 +286,15 @@ def _add_applies(func, target) -> bool:
 
 
 def _add_default(func, target, wide):
-    return {"wide": int(bool(wide)), "unroll_max_extent": default_unroll(func)}
+    return {"tables": int(bool(wide)), "unroll_max_extent": default_unroll(func)}
 
 
-@knob_family("add", _add_applies, lambda f, t: (_wide_knob("rescale tables in flash (2 KiB)"), _unroll_knob()),
-             _add_default)
+@knob_family("add", _add_applies, lambda f, t: _knobs("tables", "unroll_max_extent"), _add_default)
 def _add_schedule(func, target, config):
-    return schedule_add_tables(func, target, wide=bool(config["wide"]))
+    return schedule_add_tables(func, target, wide=bool(config["tables"]))
 
 
 # ---------------------------------------------------------------- everything else: loops
-
-LOOP_ORDER_DOMAIN = ("lowered", "swap_inner")
-
 
 def _loops_default(func, target, wide):
     return {"loop_order": "lowered", "split_inner": 1, "unroll_max_extent": default_unroll(func)}
@@ -321,11 +312,7 @@ def _swap_inner(sch: Schedule) -> None:
 
 
 @knob_family("loops", lambda f, t: True,
-             lambda f, t: (Knob("loop_order", LOOP_ORDER_DOMAIN, "the loops as lowered, or every innermost "
-                                                                 "perfectly nested pair swapped"),
-                           Knob("split_inner", SPLIT_INNER_DOMAIN, "innermost loops (else the longest) split by "
-                                                                   "this factor, the inner part unrolled (1: none)"),
-                           _unroll_knob()),
+             lambda f, t: _knobs("loop_order", "split_inner", "unroll_max_extent"),
              _loops_default)
 def _loops_schedule(func, target, config):
     factor = config["split_inner"]

@@ -52,7 +52,7 @@ def test_every_family_is_matched_and_the_default_is_one_point(funcs):
                 got_f, got_t = apply_config(func, target, config)
             except InvalidConfig:
                 # only where the default itself is not the point (wide=True on a core without DSP)
-                assert target is PLAIN and config.get("wide") == 1, (name, node.name, config)
+                assert target is PLAIN and config.get("wide_weights") == 1, (name, node.name, config)
                 continue
             want_f, want_t = default_schedule(func, target, wide=wide)
             assert got_t == want_t, (name, node.name, wide)
@@ -88,12 +88,13 @@ def test_invalid_choices_are_rejected_with_the_reason(funcs):
     with pytest.raises(InvalidConfig, match="over col_bytes_max 256"):
         apply_config(conv, DSP, {**base, "cols": 25, "col_bytes_max": 256})
     with pytest.raises(InvalidConfig, match="no effect on the c kernels"):
-        apply_config(_node(funcs, "dscnn_int8", "conv2d", PLAIN), PLAIN, {**base, "wide": 1})
+        apply_config(_node(funcs, "dscnn_int8", "conv2d", PLAIN), PLAIN, {**base, "col_bytes_max": 2048,
+                                                                          "wide_weights": 1})
     with pytest.raises(InvalidConfig, match="scratch of .* bytes exceeds the budget of 8 bytes"):
         apply_config(conv, DSP, base, scratch_budget=8)
     dw = _node(funcs, "dscnn_int8", "depthwise_conv2d")
-    with pytest.raises(InvalidConfig, match="needs wide=1"):
-        apply_config(dw, DSP, {**default_config(dw, DSP, True), "wide": 0})
+    with pytest.raises(InvalidConfig, match="needs wide_weights=1"):
+        apply_config(dw, DSP, {**default_config(dw, DSP, True), "wide_weights": 0})
     fc = _node(funcs, "dscnn_int8", "fully_connected")    # 12 units
     with pytest.raises(InvalidConfig, match="16 rows is larger than the 12 units"):
         apply_config(fc, DSP, {**default_config(fc, DSP, True), "acc_rows": 16})
@@ -124,9 +125,9 @@ def _same_results(func, scheduled, seed=0):
 
 @pytest.mark.parametrize("model,op,over", [
     ("dscnn_int8", "conv2d", {"cols": 5, "epilogue": "tile"}),
-    ("dscnn_int8", "conv2d", {"cols": 1, "wide": 0, "unroll_max_extent": 8}),
-    ("dscnn_int8", "depthwise_conv2d", {"kernel": "loops"}),
-    ("dscnn_int8", "fully_connected", {"acc_rows": 4, "wide": 0}),
+    ("dscnn_int8", "conv2d", {"cols": 1, "wide_weights": 0, "unroll_max_extent": 8}),
+    ("dscnn_int8", "depthwise_conv2d", {"depthwise_kernel": "loops"}),
+    ("dscnn_int8", "fully_connected", {"acc_rows": 4, "wide_weights": 0}),
     ("dscnn_int8", "average_pool2d", {"split_inner": 4}),
     ("dscnn_int8", "average_pool2d", {"loop_order": "swap_inner", "split_inner": 2, "unroll_max_extent": 0}),
     ("dscnn_float32", "conv2d", {"loop_order": "swap_inner"}),

@@ -85,8 +85,8 @@ def _qemu_running(marker: str) -> list[str]:
 def test_broken_candidates_are_recorded_and_the_search_goes_on(dscnn, tmp_path):
     compiled, workloads = tuning.lowered_workloads(dscnn, BOARD)
     pool = next(w for w in workloads if w.op == "average_pool2d")
-    pool.space = KnobSpace("loops", (Knob("fault", FAULTS),) + tuple(Knob(k.name, (pool.default[k.name],))
-                                                                       for k in pool.space.knobs))
+    fixed = tuple(Knob(k.name, (pool.default[k.name],), "") for k in pool.space.knobs)
+    pool.space = KnobSpace("loops", (Knob("fault", FAULTS, ""),) + fixed)
     pool.default = {"fault": "none", **pool.default}
     measure = tuning.Measurer(dscnn, BOARD, tmp_path / "work", compiled, emulate=True, port=None, timeout=3.0)
     with RecordWriter(tmp_path / "r.jsonl") as out:
@@ -204,14 +204,14 @@ def test_batch_mode_pins_a_wrong_answer_on_its_kernel(dscnn, tmp_path):
     compiled, workloads = tuning.lowered_workloads(dscnn, BOARD)
     target = next(w for w in workloads if "conv_2d_2" in w.nodes)
     for w in workloads:
-        fixed = tuple(Knob(k.name, (w.default[k.name],)) for k in w.space.knobs)
+        fixed = tuple(Knob(k.name, (w.default[k.name],), "") for k in w.space.knobs)
         faults = ("wrong", "none") if w is target else ("none",)
-        w.space = KnobSpace(w.space.family, (Knob("fault", faults),) + fixed)
+        w.space = KnobSpace(w.space.family, (Knob("fault", faults, ""),) + fixed)
         w.default = {"fault": faults[0], **w.default}
     measure = tuning.Measurer(dscnn, BOARD, tmp_path / "work", compiled, emulate=True, port=None, timeout=5.0)
     with RecordWriter(tmp_path / "r.jsonl") as out:
-        result = tune(workloads, BOARD.target, environment(BOARD), measure.batch, out, Budget(trials=len(workloads) + 1),
-                      strategy="random", schedule=_faulty, batch=True)
+        result = tune(workloads, BOARD.target, environment(BOARD), measure.batch, out,
+                      Budget(trials=len(workloads) + 1), strategy="random", schedule=_faulty, batch=True)
     recs = read_records(tmp_path / "r.jsonl")[0]
     assert result.trials == len(workloads) + 1 == len(recs)
     by = {(r["workload"], r["config"]["fault"]): r for r in recs}

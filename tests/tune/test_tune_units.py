@@ -64,8 +64,8 @@ class _W:
 
     def __init__(self, key="conv2d:test", knobs=None):
         self.key, self.family, self.op, self.nodes = key, "conv2d", "conv2d", ["n0", "n1"]
-        self.space = KnobSpace("conv2d", knobs or (Knob("a", (1, 2, 4, 8)), Knob("b", ("x", "y", "z")),
-                                                   Knob("c", (0, 1))))
+        self.space = KnobSpace("conv2d", knobs or (Knob("a", (1, 2, 4, 8), ""), Knob("b", ("x", "y", "z"), ""),
+                                                   Knob("c", (0, 1), "")))
         self.default = {"a": 1, "b": "x", "c": 0}
         self.func = None
 
@@ -130,7 +130,8 @@ def test_a_search_starts_at_the_default_and_never_repeats(strategy):
 
 def test_the_model_search_beats_random_search_at_equal_trials():
     """Best-so-far after 12 of 120 points on a larger synthetic space, over 10 seeds."""
-    knobs = (Knob("a", (1, 2, 4, 8, 16)), Knob("b", ("x", "y", "z")), Knob("c", (0, 1)), Knob("d", (0, 1, 2, 3)))
+    knobs = (Knob("a", (1, 2, 4, 8, 16), ""), Knob("b", ("x", "y", "z"), ""), Knob("c", (0, 1), ""),
+             Knob("d", (0, 1, 2, 3), ""))
     w = _W(knobs=knobs)
     w.default = {"a": 1, "b": "x", "c": 0, "d": 0}
 
