@@ -1,7 +1,10 @@
 """Search strategies over one workload's knob space.
 
     "random"  uniform over the points not tried yet
-    "model"   (default) evolutionary search guided by a cost model: a ridge regression on
+    "model"   (default) evolutionary search guided by a cost model, and seeded by the best
+              points of the other workloads of the same family (`hint`: kws's two identical
+              3x3 convolutions that differ only in their activation find each other's block
+              size at once): a ridge regression on
               one-hot knob features and their pairwise products, fitted on log(count) of the
               measurements so far (numpy only). Each proposal mutates the best points found
               (one or two knobs changed) plus a few random points, and takes the candidate
@@ -68,7 +71,14 @@ class ModelSearch(RandomSearch):
     def __init__(self, space, default: dict, seed: int = 0):
         super().__init__(space, default, seed)
         self.proposals = 0
+        self.hints: list[dict] = []
         self._index = {(k.name, v): i for i, (k, v) in enumerate((k, v) for k in space.knobs for v in k.domain)}
+
+    def hint(self, configs) -> None:
+        """Points worth trying here because they were best elsewhere (points of this space only)."""
+        names = set(self.space.names)
+        self.hints = [dict(c) for c in configs if set(c) == names
+                      and all(c[k.name] in k.domain for k in self.space.knobs)]
 
     def features(self, config: dict) -> np.ndarray:
         one = np.zeros(len(self._index))
@@ -108,6 +118,9 @@ class ModelSearch(RandomSearch):
     def propose(self) -> dict | None:
         if _key(self.default) not in self.seen:
             return dict(self.default)
+        hinted = next((c for c in self.hints if _key(c) not in self.seen), None)
+        if hinted is not None:
+            return hinted
         self.proposals += 1
         model = self.fit()
         if model is None or self.proposals % EXPLORE == 0:

@@ -116,6 +116,9 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
             if w.key in exclude:
                 continue
             search = searches[w.key]
+            if hasattr(search, "hint"):
+                search.hint([stats[o.key].best_config for o in workloads if o is not w and o.family == w.family
+                             and stats[o.key].best_config is not None])
             while True:
                 config = search.propose()
                 if config is None:

@@ -288,3 +288,24 @@ def test_batch_mode_measures_every_workload_at_once_and_retries_alone(tmp_path):
     assert len(points) == len(set(points))
     assert all((r["status"] == "failed") == (r["config"]["b"] == "y") for r in measured)
     assert all(r["config"]["b"] == "y" or r["count"] == _cost(r["config"]) for r in measured)
+
+
+def test_the_model_search_tries_the_best_point_of_a_sibling_workload(tmp_path):
+    """Two workloads of one family, the first's best point known from a resumed record: the
+    model search measures that point on the second right after its default; random search
+    (no hints) does not."""
+    best = {"a": 8, "b": "y", "c": 1}
+
+    def measure(slot, w, config, trace):
+        return Outcome("ok", count=100 if config == best else int(_cost(config)), unit="instructions")
+
+    def second_workload(strategy):
+        a, b = _W("conv2d:a"), _W("conv2d:b")
+        known = [record(ENV, a, best, Trace(), status="ok", count=100, unit="instructions")]
+        with RecordWriter(tmp_path / f"{strategy}.jsonl") as out:
+            tune([a, b], None, ENV, measure, out, Budget(trials=4), strategy=strategy, seed=2, previous=known,
+                 schedule=lambda f, t, c, scratch_budget=None: (None, Trace()))
+        return [r["config"] for r in read_records(tmp_path / f"{strategy}.jsonl")[0] if r["workload"] == b.key]
+    model, rand = second_workload("model"), second_workload("random")
+    assert model == [_W().default, best], model
+    assert best not in rand and len(rand) == 2, rand
