@@ -12,8 +12,10 @@
 knob choice was rejected before code generation (`error` says why); `failed`: the build,
 the device (a crash, a hang) or the bit-exact check failed (`error` says which).
 
-`select` picks, for a target core and toolchain, the fastest `ok` record per workload;
-records of another core or toolchain version are ignored with a note, never applied.
+`select` picks, for a target core and toolchain, the fastest `ok` record per workload among
+the non-default points (a record of the default point adds nothing, and its trace would replay
+an older default than today's); records of another core or toolchain version are ignored
+with a note, never applied.
 """
 
 from __future__ import annotations
@@ -144,6 +146,8 @@ def select(records: list[dict], env: Environment) -> Selection:
             continue
         if rec["status"] != "ok" or not isinstance(rec.get("count"), int) or not rec.get("trace"):
             continue
+        if rec.get("default"):
+            continue      # the default point: today's default schedule serves it (an old trace may be slower)
         best = sel.best.get(rec["workload"])
         rank = (0 if rec.get("unit") == "cycles" else 1, rec["count"])
         if best is None or rank < (0 if best.get("unit") == "cycles" else 1, best["count"]):
