@@ -110,8 +110,11 @@ def test_select_takes_the_fastest_valid_record_of_this_core_and_toolchain():
             record(other_cc, w, {**w.default, "a": 8}, t, status="ok", count=20, unit="instructions")]
     sel = select(recs, ENV)
     assert sel.best[w.key]["count"] == 800 and sel.best[w.key]["config"]["a"] == 2
-    # A record of the default point is never selected, however fast: the default serves it.
+    # A record of the default point is never selected, however fast: the default serves it; nor
+    # a point slower than the default's record.
     assert w.key not in select([record(ENV, w, w.default, t, status="ok", count=1, unit="instructions")], ENV).best
+    slower = [record(ENV, w, w.default, t, status="ok", count=700, unit="instructions"), *recs[1:]]
+    assert w.key not in select(slower, ENV).best
     assert len(sel.notes) == 2
     assert any("core cortex-m3/c ignored" in n for n in sel.notes)
     assert any("toolchain arm-none-eabi-gcc 13.3.1 ignored" in n for n in sel.notes)
