@@ -7,7 +7,8 @@ For each int8 model of ../shared/models: `deploy` with the default schedules (in
 one inference, bit-exact check), `tune` with --jobs 1 and with --jobs N (the same trials and
 seed; wall time of each), `deploy --records` with the --jobs N records (instructions, bit-exact
 check), and the ratio of both counts to TFLM+CMSIS-NN's (BENCHMARK.md). `--curve` also tunes
-with --strategy random at the same trials and prints both best-so-far curves: after t trials,
+with --strategy random at the same trials (one job, as the --jobs 1 run it is compared with)
+and prints both best-so-far curves: after t trials,
 the model's kernel instructions if every workload ran its best point so far (the sum over
 workloads of kernels x best count). Exits 1 if a tuned firmware is not bit-exact.
 Wall times depend on the machine and its load.
@@ -98,8 +99,9 @@ def main(argv=None) -> int:
             if args.curve:
                 rr = keep / f"{name}.random.jsonl"
                 rr.unlink(missing_ok=True)
-                _tune(path, args.board, rr, args.trials, args.jobs, strategy="random", batch=args.batch)
-                curves.append((name, _curve(rn, workloads), _curve(rr, workloads)))
+                # One job for both curves: with several, records land in the order trials finish.
+                _tune(path, args.board, rr, args.trials, 1, strategy="random", batch=args.batch)
+                curves.append((name, _curve(r1, workloads), _curve(rr, workloads)))
     for name, model, rand in curves:
         print(f"\nbest-so-far kernel instructions of {name} (sum over workloads of kernels x best count)")
         print(f"{'trials':>6} {'model search':>13} {'random search':>13}")
