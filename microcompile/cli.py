@@ -182,13 +182,14 @@ def _add_records_arg(p) -> None:
                         "core and toolchain replaces the default; others keep the default")
 
 
-def _add_device_args(p, port_help: str) -> None:
+def _add_device_args(p, port_help: str,
+                     project_help: str = "where the agent project goes (default build/<model>-agent)") -> None:
     p.add_argument("--board", required=True, help="board name or alias (see `microcompile boards`)")
     p.add_argument("--emulate", action="store_true", help="run on the board's QEMU twin")
     p.add_argument("--port", help=port_help)
     p.add_argument("--timeout", type=float, default=10.0,
                    help="seconds to wait for the device's answer to each command (default 10)")
-    p.add_argument("-o", "--project-dir", help="where the agent project goes (default build/<model>-agent)")
+    p.add_argument("-o", "--project-dir", help=project_help)
 
 
 def _cmd_quantize(args) -> int:
@@ -329,7 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "interpreter's, or it counts as failed), and append one JSON line per "
                                    "measurement to --records. deploy/run/profile --records use the best.")
     t.add_argument("model", help="a .tflite or .onnx file")
-    _add_device_args(t, port_help)
+    _add_device_args(t, port_help, "where the candidates are built, one directory per job (default: a temporary "
+                                   "directory, removed at the end)")
     t.add_argument("--records", required=True, metavar="FILE.jsonl", help="where the records go (appended)")
     t.add_argument("--trials", type=int, help="measured candidates in all (records resumed included)")
     t.add_argument("--budget", help="a trial count (200) or a wall time (30m, 2h) for this run")
