@@ -66,7 +66,7 @@ def _cmd_deploy(args) -> int:
                            agent=args.agent or bool(args.port), port=args.port, timeout=args.timeout,
                            arena_region=args.arena_region, weights_region=args.weights_region, probe=args.probe,
                            flash_budget=parse_bytes(args.flash_budget, "--flash-budget"),
-                           activations=args.activations)
+                           activations=args.activations, records=args.records)
     r = result.report
     if args.output:
         _save_outputs(result.outputs, args.output)
@@ -175,7 +175,7 @@ def _cmd_run(args) -> int:
     project_dir = args.project_dir or Path("build") / f"{Path(args.model).stem}-agent"
     result = driver.run_model(args.model, args.board, project_dir, emulate=args.emulate, port=args.port,
                               input_path=args.input, repeat=args.repeat, labels_path=args.labels,
-                              timeout=args.timeout)
+                              timeout=args.timeout, records=args.records)
     r = result.report
     if args.output:
         _save_outputs(result.outputs, args.output)
@@ -208,7 +208,7 @@ def _cmd_profile(args) -> int:
                         hint=f"end the file name with one of {', '.join('.' + f for f in profile_report.PLOT_FORMATS)}")
     project_dir = args.project_dir or Path("build") / f"{Path(args.model).stem}-agent"
     result = driver.profile_model(args.model, args.board, project_dir, emulate=args.emulate, port=args.port,
-                                  input_path=args.input, timeout=args.timeout)
+                                  input_path=args.input, timeout=args.timeout, records=args.records)
     footer = [f"arena {result.arena_bytes:,} bytes, flash {result.sizes.flash:,} bytes, "
               f"RAM {result.sizes.ram:,} bytes (static; agent frame buffers and stack included)"]
     print(profile_report.format_table(result.rows, result.unit, result.total, result.plain_total, footer))
@@ -222,13 +222,35 @@ def _cmd_profile(args) -> int:
     return 0
 
 
-def _add_device_args(p, port_help: str) -> None:
+def _cmd_tune(args) -> int:
+    from . import tuning
+
+    budget = tuning.parse_budget(args.trials, args.budget)
+    result, workloads = tuning.tune_model(args.model, args.board, args.records, budget=budget, emulate=args.emulate,
+                                          port=args.port, jobs=args.jobs, resume=args.resume,
+                                          strategy=args.strategy, seed=args.seed, timeout=args.timeout,
+                                          work_dir=args.project_dir,
+                                          scratch_budget=parse_bytes(args.scratch_budget, "--scratch-budget"),
+                                          executor=args.executor, address=args.address, batch=args.batch)
+    print(tuning.format_result(result, workloads))
+    print(f"records      {args.records} (deploy/run/profile --records {args.records})")
+    return 130 if result.interrupted else 0
+
+
+def _add_records_arg(p) -> None:
+    p.add_argument("--records", metavar="FILE.jsonl",
+                   help="tuning records (microcompile tune): the fastest valid schedule per workload for this "
+                        "core and toolchain replaces the default; others keep the default")
+
+
+def _add_device_args(p, port_help: str,
+                     project_help: str = "where the agent project goes (default build/<model>-agent)") -> None:
     p.add_argument("--board", required=True, help="board name or alias (see `microcompile boards`)")
     p.add_argument("--emulate", action="store_true", help="run on the board's QEMU twin")
     p.add_argument("--port", help=port_help)
     p.add_argument("--timeout", type=float, default=10.0,
                    help="seconds to wait for the device's answer to each command (default 10)")
-    p.add_argument("-o", "--project-dir", help="where the agent project goes (default build/<model>-agent)")
+    p.add_argument("-o", "--project-dir", help=project_help)
 
 
 def _cmd_quantize(args) -> int:
@@ -332,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .quantize import ACTIVATION_DTYPES, DEFAULT_METHOD, DEFAULT_THRESHOLD_DB, IO_MODES, METHODS
     d.add_argument("--activations", choices=ACTIVATION_DTYPES, default="int8",
                    help="with --quantize: int16 quantizes 16x8 (int16 activations, int8 weights)")
+    _add_records_arg(d)
     d.set_defaults(fn=_cmd_deploy)
 
     port_help = "the board's serial port, e.g. /dev/ttyACM0 (default: found by the board's USB VID:PID)"
@@ -348,6 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--repeat", type=int, help="run the first N samples of the --input batch")
     r.add_argument("--labels", help="class labels of the batch (.npy, [N] or one-hot [N, C]): adds top-1 accuracy")
     r.add_argument("--report", help="write a JSON report here")
+    _add_records_arg(r)
     r.set_defaults(fn=_cmd_run)
 
     pr = sub.add_parser("profile", help="per-kernel instructions (QEMU) or cycles (board) over the host agent",
@@ -360,7 +384,38 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--json", help='write {"unit", "total", "layers": [{"name", "op", "macs", "count"}]} here')
     pr.add_argument("--csv", help="write the rows as CSV here")
     pr.add_argument("--plot", help="write a bar chart of counts per layer here (.svg/.png; needs microcompile[plot])")
+    _add_records_arg(pr)
     pr.set_defaults(fn=_cmd_profile)
+
+    from .tune import STRATEGIES
+
+    t = sub.add_parser("tune", help="tune the kernels' schedules on the device (or its twin); write records",
+                       description="Extract the model's kernels as workloads (identical kernels tuned once), "
+                                   "search each workload's knob space, build and measure every candidate on the "
+                                   "device (its outputs and its kernels' tensors must equal the reference "
+                                   "interpreter's, or it counts as failed), and append one JSON line per "
+                                   "measurement to --records. deploy/run/profile --records use the best.")
+    t.add_argument("model", help="a .tflite or .onnx file")
+    _add_device_args(t, port_help, "where the candidates are built, one directory per job (default: a temporary "
+                                   "directory, removed at the end)")
+    t.add_argument("--records", required=True, metavar="FILE.jsonl", help="where the records go (appended)")
+    t.add_argument("--trials", type=int, help="measured candidates in all (records resumed included)")
+    t.add_argument("--budget", help="a trial count (200) or a wall time (30m, 2h) for this run")
+    t.add_argument("--jobs", type=int, default=1, help="candidates built and measured at once (N QEMU twins)")
+    t.add_argument("--resume", action="store_true", help="continue an existing records file (its points are "
+                                                          "not tried again; its trials count)")
+    t.add_argument("--strategy", choices=STRATEGIES, default="model",
+                   help="model: evolutionary search guided by a cost model (default); random")
+    t.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
+    t.add_argument("--scratch-budget", metavar="BYTES", help="reject schedules whose scratch exceeds this")
+    t.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local: --jobs threads with a QEMU each (default); ray: Ray tasks on a cluster "
+                        "(needs microcompile[ray])")
+    t.add_argument("--address", metavar="HOST:PORT", help="--executor ray: the Ray cluster to join")
+    t.add_argument("--batch", action="store_true",
+                   help="measure a candidate of every workload in one firmware (fewer builds; a failing "
+                        "firmware's candidates are measured again one by one)")
+    t.set_defaults(fn=_cmd_tune)
 
     q = sub.add_parser("quantize", help="post-training int8 quantization of a float32 .tflite/.onnx model",
                        description="Calibrate a float32 model on input samples, quantize it to TFLite's int8 "

@@ -27,9 +27,11 @@ from .ir.compare import Comparison, compare
 from .ir.summary import layer_table
 from .lower import lower_node
 from .memory import MemoryPlan
-from .schedule import default_schedule, widening
+from .schedule import ScheduleError, default_schedule, widening
 from .target import Board, load_board
 from .transform import pipeline
+from .tune.records import load_selection, tuned_summary
+from .tune.workload import workload_key
 
 Progress = Callable[[str], None]
 
@@ -41,28 +43,30 @@ class Compiled:
     manifest: dict
     kernels: list = field(default_factory=list)   # (node, scheduled PrimFunc, trace)
     widened: dict = field(default_factory=dict)   # node name -> extra flash of its int16 weights
+    tuned: dict = field(default_factory=dict)     # node name -> workload key of the record it replays
 
 
 def compile_model(model_path: str | Path, board: Board, artifact_dir: Path,
                   dump_ir: Callable[[str, Graph], None] | None = None, input_shapes: dict | None = None,
-                  flash_budget: int | None = None) -> Compiled:
+                  flash_budget: int | None = None, tuned: dict | None = None) -> Compiled:
     """Import, optimize, lower, schedule, order, plan and emit C for `model_path` into
     `artifact_dir`. `input_shapes` pins dynamic ONNX input dimensions (--input-shape);
     `flash_budget` caps the firmware's flash (bytes; default: the board's) when choosing
-    which kernels get int16 weights."""
+    which kernels get int16 weights. `tuned`: {workload key: schedule.Trace} replayed on every
+    kernel of that workload instead of its default schedule (tune/)."""
     return compile_graph(load_model(model_path, input_shapes=input_shapes), board, artifact_dir, dump_ir,
-                         flash_budget)
+                         flash_budget, tuned)
 
 
 def compile_graph(graph: Graph, board: Board, artifact_dir: Path,
                   dump_ir: Callable[[str, Graph], None] | None = None,
-                  flash_budget: int | None = None) -> Compiled:
+                  flash_budget: int | None = None, tuned: dict | None = None) -> Compiled:
     """compile_model for a Graph already in memory (e.g. the output of PTQ)."""
     graph = pipeline.run(graph, dump=dump_ir)
-    kernels, plan, graph, widened = schedule_and_plan(graph, board, flash_budget)
+    kernels, plan, graph, widened, tuned_nodes = schedule_and_plan(graph, board, flash_budget, tuned)
     manifest = emit_artifact(graph, [(n, f) for n, f, _ in kernels], plan, artifact_dir,
                              traces=[t for _, _, t in kernels])
-    return Compiled(graph, plan, manifest, kernels, widened)
+    return Compiled(graph, plan, manifest, kernels, widened, tuned_nodes)
 
 
 def plan_model(model_path: str | Path, board_name: str, input_shapes: dict | None = None,
@@ -73,20 +77,27 @@ def plan_model(model_path: str | Path, board_name: str, input_shapes: dict | Non
         return compile_model(model_path, board, Path(tmp), input_shapes=input_shapes, flash_budget=flash_budget)
 
 
-def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = None):
+def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = None, tuned: dict | None = None):
     """Lower and schedule every node that needs code (int16 weights and tables where the flash
     allows and the arena does not grow, schedule/widening.py), pick the execution order with the
     smallest peak, and plan the arena: (kernels in order, plan, graph in that order,
-    {widened node: extra flash bytes})."""
+    {widened node: extra flash bytes}, {tuned node: workload key}). A node whose workload key
+    is in `tuned` replays that trace (its widening is the trace's, not a candidate here); a
+    trace that does not replay is a ScheduleError."""
     slices = memory.concat_slices(graph)
     # Views (reshape) and in-place concatenations are no code: their bytes are planned in place.
     no_code = {n.name for n in graph.nodes if ops.get(n.op).is_view} | {c for c, _ in slices.values()}
     target = board.target
-    narrow, wide, candidates = {}, {}, []
+    narrow, wide, candidates, tuned_nodes = {}, {}, [], {}
     for node in graph.nodes:
         if node.name in no_code:
             continue
         func = lower_node(graph, node, target)
+        key = workload_key(node, func, target) if tuned else None
+        if key in (tuned or {}):
+            narrow[node.name] = (tuned[key].apply(func), tuned[key])
+            tuned_nodes[node.name] = key
+            continue
         narrow[node.name] = default_schedule(func, target, wide=False)
         w = default_schedule(func, target, wide=True)
         if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]):
@@ -119,7 +130,7 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
     scheduled = {name: wide[name] if name in widened else sched for name, sched in narrow.items()}
     graph, plan = planned(scheduled)
     kernels = [(n, *scheduled[n.name]) for n in graph.nodes if n.name in scheduled]
-    return kernels, plan, graph, widened
+    return kernels, plan, graph, widened, tuned_nodes
 
 
 def _const_bytes(f) -> int:
@@ -225,7 +236,8 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
                    dump_ir: Callable[[str, Graph], None] | None = None, trace: bool = False,
                    quantize: str | None = None, calibration=None, input_shapes: dict | None = None,
                    arena_region: str | None = None, weights_region: str | None = None,
-                   agent: bool = False, flash_budget: int | None = None, activations: str = "int8") -> Built:
+                   agent: bool = False, flash_budget: int | None = None, activations: str = "int8",
+                   tuned: dict | None = None, records=None) -> Built:
     """Compile `model_path` for `board`, write and build its project, and check that it fits
     (project.FitError, with what does not fit and what would help, when it does not).
     `arena_region` / `weights_region` move the arena / the weights to another memory bank.
@@ -236,8 +248,15 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
     `quantize="int8"` first quantizes the float model on the `calibration` samples (see
     quantize_model; activations="int16" for 16x8) and compiles the quantized graph as it is in
     memory; the .tflite of it is left in project_dir/<model>_int8.tflite (or _16x8) when
-    TFLite can express it."""
+    TFLite can express it.
+    `tuned` ({workload key: Trace}) or `records` (a tuning records file: the best valid record
+    per workload for this board's core and toolchain) replace default schedules."""
+
     board = load_board(board) if isinstance(board, str) else board
+    selection = None
+    if records is not None:
+        selection = load_selection(records, board, progress)
+        tuned = {**selection.traces(), **(tuned or {})}
     if emulate and board.emulator is None and not board.is_host:
         raise UserError(f"board {board.name} has no emulated twin",
                         hint="drop --emulate to flash it, or pick a board listed by `microcompile boards` with a twin")
@@ -251,9 +270,18 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
         if quantize is not None:
             qgraph = _quantize_for_deploy(model_path, quantize, calibration, progress, input_shapes, activations)
         progress(f"[compile] {model_path}" + (f" ({qgraph.name})" if qgraph is not None else ""))
-        compiled = (compile_graph(qgraph, board, Path(tmp), dump_ir, flash_budget) if qgraph is not None
-                    else compile_model(model_path, board, Path(tmp), dump_ir, input_shapes=input_shapes,
-                                       flash_budget=flash_budget))
+        try:
+            compiled = (compile_graph(qgraph, board, Path(tmp), dump_ir, flash_budget, tuned) if qgraph is not None
+                        else compile_model(model_path, board, Path(tmp), dump_ir, input_shapes=input_shapes,
+                                           flash_budget=flash_budget, tuned=tuned))
+        except ScheduleError as e:
+            if selection is None:
+                raise
+            raise UserError(f"a record of {records} does not replay on this model: {e}",
+                            hint="records are tied to microcompile's loop and buffer names; tune again with this "
+                                 "version") from None
+        if selection is not None:
+            progress(f"[records] {records}: {tuned_summary(compiled, selection)}")
         inputs = load_inputs(compiled.graph, input_path, arrays)
         progress(f"[compile] {len(compiled.kernels)} kernels, arena {compiled.plan.arena_bytes} bytes "
                  f"(lower bound {compiled.plan.lower_bound})")
@@ -287,7 +315,8 @@ def deploy(model_path: str | Path, board_name: str | Board, project_dir: str | P
            quantize: str | None = None, calibration=None, input_shapes: dict | None = None,
            arena_region: str | None = None, weights_region: str | None = None, probe: str | None = None,
            agent: bool = False, port: str | None = None, timeout: float = 10.0,
-           flash_budget: int | None = None, activations: str = "int8") -> DeployResult:
+           flash_budget: int | None = None, activations: str = "int8",
+           records=None) -> DeployResult:
     """Compile, build, check the fit, run once (QEMU twin, host) or flash (real board) and compare
     the outputs with the reference interpreter.
     `trace` builds the trace firmware, which also prints every kernel's outputs
@@ -301,7 +330,7 @@ def deploy(model_path: str | Path, board_name: str | Board, project_dir: str | P
                            progress=progress, dump_ir=dump_ir, trace=trace, quantize=quantize,
                            calibration=calibration, input_shapes=input_shapes, arena_region=arena_region,
                            weights_region=weights_region, agent=agent, flash_budget=flash_budget,
-                           activations=activations)
+                           activations=activations, records=records)
     compiled, inputs, project_dir = built.compiled, built.inputs, built.project_dir
     if agent:
         with open_session(project_dir, board, emulate=emulate, port=port, timeout=timeout, probe=probe,
@@ -665,7 +694,7 @@ class RunModelResult:
 
 def run_model(model_path: str | Path, board_name: str, project_dir: str | Path, *, emulate: bool = False,
               port: str | None = None, input_path=None, repeat: int | None = None, labels_path=None,
-              timeout: float = 10.0, progress: Progress = print) -> RunModelResult:
+              timeout: float = 10.0, progress: Progress = print, records=None) -> RunModelResult:
     """Build (or reuse) the agent firmware, start the twin or flash the board, run one input or
     `repeat` inputs of a batch over one session, and compare each with the reference interpreter.
     With `labels_path` (class indices, or one-hot rows) the report has the top-1 accuracy."""
@@ -674,7 +703,8 @@ def run_model(model_path: str | Path, board_name: str, project_dir: str | Path, 
     if repeat and input_path is None:      # before a minute of building
         raise UserError("--repeat needs --input with a batch of samples", hint="np.save('x.npy', batch)")
     project_dir = Path(project_dir)
-    built = build_firmware(model_path, board, project_dir, emulate=emulate, progress=progress, agent=True)
+    built = build_firmware(model_path, board, project_dir, emulate=emulate, progress=progress, agent=True,
+                           records=records)
     compiled, sizes, model_path = built.compiled, built.sizes, built.model_path
     samples = _batch(compiled.graph, input_path, repeat)
     labels = _labels(labels_path, len(samples)) if labels_path is not None else None
@@ -739,7 +769,7 @@ class ProfileResult:
 
 def profile_model(model_path: str | Path, board_name: str, project_dir: str | Path, *, emulate: bool = False,
                   port: str | None = None, input_path=None, timeout: float = 10.0,
-                  progress: Progress = print) -> ProfileResult:
+                  progress: Progress = print, records=None) -> ProfileResult:
     """Per-kernel counts of one inference over the agent: one run without the hooks (the total
     `deploy` reports), one with them (per kernel), on the same input."""
     from . import profile_report
@@ -747,7 +777,8 @@ def profile_model(model_path: str | Path, board_name: str, project_dir: str | Pa
     board = load_board(board_name)
     _check_target(board, emulate, port)
     project_dir = Path(project_dir)
-    built = build_firmware(model_path, board, project_dir, emulate=emulate, progress=progress, agent=True)
+    built = build_firmware(model_path, board, project_dir, emulate=emulate, progress=progress, agent=True,
+                           records=records)
     compiled, sizes = built.compiled, built.sizes
     inputs = load_inputs(compiled.graph, input_path)
     ordered = [inputs[n] for n in compiled.graph.inputs]

@@ -19,6 +19,7 @@ from microcompile.project.generate import MARKER, check_fits, check_out_dir, gen
 from microcompile.project.launch import host_agent, qemu_agent
 from microcompile.project.manifest import load_manifest
 from microcompile.project.placement import Placement, placement
+from microcompile.project.toolchain import toolchain_version
 from microcompile.project.run import RunResult, parse_output, qemu_command, run_emulated, run_host
 from microcompile.project.trace import parse_trace, trace_entries
 

@@ -10,3 +10,5 @@ from .loop_xform import compute_at, vectorize  # noqa: F401,E402
 from .default import default_schedule  # noqa: F401,E402
 from .variants import KERNEL_SETS, kernel_set  # noqa: F401,E402
 from .knobs import KNOBS, Knob, declare_knob  # noqa: F401,E402
+from .spaces import (FAMILIES, InvalidConfig, KnobSpace, apply_config, default_config,  # noqa: F401,E402
+                     knob_space)

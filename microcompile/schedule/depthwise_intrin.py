@@ -23,7 +23,8 @@ import itertools
 
 import numpy as np
 
-from ..tir.intrinsics_depthwise import DEPTHWISE_PARAMS, DEPTHWISE_VARIANTS, ORDER, kernel_name
+from ..tir.intrinsics_depthwise import (DEPTHWISE_PARAMS, DEPTHWISE_VARIANTS, ORDER, RQ_WINDOWS, kernel_name,
+                                         requant_records, rq_kernel_name)
 from ..tir.nodes import (Address, Allocate, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, Load, PrimFunc, Var,
                          SeqStmt, Store, rewrite, walk)
 from ..tir.interp import compile_expr
@@ -227,9 +228,39 @@ for _v in DEPTHWISE_VARIANTS:
                   doc=f"one int8 depthwise output pixel, requantized ({_v})")(_match)
 
 
+def _emit_rq(b: dict):
+    params = DEPTHWISE_PARAMS(channels=b["channels"], kh=b["kh"], kw=b["kw"], x_row=b["x_row"], x_col=b["x_col"],
+                              w_row=b["w_row"], w_group=b["w_group"], out_offset=b["off"], act_min=b["lo"],
+                              act_max=b["hi"])
+    args = (Address(b["y"], b["ybase"]), Address(b["x"], b["xbase"]), Address(b["w"], b["wbase"]),
+            Address(b["rq"], IntImm(0)), params)
+    return Evaluate(Call(rq_kernel_name(b["kh"], b["kw"]), args, "void"))
+
+
+@tensor_intrin("mc_depthwise_dsp_rq_s8", _emit_rq,
+               doc="one int8 depthwise output pixel of a fixed window, bias and requantization from records (dsp)")
+def _match_rq(loop: For) -> dict | None:
+    """As mc_depthwise_dsp_s8, for the fixed windows of a 3-wide filter, with the region's bias,
+    multipliers and shifts copied into one records constant (intrinsics_depthwise.py) that the
+    call reads instead; drop_unused_constants removes what no other region reads."""
+    b = _match(loop)
+    if b is None or (b["kh"], b["kw"]) not in RQ_WINDOWS or b["w_row"] != 12:
+        return None
+    if any(b[k].scope != "const" or b[k].data is None for k in ("bias", "mult", "rshift")):
+        return None
+    n = b["channels"]
+    data = requant_records(np.asarray(b["bias"].data)[:n], np.asarray(b["mult"].data)[:n],
+                           np.asarray(b["rshift"].data)[:n])
+    tag = b["bias"].name[len("bias"):]
+    rq = Buffer(f"rq{tag}", "int32", (data.size,), "const", data=data,
+                comment=f"{b['bias'].name}, mult, rshift - 1 per group of four channels")
+    return {**b, "rq": rq, "add_buffers": (rq,)}
+
+
 # ---------------------------------------------------------------- the default schedule
 
-def schedule_depthwise(func: PrimFunc, target=None, kernel: str = "kernel", wide: bool | None = None) -> Schedule | None:
+def schedule_depthwise(func: PrimFunc, target=None, kernel: str = "kernel", wide: bool | None = None,
+                       records: bool = True) -> Schedule | None:
     """The depthwise schedule, by the `kernel` knob (DEPTHWISE_KERNEL_DOMAIN):
 
     "kernel"  (default) pack the filter and tensorize every region's channel loop with the
@@ -237,7 +268,10 @@ def schedule_depthwise(func: PrimFunc, target=None, kernel: str = "kernel", wide
               against 5.30 for "loops"); None when it does not apply (float, depth
               multiplier > 1, a multiplier of one half or more), so the loops remain
     "loops"   unroll every tap loop: straight-line taps with constant offsets, on the
-              model's int8 weights (`wide=False` picks it: schedule/widening.py)."""
+              model's int8 weights (`wide=False` picks it: schedule/widening.py).
+    `records` (DSP cores): the fixed windows' kernels read each region's bias, multipliers and
+    shifts as one records constant (mc_depthwise_<kh>x<kw>_dsp_rq_s8; more flash, one region's
+    records per region, for three LDM per group of four channels)."""
     assert kernel in DEPTHWISE_KERNEL_DOMAIN, kernel
     if func.attrs.get("op") != "depthwise_conv2d":
         return None
@@ -261,7 +295,15 @@ def schedule_depthwise(func: PrimFunc, target=None, kernel: str = "kernel", wide
         if not any(b.name in ("mult", "shift") for b in func.buffers):
             sch.apply("requant_arrays", "ic_")
         for loop in regions:
+            if variant == "dsp" and records:
+                try:
+                    sch.tensorize(loop, "mc_depthwise_dsp_rq_s8")
+                    continue
+                except ScheduleError:
+                    pass
             sch.tensorize(loop, f"mc_depthwise_{variant}_s8")
+        if variant == "dsp" and records:
+            sch.apply("drop_unused_constants")
     except ScheduleError:
         return None
     return sch

@@ -75,6 +75,9 @@ WIDEN_MIN_RUN_DOMAIN = declare_knob("widen_min_run", (4, 8, 16, 1 << 30),
                                     "conv2d on DSP: shortest im2col copy run widened by a call (last: never)")
 WIDE_WEIGHTS_DOMAIN = declare_knob("wide_weights", (0, 1), "int16 weights (twice the flash, SMLAD pairs) or int8")
 WIDEN_MIN_RUN = 8
+# Where bias and requantization run: in the micro-kernel's epilogue, or in a separate pass
+# over an int32 accumulator tile in scratch.
+EPILOGUE_DOMAIN = ("fused", "tile")
 
 
 def _loops(f: PrimFunc) -> dict[str, For]:
@@ -143,10 +146,15 @@ def _pick_cols(pixels: int, depth: int, max_cols: int, col_bytes_max: int, elem:
 
 
 def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_bytes_max: int | None = None,
-                         widen_min_run: int = WIDEN_MIN_RUN, wide: bool = True) -> Schedule | None:
+                         widen_min_run: int = WIDEN_MIN_RUN, wide: bool = True, cols: int | None = None,
+                         epilogue: str | None = None) -> Schedule | None:
     """The GEMM schedule of an int8 conv2d, or None when it does not apply (float, hybrid).
     `wide`: int16 weights and columns (SMLAD pairs, twice the weight flash) or int8 ones;
-    only DSP cores take int16 (elsewhere it costs flash and gains nothing)."""
+    only DSP cores take int16 (elsewhere it costs flash and gains nothing).
+    `cols`: the block of output pixels exactly (the tuner's choice; default: the largest divisor
+    of the output plane within max_cols whose im2col columns fit col_bytes_max).
+    `epilogue` (EPILOGUE_DOMAIN): "fused" requantizes in the micro-kernel, "tile" keeps an int32
+    accumulator tile and a separate epilogue pass; default: fused where a kernel exists."""
     if func.attrs.get("op") != "conv2d" or func.attrs.get("hybrid"):
         return None
     assert max_cols in COLS_DOMAIN, max_cols
@@ -157,15 +165,19 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
     if w is None or w.dtype != "int8":
         return None
     wide = wide and _variant(target) == "dsp"     # plain-C and Helium cores multiply int8 as they are
-    for fused in (True, False):
-        sch = _conv2d_gemm(func, target, max_cols, col_bytes_max, widen_min_run, wide, fused)
+    choices = (True, False)
+    if epilogue is not None:
+        assert epilogue in EPILOGUE_DOMAIN, epilogue
+        choices = tuple(c for c in choices if c == (epilogue == "fused"))
+    for fused in choices:
+        sch = _conv2d_gemm(func, target, max_cols, col_bytes_max, widen_min_run, wide, fused, cols)
         if sch is not None:
             return sch
     return None
 
 
 def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, widen_min_run: int, wide: bool,
-                 fused: bool) -> Schedule | None:
+                 fused: bool, cols: int | None = None) -> Schedule | None:
     """`fused`: one requantizing micro-kernel call per block of columns (bias, requantization
     and clamp in its epilogue, no int32 tile); otherwise an accumulator tile in scratch and a
     separate epilogue loop (requantizations the micro-kernels do not implement)."""
@@ -187,7 +199,8 @@ def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, wide
         at_cache, inner = None, None
         if pix:
             pixels = _loops(sch.func)[pix[0]].extent
-            cols = _pick_cols(pixels, depth, max_cols, col_bytes_max, 2 if wide else 1)
+            if cols is None:
+                cols = _pick_cols(pixels, depth, max_cols, col_bytes_max, 2 if wide else 1)
             if cols < pixels:
                 sch.split(pix[0], cols)
                 at_cache, inner = f"{pix[0]}_o", f"{pix[0]}_i"

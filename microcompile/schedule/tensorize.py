@@ -22,6 +22,8 @@ Example (the GEMM intrinsic of gemm_intrin.py):
     --tensorize(t, "gemm_nt_s16_dsp")-->
     mc_gemm_nt_dsp_s16(acc, w, col, 8, 5, 27, 27, 27, 8);
 
+A matcher may return bindings["add_buffers"]: new constants the call reads (e.g. a region's
+requantization records); `drop_unused_constants` removes the ones no code reads any more.
 A matcher may also return bindings["rebind"] = {old: new}: constant operands the kernel reads
 in a layout packed at compile time (e.g. weights in panels of four rows). The call then
 names `new`, which replaces `old` in the PrimFunc's buffers; `old` must be read nowhere
@@ -74,6 +76,12 @@ def tensorize(f: PrimFunc, loop: str, intrin: str) -> PrimFunc:
     if bindings is None:
         raise ScheduleError(f"{f.name}: loop {loop} does not match tensor intrinsic {intrin}")
     rebind = bindings.get("rebind")
+    added = tuple(bindings.get("add_buffers", ()))
+    taken = {b.name for b in f.buffers}
+    if any(b.name in taken for b in added):
+        raise ScheduleError(f"{f.name}: {intrin} adds a buffer whose name is taken")
+    if added:
+        f = PrimFunc(f.name, (*f.buffers, *added), f.body, dict(f.attrs))
     if not rebind:
         return replace_loop(f, loop, lambda _: ti.emit(bindings))
     body = rewrite(f.body, lambda n: ti.emit(bindings) if isinstance(n, For) and n.var.name == loop else None)
@@ -81,6 +89,17 @@ def tensorize(f: PrimFunc, loop: str, intrin: str) -> PrimFunc:
         if isinstance(n, (Load, Address)) and n.buffer in rebind:
             raise ScheduleError(f"{f.name}: {n.buffer.name} is read outside loop {loop}; it cannot be repacked")
     return verify_primfunc(PrimFunc(f.name, tuple(rebind.get(b, b) for b in f.buffers), body, dict(f.attrs)))
+
+
+@primitive("drop_unused_constants")
+def drop_unused_constants(f: PrimFunc) -> PrimFunc:
+    """Remove the constant buffers nothing in the body reads (after tensorize replaced their
+    loads with a packed copy).
+
+        bias: int32[8] const (read nowhere)   --drop_unused_constants-->   (gone)"""
+    used = {id(n.buffer) for n in walk(f.body) if hasattr(n, "buffer")}
+    keep = tuple(b for b in f.buffers if b.scope != "const" or id(b) in used)
+    return verify_primfunc(PrimFunc(f.name, keep, f.body, dict(f.attrs)))
 
 
 # ---------------------------------------------------------------- matcher helpers

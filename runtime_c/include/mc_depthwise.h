@@ -57,6 +57,16 @@ void mc_depthwise_3x3_dsp_s8(MC_DEPTHWISE_ARGS);
 void mc_depthwise_2x3_dsp_s8(MC_DEPTHWISE_ARGS);
 void mc_depthwise_3x2_dsp_s8(MC_DEPTHWISE_ARGS);
 void mc_depthwise_2x2_dsp_s8(MC_DEPTHWISE_ARGS);
+/* The DSP fixed-window kernels with the output arithmetic of each group of four channels c..c+3
+ * as one record of 12 int32 (rq + (c / 4) * 12): bias[4], mult[4], rshift[4] - 1 (a partial
+ * last group zero-padded); bias/mult/rshift of MC_DEPTHWISE_ARGS are not passed. */
+#define MC_DEPTHWISE_RQ_ARGS                                                                       \
+    int8_t *y, const int8_t *x, const int16_t *w, const int32_t *rq, const mc_depthwise_params_t *params
+
+void mc_depthwise_3x3_dsp_rq_s8(MC_DEPTHWISE_RQ_ARGS);
+void mc_depthwise_2x3_dsp_rq_s8(MC_DEPTHWISE_RQ_ARGS);
+void mc_depthwise_3x2_dsp_rq_s8(MC_DEPTHWISE_RQ_ARGS);
+void mc_depthwise_2x2_dsp_rq_s8(MC_DEPTHWISE_RQ_ARGS);
 void mc_depthwise_mve_s8(MC_DEPTHWISE_ARGS);
 void mc_depthwise_3x3_mve_s8(MC_DEPTHWISE_ARGS);
 void mc_depthwise_2x3_mve_s8(MC_DEPTHWISE_ARGS);

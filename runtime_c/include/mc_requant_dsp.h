@@ -19,14 +19,19 @@
 /* mc_mul_by_qm_pos_rshift(acc, mult, rshift) + out_offset, saturated to int8. In its domain
  * (|acc| < 2^30, mult >= 0, rshift >= 1) the high multiply floor((acc*mult + 2^30) / 2^31) is
  * SMMULR(2*acc, mult) = floor((2*acc*mult + 2^31) / 2^32): one instruction where the 64-bit
- * form takes four. */
+ * form takes four. The rounding shift, floor((s + 2^(e-1) - [s<0]) / 2^e) with e = rshift, is
+ * floor((floor((s - [s<0]) / 2^(e-1)) + 1) / 2) (write s - [s<0] = q*2^(e-1) + r, 0 <= r <
+ * 2^(e-1): both sides are floor((q+1)/2)), and adding 2*out_offset before the last halving
+ * adds out_offset after it, so SSAT's own ASR #1 does the halving: seven instructions from
+ * acc to the saturated byte, with no rounding constant to build. */
 static inline int32_t mc_requant_ssat8(int32_t acc, int32_t mult, int32_t rshift, int32_t out_offset)
 {
-    int32_t s;
+    int32_t s, r;
 
     __asm__("smmulr %0, %1, %2" : "=r"(s) : "r"((int32_t)((uint32_t)acc << 1)), "r"(mult));
-    s = (s + (int32_t)(1u << (rshift - 1)) - (int32_t)((uint32_t)s >> 31)) >> rshift;
-    return __ssat(s + out_offset, 8);
+    s = (s - (int32_t)((uint32_t)s >> 31)) >> (rshift - 1);
+    __asm__("ssat %0, #8, %1, asr #1" : "=r"(r) : "r"(s + (1 + 2 * out_offset)));
+    return r;
 }
 
 /* v in every byte of a word. */
@@ -37,9 +42,13 @@ static inline int32_t mc_bytes4(int32_t v)
 
 static inline void mc_store4_s8(int8_t *y, int32_t v0, int32_t v1, int32_t v2, int32_t v3, int32_t lo4, int32_t hi4)
 {
-    uint32_t p = ((uint32_t)v0 & 0xFFu) | (((uint32_t)v1 & 0xFFu) << 8) | (((uint32_t)v2 & 0xFFu) << 16)
-                 | ((uint32_t)v3 << 24);
+    /* v0..v3 are in [-128, 127]: PKHBT pairs (v0, v2) and (v1, v3) in halfwords, UXTB16 keeps
+     * their low bytes, and one ORR interleaves them: five instructions. */
+    uint32_t a, b, p;
 
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(a) : "r"(v0), "r"(v2));
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(b) : "r"(v1), "r"(v3));
+    p = __uxtb16(a) | (__uxtb16(b) << 8);
     (void)__ssub8((int32_t)p, lo4);
     p = __sel(p, (uint32_t)lo4);
     (void)__ssub8(hi4, (int32_t)p);

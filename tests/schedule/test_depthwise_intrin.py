@@ -74,11 +74,17 @@ def test_packing_alone_keeps_values(name):
 
 def test_variant_follows_the_core():
     _, f = _lowered("3x3-s1-same", "RELU")
-    dsp = set(_calls(schedule_depthwise(f, _Dsp(), kernel="kernel").func))
+    dsp = schedule_depthwise(f, _Dsp(), kernel="kernel").func
     plain = set(_calls(schedule_depthwise(f, None, kernel="kernel").func))
-    # 6x6 SAME: corners 2x2, edges 2x3/3x2, interior 3x3, each its own fixed-window variant.
-    assert dsp == {"mc_depthwise_3x3_dsp_s8", "mc_depthwise_2x3_dsp_s8", "mc_depthwise_3x2_dsp_s8",
-                   "mc_depthwise_2x2_dsp_s8"}
+    # 6x6 SAME: corners 2x2, edges 2x3/3x2, interior 3x3, each its own fixed-window variant,
+    # reading its region's requantization records (and no bias, mult or shift array is left).
+    assert set(_calls(dsp)) == {"mc_depthwise_3x3_dsp_rq_s8", "mc_depthwise_2x3_dsp_rq_s8",
+                                "mc_depthwise_3x2_dsp_rq_s8", "mc_depthwise_2x2_dsp_rq_s8"}
+    consts = {b.name for b in dsp.buffers if b.scope == "const"}
+    assert consts == {"w", "rq", *(f"rq_{t}" for t in ("0_0", "0_1", "0_2", "1_0", "1_2", "2_0", "2_1", "2_2"))}
+    no_records = set(_calls(schedule_depthwise(f, _Dsp(), kernel="kernel", records=False).func))
+    assert no_records == {"mc_depthwise_3x3_dsp_s8", "mc_depthwise_2x3_dsp_s8", "mc_depthwise_3x2_dsp_s8",
+                          "mc_depthwise_2x2_dsp_s8"}
     assert plain == {"mc_depthwise_c_s8"}
 
 
@@ -113,7 +119,7 @@ def test_ssat_epilogue_of_armv7m_lowering_is_matched(board):
     f = lower_node(g, g.nodes[0], target)
     assert any(n.name == "mc_ssat8" for n in tir.walk(f.body) if isinstance(n, tir.Call))
     sch = schedule_depthwise(f, target)
-    assert sch is not None and all(c.endswith(("_dsp_s8" if target.dsp else "_c_s8")) for c in _calls(sch.func))
+    assert sch is not None and all(c.endswith(("_dsp_rq_s8" if target.dsp else "_c_s8")) for c in _calls(sch.func))
 
 
 def test_int8_weights_compute_region_biases_at_run_time():

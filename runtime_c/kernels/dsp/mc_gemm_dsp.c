@@ -7,6 +7,7 @@
  *      Applying the same extraction to both operands pairs equal k, so no shuffle and no
  *      reordered weights are needed: x0*w0 + x2*w2 and x1*w1 + x3*w3. */
 #include <arm_acle.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "mc_gemm.h"
@@ -413,7 +414,7 @@ void mc_gemm_p4_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_ge
  * from its bias, runs the same assembly loop as above, and its four sums are requantized
  * and stored as one word of int8 (mc_requant_dsp.h). No int32 tile, no second pass. */
 #define MC_GEMM_P4_RQ(NAME, T, PANEL)                                                               \
-    void NAME(MC_GEMM_RQ_ARGS(T))                                                                     \
+    NAME(MC_GEMM_RQ_ARGS(T))                                                                          \
     {                                                                                                 \
         const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy; \
         const int32_t m4 = m & ~3, k8 = k & ~7, off = params->out_offset;                             \
@@ -449,5 +450,170 @@ void mc_gemm_p4_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_ge
         }                                                                                             \
     }
 
-MC_GEMM_P4_RQ(mc_gemm_p4_rq_dsp_s16, int16_t, p4_s16_panel)
-MC_GEMM_P4_RQ(mc_gemm_p4_rq_dsp_s8, int8_t, p4_s8_panel)
+static void MC_GEMM_P4_RQ(p4_rq_s16_any_k, int16_t, p4_s16_panel)
+void MC_GEMM_P4_RQ(mc_gemm_p4_rq_dsp_s8, int8_t, p4_s8_panel)
+
+/* int16 operands with k a multiple of 8 (every pointwise and 3x3 convolution of our models):
+ * one column's panels in a single assembly loop. The epilogue is what it saves: each panel's
+ * bias, multipliers and shifts minus one are copied (RQ_CHUNK panels at a time, per call) into
+ * one record of 12 words, which three LDM read; requantization as in mc_requant_dsp.h, the
+ * clamp and the store with the loop's state kept on the stack, not recomputed. Per panel of
+ * four rows and k = 64: 208 instructions of products and 45 of epilogue and loop, where the
+ * C loop around the same product assembly took about 90; the column comes in pairs of words
+ * by LDM (the C loop's LDR pairs: 26 instructions per 8 k, here 24). */
+#define RQ_CHUNK 8
+
+typedef struct {
+    const int16_t *col;     /* the column of B */
+    const int16_t *col8;    /* its end (k is a multiple of 8) */
+    int8_t *y;              /* the first panel's four outputs */
+    int32_t lo4, hi4;       /* act_min / act_max in every byte */
+    int32_t off2;           /* 1 + 2 * out_offset */
+} rq_column_t;
+
+/* Panels rq .. rq_end (12 words each: bias[4], mult[4], rshift[4] - 1) of one column, weights
+ * from w. AAPCS: r0 = ctx, r1 = w, r2 = rq, r3 = rq_end. Registers: r0-r3 the four sums,
+ * r4 the column, r5 its end, r6/r7 column words, r8-r11 weight words and epilogue
+ * constants, r12 the weights, lr the records; on the stack rq_end, col, y, lo4, hi4, off2. */
+__attribute__((naked, noinline)) static void p4_rq_s16_column(const rq_column_t *ctx __attribute__((unused)),
+                                                              const int16_t *w __attribute__((unused)),
+                                                              const int32_t *rq __attribute__((unused)),
+                                                              const int32_t *rq_end __attribute__((unused)))
+{
+    __asm__ volatile(
+        "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
+        "ldm r0, {r4, r5, r6, r7, r8, r9}\n\t"       /* col, col8, y, lo4, hi4, off2 */
+        "push {r3, r4, r6, r7, r8, r9}\n\t"          /* [sp]: rq_end, col, y, lo4, hi4, off2 */
+        "mov r12, r1\n\t"
+        "mov lr, r2\n\t"
+        "2:\n\t"
+        "ldmia lr!, {r0, r1, r2, r3}\n\t"            /* the panel's bias */
+        "ldr r4, [sp, #4]\n\t"
+        "1:\n\t"
+        "ldmia r4!, {r6, r7}\n\t"                    /* four k of the column (word-aligned) */
+        "ldmia r12!, {r8, r9, r10, r11}\n\t"
+        "smlad r0, r6, r8, r0\n\t"
+        "smlad r1, r6, r9, r1\n\t"
+        "smlad r2, r6, r10, r2\n\t"
+        "smlad r3, r6, r11, r3\n\t"
+        "ldmia r12!, {r8, r9, r10, r11}\n\t"
+        "smlad r0, r7, r8, r0\n\t"
+        "smlad r1, r7, r9, r1\n\t"
+        "smlad r2, r7, r10, r2\n\t"
+        "smlad r3, r7, r11, r3\n\t"
+        "ldmia r4!, {r6, r7}\n\t"
+        "ldmia r12!, {r8, r9, r10, r11}\n\t"
+        "smlad r0, r6, r8, r0\n\t"
+        "smlad r1, r6, r9, r1\n\t"
+        "smlad r2, r6, r10, r2\n\t"
+        "smlad r3, r6, r11, r3\n\t"
+        "ldmia r12!, {r8, r9, r10, r11}\n\t"
+        "smlad r0, r7, r8, r0\n\t"
+        "smlad r1, r7, r9, r1\n\t"
+        "smlad r2, r7, r10, r2\n\t"
+        "smlad r3, r7, r11, r3\n\t"
+        "cmp r4, r5\n\t"
+        "bne 1b\n\t"
+        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* multipliers: SMMULR(2 * acc, mult) */
+        "lsl r0, r0, #1\n\t"
+        "smmulr r0, r0, r8\n\t"
+        "lsl r1, r1, #1\n\t"
+        "smmulr r1, r1, r9\n\t"
+        "lsl r2, r2, #1\n\t"
+        "smmulr r2, r2, r10\n\t"
+        "lsl r3, r3, #1\n\t"
+        "smmulr r3, r3, r11\n\t"
+        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* shifts minus one */
+        "ldr r6, [sp, #20]\n\t"                      /* off2 */
+        "sub r0, r0, r0, lsr #31\n\t"
+        "asr r0, r0, r8\n\t"
+        "add r0, r0, r6\n\t"
+        "ssat r0, #8, r0, asr #1\n\t"
+        "sub r1, r1, r1, lsr #31\n\t"
+        "asr r1, r1, r9\n\t"
+        "add r1, r1, r6\n\t"
+        "ssat r1, #8, r1, asr #1\n\t"
+        "sub r2, r2, r2, lsr #31\n\t"
+        "asr r2, r2, r10\n\t"
+        "add r2, r2, r6\n\t"
+        "ssat r2, #8, r2, asr #1\n\t"
+        "sub r3, r3, r3, lsr #31\n\t"
+        "asr r3, r3, r11\n\t"
+        "add r3, r3, r6\n\t"
+        "ssat r3, #8, r3, asr #1\n\t"
+        "pkhbt r6, r0, r2, lsl #16\n\t"              /* pack as mc_store4_s8 */
+        "pkhbt r7, r1, r3, lsl #16\n\t"
+        "uxtb16 r6, r6\n\t"
+        "uxtb16 r7, r7\n\t"
+        "orr r6, r6, r7, lsl #8\n\t"
+        "ldrd r8, r9, [sp, #12]\n\t"                 /* lo4, hi4 */
+        "ssub8 r7, r6, r8\n\t"
+        "sel r6, r6, r8\n\t"
+        "ssub8 r7, r9, r6\n\t"
+        "sel r6, r6, r9\n\t"
+        "ldr r7, [sp, #8]\n\t"
+        "str r6, [r7], #4\n\t"
+        "str r7, [sp, #8]\n\t"
+        "ldr r6, [sp]\n\t"
+        "cmp lr, r6\n\t"
+        "bne 2b\n\t"
+        "add sp, sp, #24\n\t"
+        "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t");
+}
+
+void mc_gemm_p4_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t))
+{
+    const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy;
+    const int32_t m4 = m & ~3;
+    /* The records, and 16 words more: the 60 bytes p4_rq_s16_column pushes, which GCC's stack
+     * usage (-fstack-usage, the fit report's static bound) cannot see in a naked function, so
+     * they are counted in this frame instead. */
+    int32_t rq[RQ_CHUNK * 12 + 16];
+    rq_column_t ctx;
+
+    /* LDM needs word-aligned columns: an aligned B and an even ldb (im2col scratch is). */
+    if ((k & 7) != 0 || k == 0 || m4 == 0 || ((uintptr_t)b & 3u) != 0 || (ldb & 1) != 0) {
+        p4_rq_s16_any_k(y, a, b, bias, mult, rshift, params);
+        return;
+    }
+    ctx.lo4 = mc_bytes4(params->act_min);
+    ctx.hi4 = mc_bytes4(params->act_max);
+    ctx.off2 = 1 + 2 * params->out_offset;
+    for (int32_t i0 = 0; i0 < m4; i0 += 4 * RQ_CHUNK) {
+        const int32_t rows = m4 - i0 < 4 * RQ_CHUNK ? m4 - i0 : 4 * RQ_CHUNK;
+
+        for (int32_t r = 0; r < rows; r += 4) {
+            int32_t *rec = rq + r * 3;
+
+            memcpy(rec, bias + i0 + r, 16);
+            memcpy(rec + 4, mult + i0 + r, 16);
+            for (int32_t q = 0; q < 4; ++q)
+                rec[8 + q] = rshift[i0 + r + q] - 1;
+        }
+        for (int32_t j = 0; j < n; ++j) {
+            ctx.col = b + j * ldb;
+            ctx.col8 = ctx.col + k;
+            ctx.y = y + j * ldy + i0;
+            p4_rq_s16_column(&ctx, a + i0 * k, rq, rq + rows * 3);
+        }
+    }
+    if (m4 != m) {    /* the last, partial panel (its padding rows are zero), column by column */
+        const int32_t off = params->out_offset;
+
+        for (int32_t j = 0; j < n; ++j) {
+            const int16_t *col = b + j * ldb;
+            int8_t *yj = y + j * ldy;
+            int32_t s[4] = {0, 0, 0, 0};
+
+            for (int32_t r = m4; r < m; ++r)
+                s[r - m4] = bias[r];
+            p4_s16_panel(s, a + m4 * k, col, col + k, k);
+            for (int32_t r = m4; r < m; ++r) {
+                int32_t v = mc_requant_ssat8(s[r - m4], mult[r], rshift[r], off);
+
+                v = v < params->act_min ? params->act_min : v;
+                yj[r] = (int8_t)(v > params->act_max ? params->act_max : v);
+            }
+        }
+    }
+}

@@ -1,0 +1,8 @@
+"""Autotuning: workloads deduplicated by key (workload.py), knob spaces (schedule/spaces.py),
+search strategies (search.py), the tuning loop (tuner.py) and JSON-lines records (records.py).
+The measuring (build, device, bit-exact check) is wired by microcompile/tuning.py."""
+
+from .records import Environment, RecordWriter, Selection, read_records, record, select  # noqa: F401
+from .search import STRATEGIES, make_search  # noqa: F401
+from .tuner import Budget, Outcome, TuneResult, WorkloadStats, tune  # noqa: F401
+from .workload import Workload, extract_workloads, workload_key  # noqa: F401

@@ -1,0 +1,249 @@
+"""Wiring of the tuner (tune/) to the build and the device: what `microcompile tune` and
+`--records` call. Like driver.py, it may import every stage.
+
+    tune_model:  model -> workloads -> tune.tune(measure=Measurer on N slots) -> records
+    (deploy/run/profile --records read them back: tune/records.py load_selection, replayed by
+    compile_model through `tuned`)
+
+A candidate is measured in a firmware of the whole model in which every kernel of its
+workload replays the candidate's trace and the others keep their default schedule: the agent
+build runs on the QEMU twin (a fresh QEMU per candidate, always stopped) or the board; the
+outputs and every tuned kernel's tensor must equal the reference interpreter's bytes, then
+the per-kernel profile gives the count. A crash, a hang (no answer within the timeout), a
+wrong answer, a build or fit failure is an Outcome("failed", error=reason).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from . import driver, project
+from .errors import DeviceError, UserError
+from .ir.compare import compare
+from .lower import lower_node
+from .reference import interp
+from .schedule import ScheduleError
+from .target import Board, load_board
+from .tune import Budget, Outcome, RecordWriter, extract_workloads, read_records, tune
+from .tune.records import compatible, environment
+
+Progress = driver.Progress
+EXECUTORS = ("local", "ray")
+
+
+def lowered_workloads(model_path, board: Board, flash_budget: int | None = None):
+    """(compiled default, workloads): the model compiled with its default schedules (which
+    kernels got int16 weights gives each workload's default point) and its deduplicated
+    workloads."""
+    with tempfile.TemporaryDirectory(prefix="microcompile-tune-") as tmp:
+        compiled = driver.compile_model(model_path, board, Path(tmp), flash_budget=flash_budget)
+    target = board.target
+    lowered = [(n, lower_node(compiled.graph, n, target)) for n, _, _ in compiled.kernels]
+    wide = {n.name: n.name in compiled.widened for n, _ in lowered}
+    return compiled, extract_workloads(lowered, target, wide)
+
+
+class Measurer:
+    """measure(slot, workload, config, trace) for tune.tune, and .batch(slot, items) for its batch
+    mode: slot k builds in work_dir/job<k>."""
+
+    def __init__(self, model_path, board: Board, work_dir: Path, compiled, *, emulate: bool, port: str | None,
+                 timeout: float, input_path=None):
+        self.model_path, self.board, self.work_dir = Path(model_path), board, Path(work_dir)
+        self.emulate, self.port, self.timeout = emulate, port, timeout
+        self.inputs = driver.load_inputs(compiled.graph, input_path)
+        self.ordered = [self.inputs[n] for n in compiled.graph.inputs]
+        self.reference = interp.run(compiled.graph, self.inputs, keep_all=True)
+        self.outputs = list(compiled.graph.outputs)
+        self.node_outputs = {n.name: n.outputs[0] for n, _, _ in compiled.kernels}
+
+    def __call__(self, slot: int, workload, config: dict, trace) -> Outcome:
+        return self.batch(slot, [(workload, config, trace)])[0]
+
+    def batch(self, slot: int, items: list) -> list[Outcome]:
+        """One firmware with each item's trace on its workload's kernels (distinct workloads).
+        A failure of the whole firmware (build, fit, crash, hang) fails a single item and
+        sends several back to be measured alone ("retry"). A wrong answer is pinned on the
+        first tuned kernel, in execution order, whose tensor differs (the kernels before it
+        computed right, so its inputs were right); items with a kernel after it are retried."""
+        project_dir = self.work_dir / f"job{slot}"
+        quiet = lambda s: None  # noqa: E731
+
+        def everyone(error: str) -> list[Outcome]:
+            return [Outcome("retry" if len(items) > 1 else "failed", error=error)] * len(items)
+        try:
+            built = driver.build_firmware(self.model_path, self.board, project_dir, emulate=self.emulate,
+                                          progress=quiet, agent=True,
+                                          tuned={w.key: trace for w, _, trace in items})
+        except ScheduleError as e:
+            return everyone(f"schedule: the trace does not replay: {e}")
+        except project.FitError as e:
+            return everyone(f"does not fit: {_first_line(e)}")
+        except UserError as e:
+            return everyone(f"build: {_build_reason(e)}")
+        compiled = built.compiled
+        index = {n.name: i for i, (n, _, _) in enumerate(compiled.kernels)}
+        nodes = [[n for n in w.nodes if n in compiled.tuned] for w, _, _ in items]
+        for (w, _, _), got in zip(items, nodes):
+            if len(got) != len(w.nodes):
+                return everyone(f"the record applied to {len(got)} of the workload's {len(w.nodes)} kernels")
+        first_bad = None              # (kernel index, item, reason)
+        try:
+            with driver.open_session(project_dir, self.board, emulate=self.emulate, port=self.port,
+                                     timeout=self.timeout, progress=quiet) as s:
+                outs = s.run(self.ordered)
+                wrong_output = None
+                for name, out in zip(self.outputs, outs):
+                    c = compare(out.numpy(), self.reference[name])
+                    if not c.equal and wrong_output is None:
+                        wrong_output = (f"wrong answer: output {name}: {c.n_diff} element(s) differ, "
+                                        f"max |diff| {c.max_abs_diff:g}")
+                readable = {t.name for t in s.info().tensors}
+                for k, node, i in sorted((index[n], n, i) for i, ns in enumerate(nodes) for n in ns):
+                    tensor = self.node_outputs[node]
+                    if tensor not in readable:
+                        continue
+                    c = compare(s.tensor(tensor, self.ordered).numpy(), self.reference[tensor])
+                    if not c.equal:
+                        first_bad = (k, i, f"wrong answer: kernel {node} ({tensor}): {c.n_diff} element(s) "
+                                           f"differ, max |diff| {c.max_abs_diff:g}")
+                        break
+                if wrong_output is not None and first_bad is None:
+                    return everyone(wrong_output)
+                prof = s.profile(self.ordered)
+        except DeviceError as e:
+            kind = "hang" if type(e).__name__ == "DeviceTimeout" else "device"
+            return everyone(f"{kind}: {_first_line(e)}")
+        out = []
+        for i, ns in enumerate(nodes):
+            if first_bad is not None and i == first_bad[1]:
+                out.append(Outcome("failed", error=first_bad[2]))
+            elif first_bad is not None and any(index[n] > first_bad[0] for n in ns):
+                out.append(Outcome("retry", error=f"not verified: an earlier kernel answered wrong "
+                                                  f"({first_bad[2]})"))
+            else:
+                counts = [prof.counts[index[n]] for n in ns]
+                out.append(Outcome("ok", count=int(round(sum(counts) / len(counts))), unit=prof.unit))
+        return out
+
+
+def _build_reason(e: Exception) -> str:
+    """The compiler's first error line, else the message's first line."""
+    text = getattr(e, "message", None) or str(e)
+    errors = [line.strip() for line in text.splitlines() if "error:" in line]
+    return errors[0] if errors else _first_line(e)
+
+
+def _first_line(e: Exception, lines: int = 1) -> str:
+    text = getattr(e, "message", None) or str(e)
+    return " | ".join(text.strip().splitlines()[:lines])
+
+
+def parse_budget(trials: int | None, budget: str | None) -> Budget:
+    """--trials N, or --budget N (trials) / --budget 30m (minutes) / 2h."""
+    minutes = None
+    if budget is not None:
+        text = budget.strip().lower()
+        try:
+            if text.endswith("m"):
+                minutes = float(text[:-1])
+            elif text.endswith("h"):
+                minutes = 60 * float(text[:-1])
+            else:
+                if trials is not None and int(text) != trials:
+                    raise UserError("--trials and --budget disagree", hint="give one of them")
+                trials = int(text)
+        except ValueError:
+            raise UserError(f"--budget {budget!r} is neither a trial count nor minutes",
+                            hint="e.g. --budget 200 (trials), --budget 30m or --budget 2h") from None
+    if trials is None and minutes is None:
+        raise UserError("tune needs a budget", hint="--trials 200, or --budget 30m")
+    if (trials is not None and trials < 1) or (minutes is not None and minutes <= 0):
+        raise UserError("the tuning budget must be positive", hint="e.g. --trials 200 or --budget 30m")
+    return Budget(trials, minutes)
+
+
+def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emulate: bool = False,
+               port: str | None = None, jobs: int = 1, resume: bool = False, strategy: str = "model",
+               seed: int = 0, timeout: float = 10.0, work_dir=None, scratch_budget: int | None = None,
+               input_path=None, progress: Progress = print, bar: bool = True, executor: str = "local",
+               address: str | None = None, batch: bool = False):
+    """Tune every workload of `model_path` on `board_name` and append the records to
+    `records_path`; returns (tune.TuneResult, workloads). `executor`: "local" (`jobs` threads,
+    each with its own QEMU) or "ray" (`jobs` Ray tasks at a time on the cluster at `address`).
+    `batch`: each firmware measures one candidate of every workload (tune.tune's batch mode)."""
+    board = load_board(board_name)
+    driver._check_target(board, emulate, port)
+    if jobs < 1:
+        raise UserError(f"--jobs {jobs}: needs at least one job")
+    if executor not in EXECUTORS:
+        raise UserError(f"unknown executor {executor!r}", hint=f"one of {', '.join(EXECUTORS)}")
+    if address is not None and executor != "ray":
+        raise UserError("--address is the Ray cluster's address", hint="add --executor ray")
+    if jobs > 1 and not emulate and not board.is_host and executor == "local":
+        raise UserError("--jobs N > 1 measures on N QEMU twins; several real boards are not supported yet",
+                        hint="add --emulate, or tune on one board with --jobs 1")
+    records_path = Path(records_path)
+    previous = []
+    env = environment(board)
+    if records_path.exists() and records_path.stat().st_size > 0:
+        if not resume:
+            raise UserError(f"records file {records_path} exists",
+                            hint="pass --resume to continue it, or choose another --records file")
+        recs, notes = read_records(records_path)
+        for n in notes:
+            progress(f"[tune] note: {n}")
+        previous = [r for r in recs if compatible(r, env) is None]
+        if len(previous) < len(recs):
+            progress(f"[tune] note: {len(recs) - len(previous)} record(s) of another core or toolchain are "
+                     "not resumed")
+    elif resume:
+        progress(f"[tune] {records_path} is empty or absent: starting afresh")
+    progress(f"[tune] {model_path} on {board.name}: compiling the default schedules")
+    compiled, workloads = lowered_workloads(model_path, board)
+    sizes = ", ".join(f"{w.key.split(':')[0]} x{len(w.nodes)} ({w.space.size} points)" for w in workloads)
+    progress(f"[tune] {len(compiled.kernels)} kernels, {len(workloads)} workloads: {sizes}")
+    own = work_dir is None
+    work = Path(tempfile.mkdtemp(prefix="microcompile-tune-")) if own else Path(work_dir)
+    measurer = Measurer(model_path, board, work, compiled, emulate=emulate, port=port, timeout=timeout,
+                        input_path=input_path)
+    from tqdm import tqdm
+
+    pool = None
+    if executor == "ray":
+        from .tune.ray_executor import RayExecutor
+
+        pool = RayExecutor(address, board=None if emulate else board.name)
+
+    total = budget.trials
+    try:
+        with RecordWriter(records_path) as writer, \
+                tqdm(total=total, desc="tune", unit="trial", disable=None if bar else True, file=sys.stderr,
+                     initial=min(len([r for r in previous if r["status"] != "invalid"]), total or 0)) as pbar:
+            result = tune(workloads, board.target, env, measurer.batch if batch else measurer, writer, budget,
+                          jobs=jobs, strategy=strategy, batch=batch,
+                          seed=seed, model=Path(model_path).stem, previous=previous, scratch_budget=scratch_budget,
+                          bar=pbar, executor=pool)
+    finally:
+        if own:
+            shutil.rmtree(work, ignore_errors=True)
+    return result, workloads
+
+
+def format_result(result, workloads) -> str:
+    rows = [f"{'workload':<58} {'kernels':>7} {'trials':>6} {'failed':>6} {'invalid':>7} {'default':>12} "
+            f"{'best':>12} {'speed-up':>8}"]
+    for st in result.stats:
+        d, b = st.default_count, st.best_count
+        ratio = f"{d / b:.3f}x" if d and b else "-"
+        rows.append(f"{st.key:<58} {len(st.nodes):>7} {st.trials:>6} {st.failures:>6} {st.invalid:>7} "
+                    f"{(f'{d:,}' if d is not None else '-'):>12} {(f'{b:,}' if b is not None else '-'):>12} "
+                    f"{ratio:>8}")
+    rows.append(f"{result.trials} trial(s) measured in {result.seconds:.1f} s"
+                + (f", {result.resumed} resumed from the records" if result.resumed else "")
+                + (" (interrupted)" if result.interrupted else ""))
+    return "\n".join(rows)
+
