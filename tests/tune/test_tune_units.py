@@ -259,8 +259,9 @@ def test_tune_refuses_bad_arguments_with_exit_2(dscnn, tmp_path, args, message, 
     from microcompile.cli import main
 
     path, _ = dscnn
-    target = ["--board=stm32", "--port", "/dev/ttyNONE"] if "several" in message else ["--board=mps2-an386",
-                                                                                      "--emulate"]
+    port = tmp_path / "ttyFAKE"   # exists, so the port check (issue 14) passes and --jobs is what is refused
+    port.write_bytes(b"")
+    target = ["--board=stm32", "--port", str(port)] if "several" in message else ["--board=mps2-an386", "--emulate"]
     code = main(["tune", str(path), *target, "--records", str(tmp_path / "r.jsonl"), *args])
     assert code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "r.jsonl").exists()
