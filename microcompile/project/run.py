@@ -12,7 +12,7 @@ import numpy as np
 from microcompile.errors import DeviceError, ToolchainError
 from microcompile.project import children
 from microcompile.project.generate import QEMU_FLAGS, read_marker
-from microcompile.project.manifest import MANIFEST_NAME, load_manifest, tensor_array
+from microcompile.project.manifest import load_manifest, tensor_array
 from microcompile.target import Board, load_board
 
 
