@@ -257,9 +257,7 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
     if records is not None:
         selection = load_selection(records, board, progress)
         tuned = {**selection.traces(), **(tuned or {})}
-    if emulate and board.emulator is None and not board.is_host:
-        raise UserError(f"board {board.name} has no emulated twin",
-                        hint="drop --emulate to flash it, or pick a board listed by `microcompile boards` with a twin")
+    _check_target(board, emulate, None, agent=False)   # the port, if any, was checked by the caller
     where = project.placement(board, arena_region, weights_region, emulated=emulate)
     project_dir = Path(project_dir)
     # Before any work: the project folder (a file? someone else's? writable?) and the input file.
