@@ -27,7 +27,7 @@ from .ir.compare import Comparison, compare
 from .ir.summary import layer_table
 from .lower import lower_node
 from .memory import MemoryPlan
-from .schedule import ScheduleError, default_schedule, widening
+from .schedule import ScheduleError, blocks, default_schedule, widening
 from .target import Board, load_board
 from .transform import pipeline
 from .tune.records import load_selection, tuned_summary
@@ -88,11 +88,11 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
     # Views (reshape) and in-place concatenations are no code: their bytes are planned in place.
     no_code = {n.name for n in graph.nodes if ops.get(n.op).is_view} | {c for c, _ in slices.values()}
     target = board.target
-    narrow, wide, candidates, tuned_nodes = {}, {}, [], {}
+    narrow, wide, candidates, tuned_nodes, lowered = {}, {}, [], {}, {}
     for node in graph.nodes:
         if node.name in no_code:
             continue
-        func = lower_node(graph, node, target)
+        func = lowered[node.name] = lower_node(graph, node, target)
         key = workload_key(node, func, target) if tuned else None
         if key in (tuned or {}):
             narrow[node.name] = (tuned[key].apply(func), tuned[key])
@@ -129,8 +129,37 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
     widened = {c.name: c.extra for c in candidates if c.name in chosen}
     scheduled = {name: wide[name] if name in widened else sched for name, sched in narrow.items()}
     graph, plan = planned(scheduled)
+    graph, plan = _grow_blocks(graph, plan, scheduled, {n: f for n, f in lowered.items() if n not in tuned_nodes},
+                               widened, target, planned)
     kernels = [(n, *scheduled[n.name]) for n in graph.nodes if n.name in scheduled]
     return kernels, plan, graph, widened, tuned_nodes
+
+
+def _grow_blocks(graph: Graph, plan: MemoryPlan, scheduled: dict, lowered: dict, widened: dict, target, planned):
+    """Give conv2d kernels off the arena's peak larger im2col blocks (schedule/blocks.py), never
+    growing the arena: each kernel takes the largest block within its slack (the arena less the
+    bytes live at its step); all together are re-planned, and if that arena is larger (the order
+    or the placement changed), one kernel at a time, each kept only if the arena stays. Updates
+    `scheduled` in place; returns the graph in its order and the plan."""
+    live = dict(zip((n.name for n in graph.nodes), plan.timeline()))
+    bigger = {}
+    for name, func in lowered.items():
+        f, t = scheduled[name]
+        grown = blocks.larger_block(func, target, name in widened, f, t, plan.arena_bytes - live[name])
+        if grown is not None:
+            bigger[name] = grown
+    if not bigger:
+        return graph, plan
+    g, p = planned({**scheduled, **bigger})
+    if p.arena_bytes <= plan.arena_bytes:
+        scheduled.update(bigger)
+        return g, p
+    for name, grown in bigger.items():
+        g, p = planned({**scheduled, name: grown})
+        if p.arena_bytes <= plan.arena_bytes:
+            scheduled[name] = grown
+            graph, plan = g, p
+    return graph, plan
 
 
 def _const_bytes(f) -> int:

@@ -38,8 +38,8 @@ per-kernel choice (schedule/widening.py); int8 ones use the same kernels on int8
 Knobs (declared with their domains in schedule/knobs.py, recorded in the trace): `max_cols`
 (COLS_DOMAIN), `col_bytes_max` (COL_BYTES_DOMAIN: the im2col buffer's size cap), `acc_rows`
 (FC_ACC_ROWS_DOMAIN), `widen_min_run` (WIDEN_MIN_RUN_DOMAIN: the shortest copy run worth a call),
-`wide_weights`. FC_WIDE_BYTES_MAX (the largest int16 weight copy a fully connected layer makes
-by default) is a constant: schedule/widening.py decides per kernel against the board's flash.
+`wide_weights`. Whether a kernel's weights are widened is decided per kernel against the board's
+flash (and the arena) by schedule/widening.py and the driver, for every size of layer alike.
 """
 
 from __future__ import annotations
@@ -63,9 +63,6 @@ COLS_DOMAIN = declare_knob("max_cols", (1, 2, 4, 8, 16, 32), "conv2d: most outpu
 COL_BYTES_DOMAIN = declare_knob("col_bytes_max", (256, 512, 1024, 2048, 4096, 8192),
                                 "conv2d: the im2col buffer's cap, bytes (scratch against calls)")
 COL_BYTES_MAX = {"dsp": 1024, "c": 2048, "mve": 2048}
-# Largest int16 copy of a fully-connected weight matrix the schedule makes: widening doubles
-# flash, and a large layer must still fit a 512 KiB part (ad01_int8 on nucleo-f446re).
-FC_WIDE_BYTES_MAX = 32768
 # Output units of a fully connected layer per int32 accumulator tile (the last: all of them).
 FC_ACC_ROWS_DOMAIN = declare_knob("acc_rows", (4, 8, 16, 32, 64, 1 << 30),
                                   "fully_connected: output units per int32 accumulator tile (last: all)")
@@ -235,7 +232,8 @@ def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, wide
 def schedule_dense_gemm(func: PrimFunc, target=None, wide: bool | None = None,
                         acc_rows: int = FC_ACC_ROWS) -> Schedule | None:
     """The GEMV/GEMM schedule of an int8 fully_connected, or None when it does not apply.
-    `wide`: int16 weights (on DSP cores; None: when they stay under FC_WIDE_BYTES_MAX).
+    `wide`: int16 weights (on DSP cores; None: as True; the driver chooses per kernel against
+    the flash budget, schedule/widening.py).
     `acc_rows` (FC_ACC_ROWS_DOMAIN): output units per accumulator tile, for one input row."""
     if func.attrs.get("op") != "fully_connected":
         return None
@@ -248,7 +246,7 @@ def schedule_dense_gemm(func: PrimFunc, target=None, wide: bool | None = None,
     w = next((b for b in func.buffers if b.name == "w"), None)
     tight = wide is False           # chosen for a board with no flash to spare: no padded panels
     if wide is None:
-        wide = w is not None and w.size * 2 <= FC_WIDE_BYTES_MAX
+        wide = w is not None
     # On a DSP core int16 operands feed SMLAD with no extraction (1.4 instead of 2 instructions
     # per MAC) at the price of int16 weights in flash; plain-C cores gain nothing from that.
     for dtype in (("s16", "s8") if variant == "dsp" and wide else ("s8",)):
