@@ -183,9 +183,11 @@ QEMU_GEMM_CASES = {
     "conv m4 k90 (widened runs of 10)": ("conv", dict(cin=10, cout=4, rect=False), "s16"),
     "fc m6 k10": ("fc", dict(in_shape=(3, 10), units=6), "s16"),
     "fc m13 k37": ("fc", dict(in_shape=(2, 37), units=13, bias=True, per_channel=True), "s16"),
-    # int8 weights (a board with no flash or arena to spare): int8 operands
+    # int8 weights (a board with no flash or arena to spare): int8 operands, in panels where
+    # that adds no padding, else row-major
     "fc m127 k130 int8 weights": ("fc", dict(in_shape=(1, 130), units=127, bias=True), "s8"),
     "fc m65 k261 int8 weights": ("fc", dict(in_shape=(2, 261), units=65), "s8"),
+    "fc m64 k132 int8 weights": ("fc", dict(in_shape=(1, 132), units=64), "s8"),
 }
 
 
@@ -201,7 +203,9 @@ def test_packed_dsp_gemm_kernels_on_cortex_m4(name, tmp_path):
     f2, _ = default_schedule(lower_node(g, g.nodes[0]), DSP, wide=dtype == "s16")
     # convolutions requantize in the kernel (no int32 tile); fully connected layers (single
     # rounding) keep their tile
-    assert (f"mc_gemm_p4_rq_dsp_{dtype}(" if kind == "conv" else f"mc_gemm_p4_dsp_{dtype}(") in tir_str(f2)
+    padded = kind == "fc" and dtype == "s8" and (over["units"] % 4 or over["in_shape"][-1] % 4)
+    assert (f"mc_gemm_p4_rq_dsp_{dtype}(" if kind == "conv" else "mc_gemm_nt_dsp_s8(" if padded
+            else f"mc_gemm_p4_dsp_{dtype}(") in tir_str(f2)
     assert ("mc_widen_dsp_s8_s16(" in tir_str(f2)) == (kind == "conv" and over.get("cin", 3) >= 8)
     report = deploy_graph(g, random_inputs(g, 3), "mps2-an386", tmp_path)
     assert report["verified"], report
