@@ -137,15 +137,15 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
 
 def _grow_blocks(graph: Graph, plan: MemoryPlan, scheduled: dict, lowered: dict, widened: dict, target, planned):
     """Give conv2d kernels off the arena's peak larger im2col blocks (schedule/blocks.py), never
-    growing the arena: each kernel takes the largest block within its slack (the arena less the
-    bytes live at its step); all together are re-planned, and if that arena is larger (the order
+    growing the arena: each kernel takes the largest block within its slack (the plan's peak of
+    live bytes, its lower bound, less the bytes live at its step); all together are re-planned, and if that arena is larger (the order
     or the placement changed), one kernel at a time, each kept only if the arena stays. Updates
     `scheduled` in place; returns the graph in its order and the plan."""
     live = dict(zip((n.name for n in graph.nodes), plan.timeline()))
     bigger = {}
     for name, func in lowered.items():
         f, t = scheduled[name]
-        grown = blocks.larger_block(func, target, name in widened, f, t, plan.arena_bytes - live[name])
+        grown = blocks.larger_block(func, target, name in widened, f, t, plan.lower_bound - live[name])
         if grown is not None:
             bigger[name] = grown
     if not bigger:
