@@ -68,6 +68,29 @@ def test_a_large_fully_connected_layer_widens_when_the_flash_allows():
     assert ("w", "int16") in [d.args for d in sch.trace.decisions if d.primitive == "pack_constant"]
 
 
+def _fc_softmax_graph() -> Graph:
+    """x[1,64] -> fc (4096 units: 256 KiB of int8 weights) -> softmax: the softmax's step is the
+    arena's peak, so the fully connected layer may widen as far as the flash allows."""
+    base = dict(cases("fully_connected", "int8", 1, seed=2)[0], bias=False, keep_num_dims=False)
+    g1 = build_graph(dict(base, in_shape=(1, 64), units=4096))
+    sm = build_graph(dict(cases("softmax", "int8", 1)[0], shape=(1, 4096), beta=1.0))
+    tensors = dict(g1.tensors)
+    tensors["z"] = sm.tensors["out"].replace(name="z")
+    n2 = Node("softmax", "sm", ("out",), ("z",), dict(sm.nodes[0].attrs))
+    return verify(Graph("fc_softmax", tensors, (g1.nodes[0], n2), ("x",), ("z",)))
+
+
+def test_the_board_flash_decides_a_large_fully_connected_layers_weights():
+    """256 KiB of int8 weights: widening adds 256 KiB more, which a 512 KiB part (nucleo-f446re)
+    cannot hold and a 4 MiB one (mps2-an386) can; the arena is the same on both."""
+    g = _fc_softmax_graph()
+    fc = g.nodes[0].name
+    kernels, big_plan, _, big, _ = _plan(g, BOARD)
+    _, small_plan, _, small, _ = _plan(g, "nucleo-f446re")
+    assert big == {fc: 4096 * 64} and small == {}
+    assert big_plan.arena_bytes == small_plan.arena_bytes
+
+
 def test_ad01_fits_the_512k_part_and_the_4m_one_widens_at_least_as_much():
     path = model_path("ad01_int8")
     small = driver.plan_model(path, "nucleo-f446re")
