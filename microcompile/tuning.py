@@ -166,6 +166,21 @@ def parse_budget(trials: int | None, budget: str | None) -> Budget:
     return Budget(trials, minutes)
 
 
+def resumable(records: list[dict], env) -> tuple[list[dict], list[str]]:
+    """The records `tune --resume` continues from (those of env's core, toolchain and schedule
+    version) and a note per reason the others are left out."""
+    previous, left = [], {}
+    for r in records:
+        why = compatible(r, env)
+        if why is None:
+            previous.append(r)
+        else:
+            left[why] = left.get(why, 0) + 1
+    notes = [f"{n} record(s) from {why} not resumed (this run: {env.core}/{env.kernel_set}, {env.toolchain}, "
+             f"schedule version {env.schedule_version})" for why, n in sorted(left.items())]
+    return previous, notes
+
+
 def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emulate: bool = False,
                port: str | None = None, jobs: int = 1, resume: bool = False, strategy: str = "model",
                seed: int = 0, timeout: float = 10.0, work_dir=None, scratch_budget: int | None = None,
@@ -194,12 +209,9 @@ def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emu
             raise UserError(f"records file {records_path} exists",
                             hint="pass --resume to continue it, or choose another --records file")
         recs, notes = read_records(records_path)
-        for n in notes:
+        previous, more = resumable(recs, env)
+        for n in notes + more:
             progress(f"[tune] note: {n}")
-        previous = [r for r in recs if compatible(r, env) is None]
-        if len(previous) < len(recs):
-            progress(f"[tune] note: {len(recs) - len(previous)} record(s) of another core or toolchain are "
-                     "not resumed")
     elif resume:
         progress(f"[tune] {records_path} is empty or absent: starting afresh")
     progress(f"[tune] {model_path} on {board.name}: compiling the default schedules")

@@ -5,7 +5,8 @@
      "trace": [{"primitive": ..., "args": [...]}, ...], "status": "ok" | "invalid" | "failed",
      "count": 655720 | null, "unit": "instructions" | "cycles" | null, "error": null | "reason",
      "board": "mps2-an386", "core": "cortex-m4f", "kernel_set": "dsp", "cflags": [...],
-     "toolchain": "arm-none-eabi-gcc 12.2.1", "microcompile": "0.1.0", "model": "kws_ref_model",
+     "toolchain": "arm-none-eabi-gcc 12.2.1", "microcompile": "0.1.0", "schedule_version": 1,
+     "model": "kws_ref_model",
      "nodes": ["conv_2d_2", ...], "default": true, "trial": 3, "time": "2026-12-01T18:00:00Z"}
 
 `count` is the mean per kernel of the workload's kernels in one inference. `invalid`: the
@@ -14,8 +15,9 @@ the device (a crash, a hang) or the bit-exact check failed (`error` says which).
 
 `select` picks, for a target core and toolchain, the fastest `ok` record per workload among
 the non-default points (a record of the default point adds nothing, and its trace would replay
-an older default than today's); records of another core or toolchain version are ignored
-with a note, never applied.
+an older default than today's); records of another core, toolchain version or schedule
+version (schedule/version.py: the defaults and knob meanings a record was measured against;
+a record without one is version 0) are ignored with a note, never applied.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from .. import __version__
 from ..errors import UserError
 from ..project import toolchain_version
 from ..schedule import Trace, kernel_set
+from ..schedule.version import SCHEDULE_VERSION
 
 RECORD_VERSION = 1
 STATUSES = ("ok", "invalid", "failed")
@@ -46,6 +49,7 @@ class Environment:
     cflags: tuple[str, ...]
     toolchain: str
     microcompile: str = __version__
+    schedule_version: int = SCHEDULE_VERSION
 
 
 def record(env: Environment, workload, config: dict, trace: Trace | None, *, status: str, count: int | None = None,
@@ -55,7 +59,8 @@ def record(env: Environment, workload, config: dict, trace: Trace | None, *, sta
             "config": dict(config), "trace": trace.to_json() if trace is not None else None,
             "status": status, "count": count, "unit": unit, "error": error,
             "board": env.board, "core": env.core, "kernel_set": env.kernel_set, "cflags": list(env.cflags),
-            "toolchain": env.toolchain, "microcompile": env.microcompile, "model": model,
+            "toolchain": env.toolchain, "microcompile": env.microcompile,
+            "schedule_version": env.schedule_version, "model": model,
             "nodes": list(workload.nodes), "default": config == workload.default, "trial": trial,
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
@@ -131,6 +136,9 @@ def compatible(rec: dict, env: Environment) -> str | None:
         return f"core {rec.get('core')}/{rec.get('kernel_set')}"
     if rec.get("toolchain") != env.toolchain:
         return f"toolchain {rec.get('toolchain')}"
+    version = rec.get("schedule_version", 0)
+    if version != env.schedule_version:
+        return f"schedule version {version}"
     return None
 
 
@@ -163,7 +171,7 @@ def select(records: list[dict], env: Environment) -> Selection:
         del sel.best[key]          # no faster than the default schedule
     for why, n in sorted(ignored.items()):
         sel.notes.append(f"{n} record(s) from {why} ignored (this build: {env.core}/{env.kernel_set}, "
-                         f"{env.toolchain})")
+                         f"{env.toolchain}, schedule version {env.schedule_version})")
     return sel
 
 

@@ -315,3 +315,28 @@ def test_the_model_search_tries_the_best_point_of_a_sibling_workload(tmp_path):
     model, rand = second_workload("model"), second_workload("random")
     assert model == [_W().default, best], model
     assert best not in rand and len(rand) == 2, rand
+
+
+def test_records_of_another_schedule_version_are_ignored_with_a_note():
+    """A record measured against other default schedules or knob meanings (schedule/version.py)
+    is never replayed nor resumed; a record written before the version existed counts as 0."""
+    from microcompile.schedule.version import SCHEDULE_VERSION
+    from microcompile.tuning import resumable
+
+    w, t = _W(), Trace.loads('[{"primitive": "split", "args": ["i", 4]}]')
+    old_env = Environment(*[getattr(ENV, f) for f in ("board", "core", "kernel_set", "cflags", "toolchain")],
+                          schedule_version=SCHEDULE_VERSION - 1)
+    now = record(ENV, w, {**w.default, "a": 2}, t, status="ok", count=800, unit="instructions")
+    old = record(old_env, w, {**w.default, "a": 4}, t, status="ok", count=500, unit="instructions")
+    unversioned = {k: v for k, v in old.items() if k != "schedule_version"}
+    assert now["schedule_version"] == SCHEDULE_VERSION and old["schedule_version"] == SCHEDULE_VERSION - 1
+    sel = select([now, old], ENV)
+    assert sel.best[w.key]["count"] == 800                      # the faster old record is not taken
+    assert sel.notes == [f"1 record(s) from schedule version {SCHEDULE_VERSION - 1} ignored (this build: "
+                         f"cortex-m4f/dsp, arm-none-eabi-gcc 12.2.1, schedule version {SCHEDULE_VERSION})"]
+    assert w.key not in select([old], ENV).best
+    assert select([old], old_env).best[w.key]["count"] == 500   # its own version still reads it
+    previous, notes = resumable([now, old, unversioned], ENV)
+    assert previous == [now]
+    assert len(notes) == 1 and notes[0].startswith(f"2 record(s) from schedule version {SCHEDULE_VERSION - 1} "
+                                                   "not resumed")

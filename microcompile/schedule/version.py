@@ -1,0 +1,18 @@
+"""The schedule version: what a tuning record's trace and knob values mean.
+
+A record (tune/records.py) names knob values and replays a trace of schedule primitives; both
+are only meaningful against the default schedules and knob semantics they were measured with.
+Every record carries SCHEDULE_VERSION, and `deploy/run/profile --records` and `tune --resume`
+ignore records of another version with a note, so an old record is never misapplied.
+
+BUMP SCHEDULE_VERSION (by one) in the same commit that changes a default schedule (a default
+knob value, a default tile, the widening rule), adds, removes or renames a knob or a knob
+value, or changes what a knob value or a primitive does. Adding a new kernel family's knobs
+without touching the existing ones needs no bump (its workloads have no records yet).
+Records written before the version existed have none and count as version 0.
+
+    1  issue 10: knob spaces of conv2d, fully_connected, depthwise, add, pooling, softmax,
+       elementwise (schedule/knobs.py, schedule/spaces.py) and the defaults of main at that time
+"""
+
+SCHEDULE_VERSION = 1
