@@ -231,7 +231,8 @@ def _cmd_tune(args) -> int:
                                           strategy=args.strategy, seed=args.seed, timeout=args.timeout,
                                           work_dir=args.project_dir,
                                           scratch_budget=parse_bytes(args.scratch_budget, "--scratch-budget"),
-                                          executor=args.executor, address=args.address, batch=args.batch)
+                                          executor=args.executor, address=args.address, batch=args.batch,
+                                          cost_model=args.cost_model)
     print(tuning.format_result(result, workloads))
     print(f"records      {args.records} (deploy/run/profile --records {args.records})")
     return 130 if result.interrupted else 0
@@ -387,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_records_arg(pr)
     pr.set_defaults(fn=_cmd_profile)
 
-    from .tune import STRATEGIES
+    from .tune import COST_MODELS, STRATEGIES
 
     t = sub.add_parser("tune", help="tune the kernels' schedules on the device (or its twin); write records",
                        description="Extract the model's kernels as workloads (identical kernels tuned once), "
@@ -406,6 +407,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                           "not tried again; its trials count)")
     t.add_argument("--strategy", choices=STRATEGIES, default="model",
                    help="model: evolutionary search guided by a cost model (default); random")
+    t.add_argument("--cost-model", choices=COST_MODELS, default="ridge",
+                   help="the model strategy's cost model: ridge (numpy, default) or xgboost (gradient-boosted "
+                        "trees as AutoTVM; needs microcompile[xgboost])")
     t.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
     t.add_argument("--scratch-budget", metavar="BYTES", help="reject schedules whose scratch exceeds this")
     t.add_argument("--executor", choices=("local", "ray"), default="local",

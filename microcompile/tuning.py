@@ -27,7 +27,7 @@ from .lower import lower_node
 from .reference import interp
 from .schedule import ScheduleError
 from .target import Board, load_board
-from .tune import Budget, Outcome, RecordWriter, extract_workloads, read_records, tune
+from .tune import Budget, Outcome, RecordWriter, check_cost_model, extract_workloads, read_records, tune
 from .tune.records import compatible, environment
 
 Progress = driver.Progress
@@ -185,15 +185,17 @@ def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emu
                port: str | None = None, jobs: int = 1, resume: bool = False, strategy: str = "model",
                seed: int = 0, timeout: float = 10.0, work_dir=None, scratch_budget: int | None = None,
                input_path=None, progress: Progress = print, bar: bool = True, executor: str = "local",
-               address: str | None = None, batch: bool = False):
+               address: str | None = None, batch: bool = False, cost_model: str = "ridge"):
     """Tune every workload of `model_path` on `board_name` and append the records to
     `records_path`; returns (tune.TuneResult, workloads). `executor`: "local" (`jobs` threads,
     each with its own QEMU) or "ray" (`jobs` Ray tasks at a time on the cluster at `address`).
-    `batch`: each firmware measures one candidate of every workload (tune.tune's batch mode)."""
+    `batch`: each firmware measures one candidate of every workload (tune.tune's batch mode).
+    `cost_model`: "ridge" or "xgboost" (the model search's cost model; tune/search.py)."""
     board = load_board(board_name)
     driver._check_target(board, emulate, port)
     if jobs < 1:
         raise UserError(f"--jobs {jobs}: needs at least one job")
+    check_cost_model(cost_model)
     if executor not in EXECUTORS:
         raise UserError(f"unknown executor {executor!r}", hint=f"one of {', '.join(EXECUTORS)}")
     if address is not None and executor != "ray":
@@ -236,7 +238,7 @@ def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emu
                 tqdm(total=total, desc="tune", unit="trial", disable=None if bar else True, file=sys.stderr,
                      initial=min(len([r for r in previous if r["status"] != "invalid"]), total or 0)) as pbar:
             result = tune(workloads, board.target, env, measurer.batch if batch else measurer, writer, budget,
-                          jobs=jobs, strategy=strategy, batch=batch,
+                          jobs=jobs, strategy=strategy, batch=batch, cost_model=cost_model,
                           seed=seed, model=Path(model_path).stem, previous=previous, scratch_budget=scratch_budget,
                           bar=pbar, executor=pool)
     finally:

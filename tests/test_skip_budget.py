@@ -34,6 +34,7 @@ def test_skips_for_no_good_reason():
     ("/x/shared/models/kws.tflite " + skip_budget.NO_MODELS, "models"),
     (skip_budget.NO_LITERT, "litert"),
     (skip_budget.NO_RAY, "ray"),
+    (skip_budget.NO_XGBOOST, "xgboost"),
     (skip_budget.NO_HARDWARE + ": connect a NUCLEO-F446RE", "hardware"),
     ("could not import 'onnxruntime': No module named 'onnxruntime'", None),
     ("needs ops not implemented yet: pack", None),

@@ -3,6 +3,6 @@ search strategies (search.py), the tuning loop (tuner.py) and JSON-lines records
 The measuring (build, device, bit-exact check) is wired by microcompile/tuning.py."""
 
 from .records import Environment, RecordWriter, Selection, read_records, record, select  # noqa: F401
-from .search import STRATEGIES, make_search  # noqa: F401
+from .search import COST_MODELS, STRATEGIES, check_cost_model, make_search  # noqa: F401
 from .tuner import Budget, Outcome, TuneResult, WorkloadStats, tune  # noqa: F401
 from .workload import Workload, extract_workloads, workload_key  # noqa: F401

@@ -1,15 +1,25 @@
 """Search strategies over one workload's knob space.
 
     "random"  uniform over the points not tried yet
-    "model"   (default) evolutionary search guided by a cost model, and seeded by the best
-              points of the other workloads of the same family (`hint`: kws's two identical
-              3x3 convolutions that differ only in their activation find each other's block
-              size at once): a ridge regression on
-              one-hot knob features and their pairwise products, fitted on log(count) of the
-              measurements so far (numpy only). Each proposal mutates the best points found
-              (one or two knobs changed) plus a few random points, and takes the candidate
-              the model predicts fastest; one proposal in EXPLORE is random, so the model
-              keeps learning. Until MIN_FIT measurements exist it proposes random points.
+    "model"   (default) evolutionary search guided by a cost model fitted on log(count) of the
+              measurements so far, and seeded by the best points of the other workloads of
+              the same family (`hint`: kws's two identical 3x3 convolutions that differ only
+              in their activation find each other's block size at once). Each proposal
+              mutates the best points found (one or two knobs changed) plus a few random
+              points, and takes the candidate the model predicts fastest; one proposal in
+              EXPLORE is random, so the model keeps learning. Until MIN_FIT measurements
+              exist it proposes random points.
+
+The cost models (`--cost-model`, COST_MODELS):
+
+    "ridge"   (default, numpy only) a ridge regression on one-hot knob features and their
+              pairwise products (the products let a linear model see two knobs interact).
+    "xgboost" gradient-boosted trees as AutoTVM fits them (the optional extra
+              microcompile[xgboost]): reg:squarederror on log(count), on one-hot knob
+              features plus each knob's position in its domain and its value when numeric
+              (trees find the interactions themselves) plus the workload's features (log2 of
+              its MACs, its kernel count; constant within one workload's search, they let one
+              model serve several workloads). One thread and a fixed seed: deterministic.
 
 A search never proposes a point twice (invalid and failed points included) and says when its
 space is exhausted (`propose` returns None). The first proposal is the default point.
@@ -18,15 +28,73 @@ space is exhausted (`propose` returns None). The first proposal is the default p
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 
+from ..errors import UserError
+
 STRATEGIES = ("model", "random")
+COST_MODELS = ("ridge", "xgboost")
+XGBOOST_HINT = "pip install 'microcompile[xgboost]' (xgboost is an optional extra), or use --cost-model ridge"
 MIN_FIT = 4
 EXPLORE = 5           # one proposal in EXPLORE is random
 POOL = 64             # candidates scored per proposal
 RIDGE = 1e-2
+XGB_PARAMS = {"objective": "reg:squarederror", "max_depth": 4, "eta": 0.3, "min_child_weight": 1,
+              "subsample": 1.0, "nthread": 1, "tree_method": "exact", "verbosity": 0}
+XGB_ROUNDS = 40
+
+
+def check_cost_model(name: str) -> None:
+    """UserError (exit 2) when `name` is not a cost model or its package is not installed."""
+    if name not in COST_MODELS:
+        raise UserError(f"unknown cost model {name!r}", hint=f"one of {', '.join(COST_MODELS)}")
+    if name == "xgboost":
+        try:
+            import xgboost  # noqa: F401
+        except ImportError:
+            raise UserError("--cost-model xgboost needs xgboost, which is not installed", hint=XGBOOST_HINT) from None
+
+
+class RidgeModel:
+    """Ridge regression on features with pairwise products (numpy only)."""
+
+    def __init__(self, seed: int = 0):
+        self.w = None
+
+    @staticmethod
+    def expand(X: np.ndarray) -> np.ndarray:
+        iu = np.triu_indices(X.shape[1], 1)
+        pairs = (X[:, :, None] * X[:, None, :])[:, iu[0], iu[1]]
+        return np.concatenate([np.ones((len(X), 1)), X, pairs], axis=1)
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        F = self.expand(X)
+        self.mean = y.mean()
+        A = F.T @ F + RIDGE * np.eye(F.shape[1])
+        self.w = np.linalg.solve(A, F.T @ (y - self.mean))
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return self.expand(X) @ self.w + self.mean
+
+
+class XGBoostModel:
+    """Gradient-boosted trees (xgboost) regressing log(count)."""
+
+    def __init__(self, seed: int = 0):
+        import xgboost
+
+        self.xgb, self.seed, self.booster = xgboost, seed, None
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        d = self.xgb.DMatrix(X, label=y)
+        self.booster = self.xgb.train({**XGB_PARAMS, "seed": self.seed}, d, num_boost_round=XGB_ROUNDS)
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return self.booster.predict(self.xgb.DMatrix(X))
+
+
+MODELS = {"ridge": RidgeModel, "xgboost": XGBoostModel}
 
 
 def _key(config: dict) -> str:
@@ -68,10 +136,15 @@ class RandomSearch:
 
 
 class ModelSearch(RandomSearch):
-    def __init__(self, space, default: dict, seed: int = 0):
+    def __init__(self, space, default: dict, seed: int = 0, cost_model: str = "ridge",
+                 workload_features: tuple = ()):
         super().__init__(space, default, seed)
         self.proposals = 0
         self.hints: list[dict] = []
+        self.cost_model = cost_model
+        self.model = MODELS[cost_model](seed)
+        self.fitted_on = 0                   # successful measurements the model was fitted on
+        self.workload_features = tuple(float(f) for f in workload_features)
         self._index = {(k.name, v): i for i, (k, v) in enumerate((k, v) for k in space.knobs for v in k.domain)}
 
     def hint(self, configs) -> None:
@@ -81,26 +154,33 @@ class ModelSearch(RandomSearch):
                       and all(c[k.name] in k.domain for k in self.space.knobs)]
 
     def features(self, config: dict) -> np.ndarray:
+        """One-hot per knob value; for the trees also each knob's position in its domain, its
+        value when numeric, and the workload's features."""
         one = np.zeros(len(self._index))
         for k in self.space.knobs:
             one[self._index[(k.name, config[k.name])]] = 1.0
-        pairs = np.outer(one, one)[np.triu_indices(len(one), 1)]
-        return np.concatenate([[1.0], one, pairs])
+        if self.cost_model == "ridge":
+            return one
+        ordinal = [float(k.domain.index(config[k.name])) for k in self.space.knobs]
+        numeric = [float(config[k.name]) if isinstance(config[k.name], (int, float)) else -1.0
+                   for k in self.space.knobs]
+        return np.concatenate([one, ordinal, numeric, self.workload_features])
 
-    def fit(self):
-        """Ridge weights on log(count) of the successful measurements, or None when too few."""
+    def fit(self) -> bool:
+        """Fit the cost model on log(count) of the successful measurements (again only when
+        there are new ones); False while there are fewer than MIN_FIT."""
         good = [(c, n) for c, n in self.results if n is not None and n > 0]
         if len(good) < MIN_FIT:
-            return None
-        X = np.stack([self.features(c) for c, _ in good])
-        y = np.log(np.array([n for _, n in good], dtype=float))
-        mean = y.mean()
-        A = X.T @ X + RIDGE * np.eye(X.shape[1])
-        return np.linalg.solve(A, X.T @ (y - mean)), mean
+            return False
+        if len(good) != self.fitted_on:
+            X = np.stack([self.features(c) for c, _ in good])
+            self.model.fit(X, np.log(np.array([n for _, n in good], dtype=float)))
+            self.fitted_on = len(good)
+        return True
 
-    def predict(self, model, config: dict) -> float:
-        w, mean = model
-        return float(math.exp(self.features(config) @ w + mean))
+    def predict(self, configs: list[dict]) -> np.ndarray:
+        """Predicted counts of `configs` (after fit)."""
+        return np.exp(self.model.predict(np.stack([self.features(c) for c in configs])))
 
     def _mutations(self, n: int) -> list[dict]:
         good = sorted(((c, v) for c, v in self.results if v is not None), key=lambda cv: cv[1])[:8]
@@ -122,16 +202,20 @@ class ModelSearch(RandomSearch):
         if hinted is not None:
             return hinted
         self.proposals += 1
-        model = self.fit()
-        if model is None or self.proposals % EXPLORE == 0:
+        if not self.fit() or self.proposals % EXPLORE == 0:
             return self._random_unseen()
-        pool = {_key(c): c for c in self._mutations(POOL) + [self.space.random(self.rng) for _ in range(POOL // 4)]
-                if _key(c) not in self.seen}
+        pool = list({_key(c): c for c in self._mutations(POOL) + [self.space.random(self.rng) for _ in range(POOL // 4)]
+                     if _key(c) not in self.seen}.values())
         if not pool:
             return self._random_unseen()
-        return min(pool.values(), key=lambda c: self.predict(model, c))
+        return pool[int(np.argmin(self.predict(pool)))]
 
 
-def make_search(strategy: str, space, default: dict, seed: int = 0):
+def make_search(strategy: str, space, default: dict, seed: int = 0, cost_model: str = "ridge",
+                workload_features: tuple = ()):
+    """A search of `strategy` (STRATEGIES) over `space`; the model search fits `cost_model`
+    (COST_MODELS; check_cost_model first for a user's choice)."""
     assert strategy in STRATEGIES, strategy
-    return (ModelSearch if strategy == "model" else RandomSearch)(space, default, seed)
+    if strategy == "model":
+        return ModelSearch(space, default, seed, cost_model, workload_features)
+    return RandomSearch(space, default, seed)

@@ -15,6 +15,7 @@ so far, so every workload gets its default measured first and then its share.
 
 from __future__ import annotations
 
+import math
 import queue
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -72,7 +73,7 @@ class TuneResult:
 def tune(workloads, target, env: Environment, measure: Callable, writer, budget: Budget, *, jobs: int = 1,
          strategy: str = "model", seed: int = 0, model: str = "", previous: list[dict] | None = None,
          scratch_budget: int | None = None, bar=None, schedule: Callable = apply_config,
-         executor=None, batch: bool = False) -> TuneResult:
+         executor=None, batch: bool = False, cost_model: str = "ridge") -> TuneResult:
     """Tune `workloads` (tune.workload.Workload) on `jobs` slots. `previous`: records of an
     earlier run (--resume) for this environment: their points are not tried again and their
     measurements count toward the budget. `bar`: a tqdm-like object (update, set_postfix_str).
@@ -83,11 +84,14 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
     `batch`: one firmware measures a candidate of every workload at once, `measure(slot, items)`
     with items [(workload, config, trace)] -> [Outcome]; an Outcome "retry" (the firmware failed
     and the item cannot be told apart from the others) measures that item again on its own.
-    Otherwise `measure(slot, workload, config, trace)` -> Outcome."""
+    Otherwise `measure(slot, workload, config, trace)` -> Outcome.
+    `cost_model`: the model search's cost model (search.COST_MODELS)."""
     start = time.monotonic()
     deadline = start + budget.minutes * 60 if budget.minutes is not None else None
     stats = {w.key: WorkloadStats(w.key, list(w.nodes)) for w in workloads}
-    searches = {w.key: make_search(strategy, w.space, w.default, seed + i) for i, w in enumerate(workloads)}
+    searches = {w.key: make_search(strategy, w.space, w.default, seed + i, cost_model=cost_model,
+                                   workload_features=_workload_features(w))
+                for i, w in enumerate(workloads)}
     by_key = {w.key: w for w in workloads}
     resumed = 0
     for rec in previous or []:
@@ -214,6 +218,11 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     return TuneResult(list(stats.values()), recorded - resumed, resumed, time.monotonic() - start, interrupted)
+
+
+def _workload_features(w) -> tuple:
+    """What the cost model knows of a workload besides its knobs: log2 of its MACs, its kernels."""
+    return (math.log2(1 + getattr(w, "macs", 0)), len(w.nodes))
 
 
 def _note(st: WorkloadStats, search, config: dict, status: str, count, w) -> None:
