@@ -227,7 +227,7 @@ def _cmd_tune(args) -> int:
 
     budget = tuning.parse_budget(args.trials, args.budget)
     result, workloads = tuning.tune_model(args.model, args.board, args.records, budget=budget, emulate=args.emulate,
-                                          port=args.port, jobs=args.jobs, resume=args.resume,
+                                          ports=args.port, probes=args.probe, jobs=args.jobs, resume=args.resume,
                                           strategy=args.strategy, seed=args.seed, timeout=args.timeout,
                                           work_dir=args.project_dir,
                                           scratch_budget=parse_bytes(args.scratch_budget, "--scratch-budget"),
@@ -245,10 +245,11 @@ def _add_records_arg(p) -> None:
 
 
 def _add_device_args(p, port_help: str,
-                     project_help: str = "where the agent project goes (default build/<model>-agent)") -> None:
+                     project_help: str = "where the agent project goes (default build/<model>-agent)",
+                     several: bool = False) -> None:
     p.add_argument("--board", required=True, help="board name or alias (see `microcompile boards`)")
     p.add_argument("--emulate", action="store_true", help="run on the board's QEMU twin")
-    p.add_argument("--port", help=port_help)
+    p.add_argument("--port", help=port_help, action="append" if several else "store")
     p.add_argument("--timeout", type=float, default=10.0,
                    help="seconds to wait for the device's answer to each command (default 10)")
     p.add_argument("-o", "--project-dir", help=project_help)
@@ -397,12 +398,17 @@ def build_parser() -> argparse.ArgumentParser:
                                    "interpreter's, or it counts as failed), and append one JSON line per "
                                    "measurement to --records. deploy/run/profile --records use the best.")
     t.add_argument("model", help="a .tflite or .onnx file")
-    _add_device_args(t, port_help, "where the candidates are built, one directory per job (default: a temporary "
-                                   "directory, removed at the end)")
+    _add_device_args(t, port_help + "; repeat it with --jobs N for N boards, one per job",
+                     "where the candidates are built, one directory per job (default: a temporary "
+                     "directory, removed at the end)", several=True)
+    t.add_argument("--probe", action="append", metavar="ID",
+                   help="a board's debug probe id (repeatable: paired in order with --port; default: the probe "
+                        "with the port's USB serial number, or every attached board when neither is given)")
     t.add_argument("--records", required=True, metavar="FILE.jsonl", help="where the records go (appended)")
     t.add_argument("--trials", type=int, help="measured candidates in all (records resumed included)")
     t.add_argument("--budget", help="a trial count (200) or a wall time (30m, 2h) for this run")
-    t.add_argument("--jobs", type=int, default=1, help="candidates built and measured at once (N QEMU twins)")
+    t.add_argument("--jobs", type=int, default=1,
+                   help="candidates built and measured at once (N QEMU twins with --emulate, else N boards)")
     t.add_argument("--resume", action="store_true", help="continue an existing records file (its points are "
                                                           "not tried again; its trials count)")
     t.add_argument("--strategy", choices=STRATEGIES, default="model",

@@ -28,6 +28,7 @@ from .reference import interp
 from .schedule import ScheduleError
 from .target import Board, load_board
 from .tune import Budget, Outcome, RecordWriter, check_cost_model, extract_workloads, read_records, tune
+from .tune.boards import BoardLink, resolve_boards
 from .tune.records import compatible, environment
 
 Progress = driver.Progress
@@ -48,12 +49,17 @@ def lowered_workloads(model_path, board: Board, flash_budget: int | None = None)
 
 class Measurer:
     """measure(slot, workload, config, trace) for tune.tune, and .batch(slot, items) for its batch
-    mode: slot k builds in work_dir/job<k>."""
+    mode: slot k builds in work_dir/job<k> and, on real boards, measures on boards[k]: it flashes
+    each candidate with that board's probe and talks to it over that board's port. A board that
+    no longer flashes (the probe's tool fails) or whose port vanished is an Outcome "lost"."""
 
-    def __init__(self, model_path, board: Board, work_dir: Path, compiled, *, emulate: bool, port: str | None,
-                 timeout: float, input_path=None):
+    def __init__(self, model_path, board: Board, work_dir: Path, compiled, *, emulate: bool, port: str | None = None,
+                 timeout: float, input_path=None, boards: list[BoardLink] | None = None):
         self.model_path, self.board, self.work_dir = Path(model_path), board, Path(work_dir)
-        self.emulate, self.port, self.timeout = emulate, port, timeout
+        self.emulate, self.timeout = emulate, timeout
+        # A real board per slot (tune/boards.py); QEMU twins and the host need none.
+        self.boards = boards or [BoardLink(None, port)]
+        self.real = not emulate and not board.is_host
         self.inputs = driver.load_inputs(compiled.graph, input_path)
         self.ordered = [self.inputs[n] for n in compiled.graph.inputs]
         self.reference = interp.run(compiled.graph, self.inputs, keep_all=True)
@@ -84,6 +90,14 @@ class Measurer:
             return everyone(f"does not fit: {_first_line(e)}")
         except UserError as e:
             return everyone(f"build: {_build_reason(e)}")
+        link = self.boards[slot % len(self.boards)]
+        if self.real:
+            try:        # every candidate is a new build: flash it with this slot's probe
+                project.flash(project_dir, self.board, probe=link.probe, progress=quiet, show_bar=False)
+            except project.FitError as e:
+                return everyone(f"does not fit: {_first_line(e)}")
+            except UserError as e:
+                return [Outcome("lost", error=f"board {link}: flash failed: {_first_line(e)}")] * len(items)
         compiled = built.compiled
         index = {n.name: i for i, (n, _, _) in enumerate(compiled.kernels)}
         nodes = [[n for n in w.nodes if n in compiled.tuned] for w, _, _ in items]
@@ -92,8 +106,8 @@ class Measurer:
                 return everyone(f"the record applied to {len(got)} of the workload's {len(w.nodes)} kernels")
         first_bad = None              # (kernel index, item, reason)
         try:
-            with driver.open_session(project_dir, self.board, emulate=self.emulate, port=self.port,
-                                     timeout=self.timeout, progress=quiet) as s:
+            with driver.open_session(project_dir, self.board, emulate=self.emulate, port=link.port,
+                                     probe=link.probe, timeout=self.timeout, progress=quiet) as s:
                 outs = s.run(self.ordered)
                 wrong_output = None
                 for name, out in zip(self.outputs, outs):
@@ -115,6 +129,9 @@ class Measurer:
                     return everyone(wrong_output)
                 prof = s.profile(self.ordered)
         except DeviceError as e:
+            if self.real and link.port and "://" not in link.port and not Path(link.port).exists():
+                return [Outcome("lost", error=f"board {link}: its serial port vanished ({_first_line(e)})")] \
+                    * len(items)
             kind = "hang" if type(e).__name__ == "DeviceTimeout" else "device"
             return everyone(f"{kind}: {_first_line(e)}")
         out = []
@@ -182,7 +199,8 @@ def resumable(records: list[dict], env) -> tuple[list[dict], list[str]]:
 
 
 def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emulate: bool = False,
-               port: str | None = None, jobs: int = 1, resume: bool = False, strategy: str = "model",
+               port: str | None = None, ports: list[str] | None = None, probes: list[str] | None = None,
+               jobs: int = 1, resume: bool = False, strategy: str = "model",
                seed: int = 0, timeout: float = 10.0, work_dir=None, scratch_budget: int | None = None,
                input_path=None, progress: Progress = print, bar: bool = True, executor: str = "local",
                address: str | None = None, batch: bool = False, cost_model: str = "ridge"):
@@ -190,9 +208,17 @@ def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emu
     `records_path`; returns (tune.TuneResult, workloads). `executor`: "local" (`jobs` threads,
     each with its own QEMU) or "ray" (`jobs` Ray tasks at a time on the cluster at `address`).
     `batch`: each firmware measures one candidate of every workload (tune.tune's batch mode).
-    `cost_model`: "ridge" or "xgboost" (the model search's cost model; tune/search.py)."""
+    `cost_model`: "ridge" or "xgboost" (the model search's cost model; tune/search.py).
+    Real boards: `ports` and `probes` (or `port`) name them, one job per board (tune/boards.py);
+    with --jobs 1 and none given, the one attached board."""
     board = load_board(board_name)
-    driver._check_target(board, emulate, port)
+    ports = list(ports or ([port] if port else []))
+    probes = list(probes or [])
+    driver._check_target(board, emulate, ports[0] if ports else None)
+    if probes and (emulate or board.is_host):
+        raise UserError("--probe names a real board's debug probe", hint="drop --probe, or drop --emulate")
+    if len(ports) > 1 and (emulate or board.is_host):
+        raise UserError("several --port are several real boards", hint="drop --port")
     if jobs < 1:
         raise UserError(f"--jobs {jobs}: needs at least one job")
     check_cost_model(cost_model)
@@ -200,9 +226,13 @@ def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emu
         raise UserError(f"unknown executor {executor!r}", hint=f"one of {', '.join(EXECUTORS)}")
     if address is not None and executor != "ray":
         raise UserError("--address is the Ray cluster's address", hint="add --executor ray")
-    if jobs > 1 and not emulate and not board.is_host and executor == "local":
-        raise UserError("--jobs N > 1 measures on N QEMU twins; several real boards are not supported yet",
-                        hint="add --emulate, or tune on one board with --jobs 1")
+    boards = None
+    if not emulate and not board.is_host and executor == "local":
+        boards = resolve_boards(board, jobs, ports, probes)
+        if len(boards) > 1:
+            progress(f"[tune] {len(boards)} boards: {', '.join(map(str, boards))}")
+    elif not emulate and not board.is_host:     # Ray: each task finds the board of its node
+        boards = [BoardLink(probes[0] if probes else None, ports[0] if ports else None)]
     records_path = Path(records_path)
     previous = []
     env = environment(board)
@@ -222,8 +252,8 @@ def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emu
     progress(f"[tune] {len(compiled.kernels)} kernels, {len(workloads)} workloads: {sizes}")
     own = work_dir is None
     work = Path(tempfile.mkdtemp(prefix="microcompile-tune-")) if own else Path(work_dir)
-    measurer = Measurer(model_path, board, work, compiled, emulate=emulate, port=port, timeout=timeout,
-                        input_path=input_path)
+    measurer = Measurer(model_path, board, work, compiled, emulate=emulate, timeout=timeout,
+                        input_path=input_path, boards=boards)
     from tqdm import tqdm
 
     pool = None
@@ -240,7 +270,7 @@ def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emu
             result = tune(workloads, board.target, env, measurer.batch if batch else measurer, writer, budget,
                           jobs=jobs, strategy=strategy, batch=batch, cost_model=cost_model,
                           seed=seed, model=Path(model_path).stem, previous=previous, scratch_budget=scratch_budget,
-                          bar=pbar, executor=pool)
+                          bar=pbar, executor=pool, note=lambda text: progress(f"[tune] note: {text}"))
     finally:
         if own:
             shutil.rmtree(work, ignore_errors=True)

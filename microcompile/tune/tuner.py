@@ -9,6 +9,9 @@ build and the host agent), so this module knows no device:
     measure(slot, [(workload, config, trace), ...]) -> [Outcome]      (batch mode)
 
 `slot` (0..jobs-1) names the device (QEMU instance, board) and build directory a job owns.
+An Outcome "lost" says the slot's device is gone (a board whose probe no longer flashes, whose
+serial port vanished): the slot is dropped from the pool with a note, its candidates go back
+in the queue for the other slots, and the run stops (with a note) when no slot is left.
 Trials are spread over the workloads: the next trial goes to the workload with the fewest
 so far, so every workload gets its default measured first and then its share.
 """
@@ -29,7 +32,8 @@ from .search import make_search
 
 @dataclass(frozen=True)
 class Outcome:
-    status: str                   # "ok", "failed", or "retry" (batch: measure this one on its own)
+    status: str                   # "ok", "failed", "retry" (batch: measure this one on its own) or
+                                  # "lost" (the slot's device is gone: measure it elsewhere)
     count: int | None = None      # per kernel of the workload, in `unit`
     unit: str | None = None
     error: str | None = None
@@ -73,7 +77,8 @@ class TuneResult:
 def tune(workloads, target, env: Environment, measure: Callable, writer, budget: Budget, *, jobs: int = 1,
          strategy: str = "model", seed: int = 0, model: str = "", previous: list[dict] | None = None,
          scratch_budget: int | None = None, bar=None, schedule: Callable = apply_config,
-         executor=None, batch: bool = False, cost_model: str = "ridge") -> TuneResult:
+         executor=None, batch: bool = False, cost_model: str = "ridge",
+         note: Callable[[str], None] | None = None) -> TuneResult:
     """Tune `workloads` (tune.workload.Workload) on `jobs` slots. `previous`: records of an
     earlier run (--resume) for this environment: their points are not tried again and their
     measurements count toward the budget. `bar`: a tqdm-like object (update, set_postfix_str).
@@ -85,7 +90,8 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
     with items [(workload, config, trace)] -> [Outcome]; an Outcome "retry" (the firmware failed
     and the item cannot be told apart from the others) measures that item again on its own.
     Otherwise `measure(slot, workload, config, trace)` -> Outcome.
-    `cost_model`: the model search's cost model (search.COST_MODELS)."""
+    `cost_model`: the model search's cost model (search.COST_MODELS). `note(text)` hears of a slot
+    dropped from the pool (the notes are also in TuneResult.notes)."""
     start = time.monotonic()
     deadline = start + budget.minutes * 60 if budget.minutes is not None else None
     stats = {w.key: WorkloadStats(w.key, list(w.nodes)) for w in workloads}
@@ -103,6 +109,14 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
     recorded = resumed                          # measured trials, resumed ones included
     pending: dict[str, int] = {w.key: 0 for w in workloads}     # items in flight per workload
     solo: list = []                             # items to measure again on their own
+    requeued: list[list] = []                   # items of a lost slot, to measure on another
+    notes: list[str] = []
+    live = jobs                                 # slots not lost
+
+    def tell(text: str) -> None:
+        notes.append(text)
+        if note is not None:
+            note(text)
 
     def room() -> int:
         """Trials the budget still allows beyond those recorded and in flight."""
@@ -139,6 +153,8 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
         return None
 
     def next_items() -> list:
+        if requeued:
+            return requeued.pop(0)
         if solo:
             return [solo.pop(0)]
         items = []
@@ -160,9 +176,8 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
     pool = executor if executor is not None else ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="tune-job")
 
     def finish(fut: Future) -> None:
-        nonlocal recorded
+        nonlocal recorded, live
         items, slot = running.pop(fut)
-        slots.put(slot)
         for w, _, _ in items:
             pending[w.key] -= 1
         try:
@@ -170,6 +185,15 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
             assert len(outs) == len(items), f"{len(outs)} outcomes for {len(items)} candidates"
         except Exception as e:                 # a bug in the measuring: recorded, the search goes on
             outs = [Outcome("failed", error=f"internal error: {type(e).__name__}: {e}")] * len(items)
+        lost = next((o for o in outs if o.status == "lost"), None)
+        if lost is not None:                   # the device is gone, not the candidates' fault
+            live -= 1
+            tell(f"job {slot} dropped from the pool: {lost.error}; "
+                 + (f"its {len(items)} candidate(s) go to the other {live} job(s)" if live else "no job is left"))
+            if not interrupted:
+                requeued.append(list(items))
+            return
+        slots.put(slot)
         for (w, config, trace), out in zip(items, outs):
             if out.status == "retry" and len(items) > 1 and not interrupted:
                 solo.append((w, config, trace))
@@ -188,7 +212,7 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
 
     try:
         while True:
-            while len(running) < jobs and (solo or room() > 0):
+            while len(running) < live and (requeued or solo or room() > 0):
                 items = next_items()
                 if not items:
                     break
@@ -217,7 +241,10 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
             finish(fut)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    return TuneResult(list(stats.values()), recorded - resumed, resumed, time.monotonic() - start, interrupted)
+    if requeued and not interrupted:
+        tell(f"{sum(map(len, requeued))} candidate(s) not measured: every job's device was lost")
+    return TuneResult(list(stats.values()), recorded - resumed, resumed, time.monotonic() - start, interrupted,
+                      notes)
 
 
 def _workload_features(w) -> tuple:

@@ -253,7 +253,7 @@ def test_a_time_budget_that_has_run_out_measures_nothing(tmp_path):
     (["--trials", "5", "--jobs", "0"], "--jobs 0"),
     (["--trials", "5", "--address", "10.0.0.1:6379"], "--address is the Ray cluster's address"),
     (["--budget", "soon"], "neither a trial count nor minutes"),
-    (["--trials", "5", "--jobs", "2"], "several real boards are not supported yet"),
+    (["--trials", "5", "--jobs", "2"], "--jobs 2 on real boards needs 2 nucleo-f446re boards; found 1: "),
 ])
 def test_tune_refuses_bad_arguments_with_exit_2(dscnn, tmp_path, args, message, capsys):
     from microcompile.cli import main
@@ -261,7 +261,7 @@ def test_tune_refuses_bad_arguments_with_exit_2(dscnn, tmp_path, args, message, 
     path, _ = dscnn
     port = tmp_path / "ttyFAKE"   # exists, so the port check (issue 14) passes and --jobs is what is refused
     port.write_bytes(b"")
-    target = ["--board=stm32", "--port", str(port)] if "several" in message else ["--board=mps2-an386", "--emulate"]
+    target = ["--board=stm32", "--port", str(port)] if "real boards" in message else ["--board=mps2-an386", "--emulate"]
     code = main(["tune", str(path), *target, "--records", str(tmp_path / "r.jsonl"), *args])
     assert code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "r.jsonl").exists()
