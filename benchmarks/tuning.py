@@ -1,22 +1,40 @@
 """Tuning the shared int8 models on QEMU mps2-an386: default vs tuned instructions against TFLM+CMSIS-NN.
 
-    PYTHONPATH=. python benchmarks/tuning.py [--models DIR] [--board mps2-an386] [--trials N] [--jobs N]
-                                             [--only NAME ...] [--curve] [--keep DIR] [--batch]
+    PYTHONPATH=. python benchmarks/tuning.py [--models DIR] [--board mps2-an386] [--only NAME ...]
+        [--per-workload K | --trials N] [--jobs N] [--cost-model ridge|xgboost] [--batch]
+        [--records-dir DIR] [--no-curve] [--plot FILE]
 
-For each int8 model of ../shared/models: `deploy` with the default schedules (instructions of
-one inference, bit-exact check), `tune` with --jobs 1 and with --jobs N (the same trials and
-seed; wall time of each), `deploy --records` with the --jobs N records (instructions, bit-exact
-check), and the ratio of both counts to TFLM+CMSIS-NN's (BENCHMARK.md). `--curve` also tunes
-with --strategy random at the same trials (one job, as the --jobs 1 run it is compared with)
-and prints both best-so-far curves: after t trials,
-the model's kernel instructions if every workload ran its best point so far (the sum over
-workloads of kernels x best count). Exits 1 if a tuned firmware is not bit-exact.
-Wall times depend on the machine and its load.
+For each int8 model of ../shared/models (kws_ref_model, pretrainedResnet_quant, ad01_int8):
+
+1. `deploy` with the default schedules: instructions of one inference, bit-exact check;
+2. `tune` with --jobs 1 and with --jobs N (N = os.cpu_count() by default; the same trials, seed
+   and cost model; the wall time of each);
+3. `deploy --records` with the --jobs N records: tuned instructions, bit-exact check;
+4. the ratios of both counts to TFLM+CMSIS-NN's (BENCHMARK.md);
+5. unless --no-curve, `tune --strategy random` at the same trials (one job, like the --jobs 1
+   run it is compared with) and both best-so-far curves on the same workloads: after t
+   trials, the model's kernel instructions if every workload ran its best point so far (the
+   sum over workloads of kernels x best count), printed at fixed trial counts (and drawn to
+   --plot FILE, which needs matplotlib: microcompile[plot]).
+
+Trials per model: --trials N, else --per-workload K times the model's workload count (ResNet
+has about three times kws's workloads, so it gets three times the trials).
+
+Resumable: with --records-dir DIR the records stay in DIR (<model>.jobs1.jsonl,
+<model>.jobs<N>.jsonl, <model>.random.jsonl) with the wall time spent on each
+(<file>.time.json); a second run resumes each file (`tune --resume`) and measures only the
+trials still missing, so an interrupted or repeated run costs only what is left; the wall
+times printed are the sums over the runs that measured the file. Without --records-dir the
+records go to a temporary directory and are removed.
+
+Exits 1 if a default or tuned firmware is not bit-exact, 2 on a bad argument. Wall times
+depend on the machine and its load; the instruction counts do not.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -24,7 +42,8 @@ import time
 from pathlib import Path
 
 from microcompile import driver, tuning
-from microcompile.tune import read_records
+from microcompile.errors import UserError
+from microcompile.tune import COST_MODELS, check_cost_model, read_records
 
 # TFLM + CMSIS-NN instructions on the same QEMU set-up at -O2 (BENCHMARK.md).
 PEER = {"kws_ref_model": 7_697_361, "pretrainedResnet_quant": 29_860_944, "ad01_int8": 582_955}
@@ -37,20 +56,31 @@ def _deploy(path, board, out, records=None):
     return r["instructions"], r["verified"]
 
 
-def _tune(path, board, records, trials, jobs, strategy="model", batch=False):
+def _tune(path, board, records: Path, trials: int, jobs: int, *, strategy="model", cost_model="ridge",
+          batch=False):
+    """Tune into `records` (resuming it when it exists) up to `trials`; returns (TuneResult, workloads,
+    wall seconds over every run that measured this file)."""
+    clock = records.with_name(records.name + ".time.json")
+    spent = json.loads(clock.read_text())["seconds"] if clock.is_file() and records.is_file() else 0.0
     start = time.monotonic()
     result, workloads = tuning.tune_model(path, board, records, budget=tuning.Budget(trials, None), emulate=True,
-                                          jobs=jobs, strategy=strategy, progress=QUIET, bar=False, batch=batch)
-    return result, workloads, time.monotonic() - start
+                                          jobs=jobs, strategy=strategy, cost_model=cost_model, progress=QUIET,
+                                          bar=False, batch=batch, resume=True)
+    if result.trials:                 # this run measured something: its time counts
+        spent += time.monotonic() - start
+    if not result.interrupted:
+        clock.write_text(json.dumps({"seconds": round(spent, 1), "trials": result.trials + result.resumed}))
+    return result, workloads, spent
 
 
-def _curve(records, workloads) -> list[int]:
-    """Best-so-far kernel instructions of the model after each measured trial."""
+def _curve(records, workloads) -> list[int | None]:
+    """Best-so-far kernel instructions of the model after each measured trial (None until every
+    workload has a successful measurement)."""
     kernels = {w.key: len(w.nodes) for w in workloads}
     best: dict[str, int] = {}
     out = []
     for r in read_records(records)[0]:
-        if r["status"] == "invalid":
+        if r["status"] == "invalid" or r["workload"] not in kernels:
             continue
         if r["status"] == "ok":
             best[r["workload"]] = min(best.get(r["workload"], r["count"]), r["count"])
@@ -58,57 +88,119 @@ def _curve(records, workloads) -> list[int]:
     return out
 
 
+def _checkpoints(n: int) -> list[int]:
+    """Trial counts to print a curve at: 1, 2, 5, 10, 20, 50, ... below n, and n."""
+    marks, k = [], 1
+    while k < n:
+        marks += [m for m in (k, 2 * k, 5 * k) if m < n]
+        k *= 10
+    return sorted(set(marks + [n])) if n else []
+
+
+def _fmt(v) -> str:
+    return f"{v:,}" if v else "-"
+
+
+def _plot(curves, path: Path, cost_model: str) -> None:
+    try:
+        import matplotlib
+    except ImportError:
+        raise UserError("--plot needs matplotlib", hint="pip install 'microcompile[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.6), squeeze=False)
+    for ax, (name, model, rand) in zip(axes[0], curves):
+        for ys, label in ((model, f"model search ({cost_model})"), (rand, "random search")):
+            pts = [(t, y) for t, y in enumerate(ys, 1) if y]
+            ax.plot([t for t, _ in pts], [y for _, y in pts], label=label, drawstyle="steps-post")
+        ax.set_title(name)
+        ax.set_xlabel("trials")
+        ax.set_ylabel("kernel instructions (best so far)")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", type=Path, default=Path(__file__).resolve().parent.parent.parent / "shared" / "models")
     ap.add_argument("--board", default="mps2-an386")
-    ap.add_argument("--trials", type=int, default=60)
-    ap.add_argument("--jobs", type=int, default=max(2, os.cpu_count() or 2))
-    ap.add_argument("--only", nargs="+", metavar="NAME")
-    ap.add_argument("--curve", action="store_true", help="also tune with random search and print both curves")
-    ap.add_argument("--keep", type=Path, help="keep the records files here")
+    ap.add_argument("--only", nargs="+", metavar="NAME", choices=sorted(PEER), help="these models only")
+    ap.add_argument("--trials", type=int, help="trials per model (default: --per-workload x its workloads)")
+    ap.add_argument("--per-workload", type=int, default=10, help="trials per workload when --trials is not given "
+                                                                  "(default 10)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="N of the --jobs N run (default: the "
+                                                                          "CPU count)")
+    ap.add_argument("--cost-model", choices=COST_MODELS, default="ridge", help="the model search's cost model")
     ap.add_argument("--batch", action="store_true", help="tune with --batch (a candidate of every workload per "
                                                          "firmware)")
+    ap.add_argument("--records-dir", type=Path, help="keep the records (and resume them on the next run) here")
+    ap.add_argument("--no-curve", action="store_true", help="skip the random search and the curves")
+    ap.add_argument("--plot", type=Path, help="draw the curves to this file (.png/.svg; needs matplotlib)")
     args = ap.parse_args(argv)
-    if not args.models.is_dir():
-        print(f"no models at {args.models}; pass --models DIR", file=sys.stderr)
+    try:
+        check_cost_model(args.cost_model)
+        if not args.models.is_dir():
+            raise UserError(f"no models at {args.models}", hint="pass --models DIR")
+        if (args.trials is not None and args.trials < 1) or args.per_workload < 1 or args.jobs < 1:
+            raise UserError("--trials, --per-workload and --jobs must be positive")
+        if args.plot and args.no_curve:
+            raise UserError("--plot draws the curves that --no-curve skips", hint="drop one of them")
+        return _run(args)
+    except UserError as e:
+        print(f"error: {e}" + (f"\nhint: {e.hint}" if getattr(e, "hint", None) else ""), file=sys.stderr)
         return 2
-    header = (f"{'model':<24} {'default':>11} {'ratio':>6} {'tuned':>11} {'ratio':>6} {'goal':>5} {'trials':>6} "
-              f"{'jobs 1 (s)':>10} {f'jobs {args.jobs} (s)':>10} {'bit-exact':>9}")
+
+
+def _run(args) -> int:
+    header = (f"{'model':<24} {'default':>11} {'ratio':>6} {'tuned':>11} {'ratio':>6} {'<=0.45':>6} {'trials':>6} "
+              f"{'jobs 1 (s)':>10} {f'jobs {args.jobs} (s)':>11} {'bit-exact':>9}")
+    print(f"board {args.board} (QEMU), cost model {args.cost_model}, seed 0"
+          + (", batch" if args.batch else ""), flush=True)
     print(header)
-    print("-" * len(header))
+    print("-" * len(header), flush=True)
     all_ok, curves = True, []
-    for name, peer in PEER.items():
-        path = args.models / f"{name}.tflite"
-        if (args.only and name not in args.only) or not path.is_file():
-            continue
-        with tempfile.TemporaryDirectory() as tmp:
-            keep = args.keep or Path(tmp)
-            keep.mkdir(parents=True, exist_ok=True)
-            r1, rn = keep / f"{name}.jobs1.jsonl", keep / f"{name}.jobs{args.jobs}.jsonl"
-            for f in (r1, rn):
-                f.unlink(missing_ok=True)
-            default, ok0 = _deploy(path, args.board, Path(tmp) / "default")
-            res1, _, t1 = _tune(path, args.board, r1, args.trials, 1, batch=args.batch)
-            resn, workloads, tn = _tune(path, args.board, rn, args.trials, args.jobs, batch=args.batch)
-            tuned, ok = _deploy(path, args.board, Path(tmp) / "tuned", records=rn)
-            all_ok &= ok and ok0
+    with tempfile.TemporaryDirectory(prefix="tuning-bench-") as tmp:
+        keep = args.records_dir or Path(tmp) / "records"
+        keep.mkdir(parents=True, exist_ok=True)
+        for name, peer in PEER.items():
+            path = args.models / f"{name}.tflite"
+            if (args.only and name not in args.only) or not path.is_file():
+                continue
+            default, ok0 = _deploy(path, args.board, Path(tmp) / name / "default")
+            trials = args.trials
+            if trials is None:
+                _, workloads = tuning.lowered_workloads(path, driver.load_board(args.board))
+                trials = args.per_workload * len(workloads)
+            common = dict(cost_model=args.cost_model, batch=args.batch)
+            r1 = keep / f"{name}.jobs1.jsonl"
+            rn = keep / f"{name}.jobs{args.jobs}.jsonl"
+            res1, workloads, t1 = _tune(path, args.board, r1, trials, 1, **common)
+            if args.jobs > 1:
+                resn, _, tn = _tune(path, args.board, rn, trials, args.jobs, **common)
+            else:
+                rn, resn, tn = r1, res1, t1
+            tuned, ok = _deploy(path, args.board, Path(tmp) / name / "tuned", records=rn)
+            all_ok &= bool(ok and ok0)
+            measured = resn.trials + resn.resumed
             print(f"{name:<24} {default:>11,} {default / peer:>6.3f} {tuned:>11,} {tuned / peer:>6.3f} "
-                  f"{'yes' if tuned <= GOAL * peer else 'NO':>5} {resn.trials:>6} {t1:>10.1f} {tn:>10.1f} "
-                  f"{'yes' if ok else 'NO':>9}")
-            if args.curve:
+                  f"{'yes' if tuned <= GOAL * peer else 'NO':>6} {measured:>6} {t1:>10.1f} {tn:>11.1f} "
+                  f"{'yes' if ok and ok0 else 'NO':>9}", flush=True)
+            if not args.no_curve:
                 rr = keep / f"{name}.random.jsonl"
-                rr.unlink(missing_ok=True)
-                # One job for both curves: with several, records land in the order trials finish.
-                _tune(path, args.board, rr, args.trials, 1, strategy="random", batch=args.batch)
+                _tune(path, args.board, rr, trials, 1, strategy="random", batch=args.batch)
                 curves.append((name, _curve(r1, workloads), _curve(rr, workloads)))
     for name, model, rand in curves:
-        print(f"\nbest-so-far kernel instructions of {name} (sum over workloads of kernels x best count)")
-        print(f"{'trials':>6} {'model search':>13} {'random search':>13}")
-        n = min(len(model), len(rand))
-        for t in sorted({max(1, round(n * f / 10)) for f in range(1, 11)}):
+        print(f"\nbest-so-far kernel instructions of {name} (sum over workloads of kernels x best count; "
+              f"'-' until every workload has one)")
+        print(f"{'trials':>6} {'model search':>13} {'random search':>13} {'model/random':>12}")
+        for t in _checkpoints(min(len(model), len(rand))):
             m, r = model[t - 1], rand[t - 1]
-            print(f"{t:>6} {(f'{m:,}' if m else '-'):>13} {(f'{r:,}' if r else '-'):>13}")
+            print(f"{t:>6} {_fmt(m):>13} {_fmt(r):>13} {(f'{m / r:.3f}' if m and r else '-'):>12}")
+    if args.plot and curves:
+        _plot(curves, args.plot, args.cost_model)
+        print(f"\ncurves drawn to {args.plot}")
     return 0 if all_ok else 1
 
 
