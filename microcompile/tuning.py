@@ -274,6 +274,10 @@ def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emu
     finally:
         if own:
             shutil.rmtree(work, ignore_errors=True)
+    if result.devices_lost:
+        raise DeviceError("every board was lost: " + "; ".join(result.notes),
+                          hint=f"check the boards and their probes; the {result.trials} measurement(s) made are in "
+                               f"{records_path}, and `tune ... --resume` continues it")
     return result, workloads
 
 
@@ -286,6 +290,7 @@ def format_result(result, workloads) -> str:
         rows.append(f"{st.key:<58} {len(st.nodes):>7} {st.trials:>6} {st.failures:>6} {st.invalid:>7} "
                     f"{(f'{d:,}' if d is not None else '-'):>12} {(f'{b:,}' if b is not None else '-'):>12} "
                     f"{ratio:>8}")
+    rows += [f"note: {n}" for n in result.notes]
     rows.append(f"{result.trials} trial(s) measured in {result.seconds:.1f} s"
                 + (f", {result.resumed} resumed from the records" if result.resumed else "")
                 + (" (interrupted)" if result.interrupted else ""))

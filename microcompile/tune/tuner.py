@@ -72,6 +72,7 @@ class TuneResult:
     seconds: float
     interrupted: bool = False
     notes: list[str] = field(default_factory=list)
+    devices_lost: bool = False    # every slot's device was lost before the budget was spent
 
 
 def tune(workloads, target, env: Environment, measure: Callable, writer, budget: Budget, *, jobs: int = 1,
@@ -244,7 +245,7 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
     if requeued and not interrupted:
         tell(f"{sum(map(len, requeued))} candidate(s) not measured: every job's device was lost")
     return TuneResult(list(stats.values()), recorded - resumed, resumed, time.monotonic() - start, interrupted,
-                      notes)
+                      notes, devices_lost=live == 0)
 
 
 def _workload_features(w) -> tuple:

@@ -43,7 +43,7 @@ def test_a_lost_board_is_dropped_and_its_candidate_measured_on_another(tmp_path)
     assert len(lost) == 1                                   # never used again after it was lost
     assert [s for s, c in slots].count(1) == 1 and {s for s, _ in slots} == {0, 1, 2}
     assert lost[0] in [json.dumps(r["config"], sort_keys=True) for r in recs]      # measured elsewhere
-    assert len(notes) == 1 and notes == result.notes
+    assert len(notes) == 1 and notes == result.notes and not result.devices_lost
     assert notes[0].startswith("job 1 dropped from the pool: board /dev/ttyACM1 (probe B)")
     assert "go to the other 2 job(s)" in notes[0]
 
@@ -54,7 +54,7 @@ def test_when_every_board_is_lost_the_run_stops_with_a_note(tmp_path):
     with RecordWriter(tmp_path / "r.jsonl") as out:
         result = tune([_W()], None, ENV, measure, out, Budget(trials=8), jobs=2, strategy="random",
                       schedule=_schedule)
-    assert result.trials == 0
+    assert result.trials == 0 and result.devices_lost
     assert not [r for r in read_records(tmp_path / "r.jsonl")[0] if r["status"] != "invalid"]
     assert any("no job is left" in n for n in result.notes)
     assert result.notes[-1].endswith("candidate(s) not measured: every job's device was lost")
