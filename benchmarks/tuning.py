@@ -117,6 +117,7 @@ def _plot(curves, path: Path, cost_model: str) -> None:
         ax.set_title(name)
         ax.set_xlabel("trials")
         ax.set_ylabel("kernel instructions (best so far)")
+        ax.ticklabel_format(axis="y", style="plain", useOffset=False)
         ax.legend()
     fig.tight_layout()
     fig.savefig(path)
