@@ -12,7 +12,8 @@ without touching the existing ones needs no bump (its workloads have no records 
 Records written before the version existed have none and count as version 0.
 
     1  issue 10: knob spaces of conv2d, fully_connected, depthwise, add, pooling, softmax,
-       elementwise (schedule/knobs.py, schedule/spaces.py) and the defaults of main at that time
+       elementwise (schedule/knobs.py, schedule/spaces.py) and the defaults with the tuner's
+       folded findings (im2col blocks within a conv's arena slack, schedule/blocks.py)
 """
 
 SCHEDULE_VERSION = 1
