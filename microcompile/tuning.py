@@ -25,7 +25,7 @@ from .errors import DeviceError, UserError
 from .ir.compare import compare
 from .lower import lower_node
 from .reference import interp
-from .schedule import ScheduleError
+from .schedule import ScheduleError, blocks
 from .target import Board, load_board
 from .tune import Budget, Outcome, RecordWriter, check_cost_model, extract_workloads, read_records, tune
 from .tune.boards import BoardLink, resolve_boards
@@ -44,7 +44,16 @@ def lowered_workloads(model_path, board: Board, flash_budget: int | None = None)
     target = board.target
     lowered = [(n, lower_node(compiled.graph, n, target)) for n, _, _ in compiled.kernels]
     wide = {n.name: n.name in compiled.widened for n, _ in lowered}
-    return compiled, extract_workloads(lowered, target, wide)
+    workloads = extract_workloads(lowered, target, wide)
+    # The driver grows im2col blocks into arena slack (schedule/blocks.py): a workload's default
+    # point takes its kernels' cap (the smallest, where they differ, so replaying it never grows
+    # the arena), so the default measured is what deploy builds without records.
+    caps = {n.name: blocks.col_bytes_max(t) for n, _, t in compiled.kernels}
+    for w in workloads:
+        grown = [caps[n] for n in w.nodes if caps.get(n) is not None]
+        if "col_bytes_max" in w.default and grown:
+            w.default = {**w.default, "col_bytes_max": min(grown)}
+    return compiled, workloads
 
 
 class Measurer:

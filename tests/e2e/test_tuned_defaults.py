@@ -150,3 +150,21 @@ def test_records_are_replayed_as_they_are():
     tuned = {workload_key(node, func, board.target): trace}
     kernels2, *_ = driver.schedule_and_plan(g, board, tuned=tuned)
     assert next(t for n, _, t in kernels2 if n.name == node.name) == trace
+
+
+def test_the_tuners_default_point_is_what_deploy_builds():
+    """The tuner measures each workload's default point as the bar a record must beat: for a
+    conv whose block the driver grew, that point carries the grown cap, so replaying it gives
+    the kernel deploy builds without records (not the 1 KiB block)."""
+    from microcompile import tuning
+    from microcompile.schedule import apply_config
+    board = load_board(BOARD)
+    compiled, workloads = tuning.lowered_workloads(model_path("pretrainedResnet_quant"), board)
+    built = {n.name: (f, t) for n, f, t in compiled.kernels}
+    grown = [w for w in workloads if w.family == "conv2d" and len(w.nodes) == 1
+             and blocks.col_bytes_max(built[w.nodes[0]][1]) > COL_BYTES_MAX["dsp"]]
+    assert len(grown) >= 4
+    for w in grown:
+        assert w.default["col_bytes_max"] == blocks.col_bytes_max(built[w.nodes[0]][1])
+        f, _ = apply_config(w.func, board.target, w.default)
+        assert f.scratch_bytes == built[w.nodes[0]][0].scratch_bytes
