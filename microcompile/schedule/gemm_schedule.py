@@ -377,11 +377,16 @@ def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, wide
             raise KnobRefused("cache_read_at=plane: one block covers the plane (plane is the block)")
         if places.write_at == "pixel" and inner is None:
             raise KnobRefused("cache_write_at=pixel: the output has one pixel (the block is the pixel)")
+        if (places.read_at == "pixel" or places.write_at == "pixel") and cols == 1:
+            raise KnobRefused("a per-pixel placement with blocks of one column (cols=1) is the block placement")
         if not fused:
             sch.cache_write("acc", at_acc if places.write_at == "block" else "oc")
         # the reduction nest tensorized: the block (today), or one pixel's (n = 1) when the copy or
         # the tile sits inside the pixel loop
         per_pixel = places.read_at == "pixel" or (not fused and places.write_at == "pixel")
+        if per_pixel and "oc" not in loops:
+            raise KnobRefused("a per-pixel placement (cache_read_at/cache_write_at=pixel) needs an output channel "
+                              "loop; this conv has one output channel")
         gemm_at = ("oc" if per_pixel else at_acc) if fused else ("oc_1" if per_pixel else f"{at_acc}_1")
         if places.direct:
             pass                                  # the GEMM reads x[pixel * C + ic] in place
@@ -403,6 +408,13 @@ def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, wide
             variant = _variant(target)
             if variant == "dsp" and not wide and _p4_pads(w.shape[0], depth, dtype):
                 variant = "c"
+            if places.direct and variant != "dsp":
+                # conv2d may write its output over its input (memory/inplace.py, "window": each
+                # pixel's output after reading its own taps); read in place, the c and Helium
+                # kernels write a column's outputs while still reading the next column's input
+                raise KnobRefused(f"pointwise=direct with the fused epilogue needs the dsp kernel that finishes one "
+                                  f"column before the next (this one is the {variant} kernel, whose column pairs "
+                                  f"the in-place output may overwrite); use epilogue=tile")
             sch.tensorize(gemm_at, rq_kernel_name(variant, dtype))
         else:
             _tensorize(sch, gemm_at, target, dtype, packed=wide or not _p4_pads(w.shape[0], depth, dtype))
