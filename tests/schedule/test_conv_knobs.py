@@ -17,6 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lower"))
 
 from lower_cases import build_graph, cases  # noqa: E402
+from tests.conftest import model_path  # noqa: E402
 
 from microcompile.lower import lower_node  # noqa: E402
 from microcompile.schedule import InvalidConfig, Schedule, ScheduleError, Trace, apply_config, default_config  # noqa: E402
@@ -206,3 +207,54 @@ def test_partition_primitive():
     assert value_range(BinOp("mod", i, IntImm(5)), {"i": (6, 8)}) == (1, 3)
     assert value_range(BinOp("mod", i, IntImm(5)), {"i": (3, 6)}) == (0, 4)
     assert value_range(BinOp("div", i, IntImm(2)), {"i": (-3, -1)}) == (-1, 0)      # C truncation
+
+
+# ---------------------------------------------------------------- on the QEMU twin
+
+def _measure(model, board, tmp_path, points):
+    """Each (knob changes) point, one firmware per batch of distinct workloads: outputs and every
+    tuned kernel's tensor must equal the reference interpreter's bytes (tuning.Measurer)."""
+    from microcompile import tuning
+
+    compiled, workloads = tuning.lowered_workloads(model, board)
+    meter = tuning.Measurer(model, board, tmp_path / "work", compiled, emulate=True, port=None, timeout=120.0)
+    items = []
+    for pick, knobs in points:
+        w = next(w for w in workloads if w.family == "conv2d" and pick(w))
+        config = {**w.default, **knobs}
+        items.append((w, config, apply_config(w.func, board.target, config)[1]))
+    outcomes = meter.batch(0, items)
+    for (w, config, _), out in zip(items, outcomes):
+        assert out.status == "ok" and out.count > 0, (w.key, config, out)
+    return outcomes
+
+
+@pytest.mark.qemu
+def test_random_padded_conv_with_the_knobs_on_qemu(tmp_path):
+    from microcompile.frontend.tflite.writer import write_tflite
+
+    rng = np.random.default_rng(2026)
+    case = dict(cases("conv2d", "int8", 1, seed=int(rng.integers(1 << 30)))[0], hw=9, cin=int(rng.integers(3, 9)),
+                cout=int(rng.integers(4, 13)), kernel=3, stride=1, dilation=1, batch=1, padding="SAME", rect=False)
+    model = tmp_path / "conv.tflite"
+    model.write_bytes(write_tflite(build_graph(case)))                 # 9x10 output plane
+    board = load_board("mps2-an386")
+    for knobs in ({"pad_split": "rows", "cols": 10, "col_bytes_max": 4096, "cache_read_at": "plane"},
+                  {"pad_split": "rows", "cols": 5, "col_bytes_max": 4096, "epilogue": "tile",
+                   "cache_read_at": "pixel", "cache_write_at": "pixel"}):
+        _measure(model, board, tmp_path, [(lambda w: True, knobs)])
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board_name", ["mps2-an386", "mps2-an385"])
+def test_kws_convs_with_the_knobs_on_qemu(board_name, tmp_path):
+    """kws's pointwise convs read their input in place (on the Cortex-M3 through the tile, as the
+    fused c kernel may not: see test_pointwise_direct_reads_the_activations_in_place) and its
+    first conv copies its interior rows without the row test, in one firmware."""
+    model = model_path("kws_ref_model")
+    direct = {"pointwise": "direct", "wide_weights": 0}
+    if board_name == "mps2-an385":
+        direct["epilogue"] = "tile"
+    _measure(model, load_board(board_name), tmp_path,
+             [(lambda w: w.key.startswith("conv2d:1x25x5x64->"), direct),
+              (lambda w: w.key.startswith("conv2d:1x49x10x1->"), {"pad_split": "rows"})])
