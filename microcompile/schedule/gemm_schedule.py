@@ -40,6 +40,34 @@ Knobs (declared with their domains in schedule/knobs.py, recorded in the trace):
 (FC_ACC_ROWS_DOMAIN), `widen_min_run` (WIDEN_MIN_RUN_DOMAIN: the shortest copy run worth a call),
 `wide_weights`. Whether a kernel's weights are widened is decided per kernel against the board's
 flash (and the arena) by schedule/widening.py and the driver, for every size of layer alike.
+The conv2d placement knobs below are recorded only when they leave their
+default (the first value), so the default trace is unchanged; a value that cannot be carried
+out on a kernel raises KnobRefused with the reason (the tuner records it as InvalidConfig):
+
+    pointwise (copy, direct)      direct: a 1x1, stride-1, unpadded conv's input already is the
+                                  column matrix (pixel-major, channels contiguous); no cache_read,
+                                  inline_let(ih), inline_let(iw) so the fuse makes the index
+                                  pixel * C + ic, and the GEMM reads x in place with ldb = C: no
+                                  scratch. int8 weights only (there is no int16 column to read).
+                                  With the fused epilogue only on the dsp kernel, which finishes a
+                                  column before reading the next: conv2d may write its output over
+                                  its input (memory/inplace.py, "window"), and the c / Helium
+                                  kernels' column pairs would read bytes already overwritten
+                                  (measured wrong on the Cortex-M3); epilogue=tile is safe anywhere.
+    pad_split (none, rows)        rows: after the GEMM call is in place, partition(<loop>, b0, b1)
+                                  cuts the block loop (the copy's pixel loop when one block covers
+                                  the plane) at the blocks that lie wholly in the interior output
+                                  rows (found by range analysis of the padding test,
+                                  interior_rows); each part's copy keeps only the tests its range
+                                  does not decide, so the interior copies have no row test (the
+                                  column test stays, hoisted by unswitch). Composes with `cols`
+                                  when some block lies wholly inside; refused otherwise.
+    cache_read_at (block, pixel, plane)  where the im2col columns are copied: per block of cols
+                                  (cache_read at the block loop), per pixel just before its
+                                  n = 1 GEMM call (one column of scratch), or the whole plane once
+                                  (scratch: every column; against the scratch budget).
+    cache_write_at (block, pixel) epilogue=tile only: the int32 tile per block [cols, out_c] or
+                                  per pixel [out_c] (cache_write at oc; n = 1 GEMM calls).
 """
 
 from __future__ import annotations
@@ -360,8 +388,9 @@ def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, wide
         if pix:
             pixels = _loops(sch.func)[pix[0]].extent
             if cols is None:
-                # read in place (direct), the columns take no scratch: only max_cols bounds the block
-                cap = COL_BYTES_DOMAIN[-1] * depth if places.direct else col_bytes_max
+                # read in place (direct) with the fused epilogue, a block takes no scratch: only
+                # max_cols bounds it (with a tile: the copy's block, so only the columns go away)
+                cap = COL_BYTES_DOMAIN[-1] * depth if places.direct and fused else col_bytes_max
                 cols = _pick_cols(pixels, depth, max_cols, cap, 2 if wide else 1)
             if cols < pixels:
                 sch.split(pix[0], cols)
