@@ -8,8 +8,8 @@ kernel's tensor equal the reference interpreter's).
 For each conv2d workload of each int8 model, each variant is the default point with the named
 knobs changed (e.g. pointwise=direct with wide_weights=0, compared with wide_weights=0 alone).
 One firmware per variant tunes every conv workload the variant applies to at once; a variant a
-workload rejects prints the reason. Prints one row per workload and variant; exits 1 on a
-wrong answer. Counts are deterministic (QEMU instruction counts); no wall time is measured.
+workload rejects prints the reason. Prints one row per workload and variant, then the model's
+arena with each variant (compile only); exits 1 on a wrong answer. Counts are deterministic (QEMU instruction counts); no wall time is measured.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from microcompile import tuning
+from microcompile import driver, tuning
 from microcompile.schedule import InvalidConfig, apply_config
 from microcompile.target import load_board
 
@@ -39,12 +39,13 @@ VARIANTS = (
 )
 
 
-def measure(model: Path, board, work: Path) -> tuple[list, int]:
-    """Rows (workload, kernels, variant, count | reason, scratch, base variant) and the wrong answers."""
+def measure(model: Path, board, work: Path) -> tuple[list, int, dict]:
+    """Rows (workload, variant, count | reason, scratch, base variant), the wrong answers, and
+    the model's arena bytes per variant (every conv workload it applies to at that point)."""
     compiled, workloads = tuning.lowered_workloads(model, board)
     convs = [w for w in workloads if w.family == "conv2d"]
     meter = tuning.Measurer(model, board, work, compiled, emulate=True, port=None, timeout=120.0)
-    rows, wrong = [], 0
+    rows, wrong, arena = [], 0, {}
     for name, change, base in VARIANTS:
         items, skipped = [], []
         for w in convs:
@@ -55,6 +56,9 @@ def measure(model: Path, board, work: Path) -> tuple[list, int]:
                 skipped.append((w, str(e)))
                 continue
             items.append((w, config, trace, func.scratch_bytes))
+        if items:
+            arena[name] = driver.compile_model(model, board, work / "arena",
+                                               tuned={w.key: t for w, _, t, _ in items}).plan.arena_bytes
         outcomes = meter.batch(0, [(w, c, t) for w, c, t, _ in items]) if items else []
         # a firmware that failed as a whole: each item alone
         outcomes = [meter(0, w, c, t) if o.status == "retry" else o for (w, c, t, _), o in zip(items, outcomes)]
@@ -65,7 +69,7 @@ def measure(model: Path, board, work: Path) -> tuple[list, int]:
             else:
                 rows.append((w, name, out.count, scratch, base))
         rows += [(w, name, f"rejected: {why}", None, base) for w, why in skipped]
-    return rows, wrong
+    return rows, wrong, arena
 
 
 def main(argv=None) -> int:
@@ -82,7 +86,7 @@ def main(argv=None) -> int:
             print(f"{m}: not found in {args.models}")
             continue
         with tempfile.TemporaryDirectory(prefix="conv-knobs-") as tmp:
-            rows, bad = measure(path, board, Path(tmp))
+            rows, bad, arena = measure(path, board, Path(tmp))
         wrong += bad
         print(f"\n## {m} on {args.board} (instructions per kernel; scratch bytes)")
         by = {(w.key, name): (count, scratch) for w, name, count, scratch, _ in rows}
@@ -92,6 +96,7 @@ def main(argv=None) -> int:
                      else "")
             shape = w.key.split(":")[1]
             print(f"{shape} x{len(w.nodes)} | {name} | {count}{delta} | scratch {scratch}")
+        print("arena bytes: " + ", ".join(f"{name} {b}" for name, b in arena.items()))
     return 1 if wrong else 0
 
 
