@@ -40,15 +40,44 @@ Knobs (declared with their domains in schedule/knobs.py, recorded in the trace):
 (FC_ACC_ROWS_DOMAIN), `widen_min_run` (WIDEN_MIN_RUN_DOMAIN: the shortest copy run worth a call),
 `wide_weights`. Whether a kernel's weights are widened is decided per kernel against the board's
 flash (and the arena) by schedule/widening.py and the driver, for every size of layer alike.
+The conv2d placement knobs below are recorded only when they leave their
+default (the first value), so the default trace is unchanged; a value that cannot be carried
+out on a kernel raises KnobRefused with the reason (the tuner records it as InvalidConfig):
+
+    pointwise (copy, direct)      direct: a 1x1, stride-1, unpadded conv's input already is the
+                                  column matrix (pixel-major, channels contiguous); no cache_read,
+                                  inline_let(ih), inline_let(iw) so the fuse makes the index
+                                  pixel * C + ic, and the GEMM reads x in place with ldb = C: no
+                                  scratch. int8 weights only (there is no int16 column to read).
+                                  With the fused epilogue only on the dsp kernel, which finishes a
+                                  column before reading the next: conv2d may write its output over
+                                  its input (memory/inplace.py, "window"), and the c / Helium
+                                  kernels' column pairs would read bytes already overwritten
+                                  (measured wrong on the Cortex-M3); epilogue=tile is safe anywhere.
+    pad_split (none, rows)        rows: after the GEMM call is in place, partition(<loop>, b0, b1)
+                                  cuts the block loop (the copy's pixel loop when one block covers
+                                  the plane) at the blocks that lie wholly in the interior output
+                                  rows (found by range analysis of the padding test,
+                                  interior_rows); each part's copy keeps only the tests its range
+                                  does not decide, so the interior copies have no row test (the
+                                  column test stays, hoisted by unswitch). Composes with `cols`
+                                  when some block lies wholly inside; refused otherwise.
+    cache_read_at (block, pixel, plane)  where the im2col columns are copied: per block of cols
+                                  (cache_read at the block loop), per pixel just before its
+                                  n = 1 GEMM call (one column of scratch), or the whole plane once
+                                  (scratch: every column; against the scratch budget).
+    cache_write_at (block, pixel) epilogue=tile only: the int32 tile per block [cols, out_c] or
+                                  per pixel [out_c] (cache_write at oc; n = 1 GEMM calls).
 """
 
 from __future__ import annotations
 
-from ..tir.nodes import For, PrimFunc, Select, Store, walk
+from ..tir.nodes import For, LetStmt, Load, PrimFunc, Select, Store, substitute, walk
 from .copy_intrin import WIDEN_KERNEL
 from .knobs import declare_knob
 from ..tir.intrinsics_gemm import PANEL_ROWS, gemm_kernel_name, rq_kernel_name
-from .loop_xform import unswitch
+from .loop_xform import proven, unswitch, value_range
+from .tensorize import affine
 from .primitives import ScheduleError, find_loop
 from .trace import Schedule
 from .variants import kernel_set
@@ -75,6 +104,25 @@ WIDEN_MIN_RUN = 8
 # Where bias and requantization run: in the micro-kernel's epilogue, or in a separate pass
 # over an int32 accumulator tile in scratch.
 EPILOGUE_DOMAIN = ("fused", "tile")
+# The knobs below are recorded in the trace only when they leave their default (the first value),
+# so the default schedule's trace is the one it always was.
+POINTWISE_DOMAIN = declare_knob("pointwise", ("copy", "direct"),
+                                "conv2d 1x1, stride 1, unpadded: im2col copy (copy) or the GEMM reads the int8 "
+                                "activations in place (direct: no scratch, int8 weights)")
+PAD_SPLIT_DOMAIN = declare_knob("pad_split", ("none", "rows"),
+                                "conv2d padded: one guarded im2col copy (none), or the blocks of interior output "
+                                "rows copied with no row test (rows)")
+CACHE_READ_AT_DOMAIN = declare_knob("cache_read_at", ("block", "pixel", "plane"),
+                                    "conv2d: im2col columns copied per block of columns (block), per output pixel "
+                                    "just before its GEMM call (pixel), or for the whole plane at once (plane)")
+CACHE_WRITE_AT_DOMAIN = declare_knob("cache_write_at", ("block", "pixel"),
+                                     "conv2d epilogue=tile: the int32 accumulator tile per block of columns "
+                                     "(block) or per output pixel (pixel)")
+
+
+class KnobRefused(ScheduleError):
+    """A knob value the conv2d schedule cannot carry out on this kernel (the message says why):
+    passed on to the caller instead of falling back to another schedule."""
 
 
 def _loops(f: PrimFunc) -> dict[str, For]:
@@ -142,16 +190,99 @@ def _pick_cols(pixels: int, depth: int, max_cols: int, col_bytes_max: int, elem:
     return 1
 
 
+def _tap(func: PrimFunc) -> tuple[list[LetStmt], object] | None:
+    """The lets of the conv's input tap (ih, iw, ..., xv) and xv's value with the others
+    substituted (an expression of the loop vars), or None when there is no let xv."""
+    lets = [n for n in walk(func.body) if isinstance(n, LetStmt)]
+    mapping, chain = {}, []
+    for let in lets:
+        chain.append(let)
+        value = substitute(let.value, mapping)
+        if let.var.name == "xv":
+            return chain, value
+        mapping[let.var] = value
+    return None
+
+
+def pointwise_refusal(func: PrimFunc) -> str | None:
+    """Why `pointwise=direct` does not apply to this conv2d (None: it does): the input must
+    already be the column matrix, x[pixel * C + ic] (1x1, stride 1, no padding)."""
+    tap = _tap(func)
+    if tap is None:
+        return "no input tap to read in place"
+    value = tap[1]
+    loops = _loops(func)
+    if any(isinstance(n, Select) for n in walk(value)):
+        return "the conv is padded (its taps have a padding test)"
+    if not isinstance(value, Load):
+        return "the input tap is not a plain load"
+    coeffs = affine(value.index, set(loops))
+    if coeffs is None:
+        return "the input index is not affine in the loops"
+    c = coeffs[0]
+    ic = next((v for v in c if v not in ("oh", "ow")), None)
+    others = set(c) - {"oh", "ow", ic}
+    chans = loops[ic].extent if ic else 1
+    ow = loops["ow"].extent if "ow" in loops else 1
+    want = {"ow": chans, "oh": ow * chans}
+    if others or (ic and c[ic] != 1) or any(c.get(n, want[n]) != want[n] for n in ("oh", "ow") if n in loops):
+        return "the kernel is not 1x1 with stride 1 (the input is not its own column matrix)"
+    return None
+
+
+def interior_rows(func: PrimFunc) -> tuple[int, int] | str:
+    """The output rows [r0, r1) whose taps all lie inside the input rows (their im2col copy
+    needs no row test), or why there are none: found by range analysis of the padding test
+    with one output row fixed and every other loop over its range."""
+    tap = _tap(func)
+    loops = _loops(func)
+    if tap is None or not any(isinstance(n, Select) for n in walk(tap[0][-1].value)):
+        return "the conv is not padded"
+    if "oh" not in loops:
+        return "the output has one row"
+    sel = next(n for n in walk(tap[0][-1].value) if isinstance(n, Select))
+    terms = []
+    stack = [sel.cond]
+    while stack:
+        t = stack.pop()
+        if getattr(t, "op", None) == "land":
+            stack += [t.b, t.a]
+        else:
+            terms.append(t)
+    lets = {let.var: let.value for let in tap[0][:-1]}
+    rows = loops["oh"].extent
+    settled = []
+    for r in range(rows):
+        env = {n: (0, lp.extent - 1) for n, lp in loops.items()}
+        env["oh"] = (r, r)
+        for var, value in lets.items():
+            got = value_range(value, env)
+            if got is not None:
+                env[var.name] = got
+        settled.append(sum(proven(t, env) is True for t in terms))
+    best = max(settled)
+    inside = [r for r in range(rows) if settled[r] == best]
+    if best == 0 or len(inside) == rows:
+        return "no output row has all its taps inside the input rows and another not (the padding is in columns only)"
+    r0, r1 = inside[0], inside[-1] + 1
+    if inside != list(range(r0, r1)):
+        return "the interior rows are not one run"
+    return r0, r1
+
+
 def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_bytes_max: int | None = None,
                          widen_min_run: int = WIDEN_MIN_RUN, wide: bool = True, cols: int | None = None,
-                         epilogue: str | None = None) -> Schedule | None:
+                         epilogue: str | None = None, pointwise: str = "copy", pad_split: str = "none",
+                         cache_read_at: str = "block", cache_write_at: str = "block") -> Schedule | None:
     """The GEMM schedule of an int8 conv2d, or None when it does not apply (float, hybrid).
     `wide`: int16 weights and columns (SMLAD pairs, twice the weight flash) or int8 ones;
     only DSP cores take int16 (elsewhere it costs flash and gains nothing).
     `cols`: the block of output pixels exactly (the tuner's choice; default: the largest divisor
     of the output plane within max_cols whose im2col columns fit col_bytes_max).
     `epilogue` (EPILOGUE_DOMAIN): "fused" requantizes in the micro-kernel, "tile" keeps an int32
-    accumulator tile and a separate epilogue pass; default: fused where a kernel exists."""
+    accumulator tile and a separate epilogue pass; default: fused where a kernel exists.
+    `pointwise`, `pad_split`, `cache_read_at`, `cache_write_at`: see the module docstring; a
+    value that cannot be carried out on this kernel raises KnobRefused with the reason."""
     if func.attrs.get("op") != "conv2d" or func.attrs.get("hybrid"):
         return None
     assert max_cols in COLS_DOMAIN, max_cols
@@ -162,22 +293,75 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
     if w is None or w.dtype != "int8":
         return None
     wide = wide and _variant(target) == "dsp"     # plain-C and Helium cores multiply int8 as they are
+    places = _Places(pointwise, pad_split, cache_read_at, cache_write_at)
+    places.check(func, wide, epilogue)
     choices = (True, False)
     if epilogue is not None:
         assert epilogue in EPILOGUE_DOMAIN, epilogue
         choices = tuple(c for c in choices if c == (epilogue == "fused"))
     for fused in choices:
-        sch = _conv2d_gemm(func, target, max_cols, col_bytes_max, widen_min_run, wide, fused, cols)
+        sch = _conv2d_gemm(func, target, max_cols, col_bytes_max, widen_min_run, wide, fused, cols, places)
         if sch is not None:
             return sch
     return None
 
 
+class _Places:
+    """The placement knobs of one conv2d schedule (defaults: today's schedule)."""
+
+    def __init__(self, pointwise: str, pad_split: str, cache_read_at: str, cache_write_at: str):
+        for name, value, domain in (("pointwise", pointwise, POINTWISE_DOMAIN), ("pad_split", pad_split, PAD_SPLIT_DOMAIN),
+                                    ("cache_read_at", cache_read_at, CACHE_READ_AT_DOMAIN),
+                                    ("cache_write_at", cache_write_at, CACHE_WRITE_AT_DOMAIN)):
+            assert value in domain, (name, value)
+        self.direct = pointwise == "direct"
+        self.pad_split, self.read_at, self.write_at = pad_split, cache_read_at, cache_write_at
+        self.knobs = [(n, v) for n, v, d in (("pointwise", pointwise, "copy"), ("pad_split", pad_split, "none"),
+                                              ("cache_read_at", cache_read_at, "block"),
+                                              ("cache_write_at", cache_write_at, "block")) if v != d]
+        self.rows: tuple[int, int] | None = None
+
+    def check(self, func: PrimFunc, wide: bool, epilogue: str | None) -> None:
+        """KnobRefused for the combinations that cannot be carried out, with the reason."""
+        if self.direct:
+            if wide:
+                raise KnobRefused("pointwise=direct reads the int8 activations in place: there is no int16 "
+                                  "column to read (set wide_weights=0)")
+            why = pointwise_refusal(func)
+            if why:
+                raise KnobRefused(f"pointwise=direct needs a 1x1, stride-1, unpadded conv: {why}")
+            if self.read_at != "block" or self.pad_split != "none":
+                raise KnobRefused("pointwise=direct makes no im2col copy: cache_read_at and pad_split have nothing "
+                                  "to place")
+        if self.write_at != "block" and epilogue != "tile":
+            raise KnobRefused(f"cache_write_at={self.write_at} places the int32 tile of epilogue=tile; the fused "
+                              "epilogue keeps no tile")
+        if self.pad_split != "none":
+            rows = interior_rows(func)
+            if isinstance(rows, str):
+                raise KnobRefused(f"pad_split={self.pad_split}: {rows}")
+            self.rows = rows
+
+
+def _partition_interior(sch: Schedule, places: _Places, loop: str, unit: int, row: int) -> None:
+    """pad_split=rows: cut `loop` (each iteration `unit` output pixels; `row` pixels per output
+    row) at the bounds of the iterations that lie wholly in the interior rows."""
+    r0, r1 = places.rows
+    n = _loops(sch.func)[loop].extent
+    b0, b1 = -(-r0 * row // unit), (r1 * row) // unit
+    if b0 >= b1:
+        raise KnobRefused(f"pad_split=rows: no block of {unit} output pixels lies wholly in the interior rows "
+                          f"{r0}..{r1 - 1}")
+    cuts = [b for b in (b0, b1) if 0 < b < n]
+    sch.apply("partition", loop, *cuts)
+
+
 def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, widen_min_run: int, wide: bool,
-                 fused: bool, cols: int | None = None) -> Schedule | None:
+                 fused: bool, cols: int | None = None, places: _Places | None = None) -> Schedule | None:
     """`fused`: one requantizing micro-kernel call per block of columns (bias, requantization
     and clamp in its epilogue, no int32 tile); otherwise an accumulator tile in scratch and a
     separate epilogue loop (requantizations the micro-kernels do not implement)."""
+    places = places or _Places("copy", "none", "block", "block")
     w = next(b for b in func.buffers if b.name == "w")
     depth = w.size // w.shape[0]
     dtype = "s16" if wide else "s8"
@@ -188,8 +372,15 @@ def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, wide
         if _variant(target) == "dsp" and wide:
             sch.knob("widen_min_run", widen_min_run)
         sch.knob("wide_weights", int(wide))
+        for name, value in places.knobs:
+            sch.knob(name, value)
         loops = _loops(func)
         pix = [n for n in ("oh", "ow") if n in loops]
+        row = loops["ow"].extent if "ow" in loops else 1
+        if places.direct:
+            # the input index as an expression of the loops, so fusing makes it pixel * C + ic
+            for let in _tap(func)[0][:-1]:
+                sch.apply("inline_let", let.var.name)
         if len(pix) == 2:
             sch.fuse("oh", "ow")
             pix = ["oh_ow"]
@@ -197,7 +388,10 @@ def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, wide
         if pix:
             pixels = _loops(sch.func)[pix[0]].extent
             if cols is None:
-                cols = _pick_cols(pixels, depth, max_cols, col_bytes_max, 2 if wide else 1)
+                # read in place (direct) with the fused epilogue, a block takes no scratch: only
+                # max_cols bounds it (with a tile: the copy's block, so only the columns go away)
+                cap = COL_BYTES_DOMAIN[-1] * depth if places.direct and fused else col_bytes_max
+                cols = _pick_cols(pixels, depth, max_cols, cap, 2 if wide else 1)
             if cols < pixels:
                 sch.split(pix[0], cols)
                 at_cache, inner = f"{pix[0]}_o", f"{pix[0]}_i"
@@ -206,12 +400,34 @@ def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, wide
         at_acc = inner or ("oc" if "oc" in loops else None)
         if at_acc is None:
             return None
+        if places.read_at == "pixel" and inner is None:
+            raise KnobRefused("cache_read_at=pixel: the output has one pixel (the block is the pixel)")
+        if places.read_at == "plane" and at_cache is None:
+            raise KnobRefused("cache_read_at=plane: one block covers the plane (plane is the block)")
+        if places.write_at == "pixel" and inner is None:
+            raise KnobRefused("cache_write_at=pixel: the output has one pixel (the block is the pixel)")
+        if (places.read_at == "pixel" or places.write_at == "pixel") and cols == 1:
+            raise KnobRefused("a per-pixel placement with blocks of one column (cols=1) is the block placement")
         if not fused:
-            sch.cache_write("acc", at_acc)
-        sch.cache_read("xv", at_cache, "int16" if wide else None)
-        _unswitch_padding(sch)
-        if _variant(target) == "dsp" and wide:
-            _widen_runs(sch, widen_min_run)
+            sch.cache_write("acc", at_acc if places.write_at == "block" else "oc")
+        # the reduction nest tensorized: the block (today), or one pixel's (n = 1) when the copy or
+        # the tile sits inside the pixel loop
+        per_pixel = places.read_at == "pixel" or (not fused and places.write_at == "pixel")
+        if per_pixel and "oc" not in loops:
+            raise KnobRefused("a per-pixel placement (cache_read_at/cache_write_at=pixel) needs an output channel "
+                              "loop; this conv has one output channel")
+        gemm_at = ("oc" if per_pixel else at_acc) if fused else ("oc_1" if per_pixel else f"{at_acc}_1")
+        if places.direct:
+            pass                                  # the GEMM reads x[pixel * C + ic] in place
+        elif places.read_at == "block":
+            sch.cache_read("xv", at_cache, "int16" if wide else None)
+        elif places.read_at == "plane":
+            sch.cache_read("xv", None, "int16" if wide else None)
+        else:
+            sch.cache_read("xv", inner if fused or places.write_at == "pixel" else f"{inner}_1",
+                           "int16" if wide else None)
+        if places.pad_split == "none":
+            _finish_copies(sch, target, widen_min_run, wide)
         if wide:
             sch.pack_constant("w", "int16")
         if fused:
@@ -221,12 +437,37 @@ def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, wide
             variant = _variant(target)
             if variant == "dsp" and not wide and _p4_pads(w.shape[0], depth, dtype):
                 variant = "c"
-            sch.tensorize(at_acc, rq_kernel_name(variant, dtype))
+            if places.direct and variant != "dsp":
+                # conv2d may write its output over its input (memory/inplace.py, "window": each
+                # pixel's output after reading its own taps); read in place, the c and Helium
+                # kernels write a column's outputs while still reading the next column's input
+                raise KnobRefused(f"pointwise=direct with the fused epilogue needs the dsp kernel that finishes one "
+                                  f"column before the next (this one is the {variant} kernel, whose column pairs "
+                                  f"the in-place output may overwrite); use epilogue=tile")
+            sch.tensorize(gemm_at, rq_kernel_name(variant, dtype))
         else:
-            _tensorize(sch, f"{at_acc}_1", target, dtype, packed=wide or not _p4_pads(w.shape[0], depth, dtype))
+            _tensorize(sch, gemm_at, target, dtype, packed=wide or not _p4_pads(w.shape[0], depth, dtype))
+        if places.pad_split != "none":
+            # after the GEMM call is in place (it is copied into each part as it is)
+            if at_cache is None:          # one block: the copy's own pixel loop is cut
+                _partition_interior(sch, places, f"{inner}_c" if places.read_at == "block" else inner, 1, row)
+            elif places.read_at == "plane":
+                _partition_interior(sch, places, f"{at_cache}_c", cols, row)
+            else:
+                _partition_interior(sch, places, at_cache, cols, row)
+            _finish_copies(sch, target, widen_min_run, wide)
+    except KnobRefused:
+        raise
     except ScheduleError:
         return None
     return sch
+
+
+def _finish_copies(sch: Schedule, target, widen_min_run: int, wide: bool) -> None:
+    """The padding test out of the innermost copy loops; on DSP cores int16 runs widened by a call."""
+    _unswitch_padding(sch)
+    if _variant(target) == "dsp" and wide:
+        _widen_runs(sch, widen_min_run)
 
 
 def schedule_dense_gemm(func: PrimFunc, target=None, wide: bool | None = None,

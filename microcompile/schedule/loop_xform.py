@@ -1,11 +1,13 @@
 """Primitives that regroup loops without moving data: vectorize (a loop over packed int8/int16
-lanes of a 32-bit word), compute_at (a producer nest moved into its consumer's loop) and
-unswitch (a test that does not change inside a loop taken out of it).
+lanes of a 32-bit word), compute_at (a producer nest moved into its consumer's loop),
+unswitch (a test that does not change inside a loop taken out of it), partition (a loop cut
+into consecutive parts at constant bounds, each without the tests its range decides) and
+inline_let (a let-bound index replaced by its value).
 """
 
 from __future__ import annotations
 
-from ..tir.nodes import (BinOp, Expr, For, IfThenElse, IntImm, LetStmt, Load, PrimFunc, Select, SeqStmt, Stmt,
+from ..tir.nodes import (Allocate, BinOp, Buffer, Expr, For, IfThenElse, IntImm, LetStmt, Load, PrimFunc, Select, SeqStmt, Stmt,
                          Store, Var, rewrite, simplify, substitute, walk)
 from ..tir.verify import verify_primfunc
 from .primitives import primitive, ScheduleError, find_loop, split, unroll
@@ -185,3 +187,175 @@ def unswitch(f: PrimFunc, loop: str) -> PrimFunc:
         new = LetStmt(let.var, let.value, new)
     return verify_primfunc(f.with_body(rewrite(f.body, lambda n: new if isinstance(n, For) and n.var.name == loop
                                                else None)))
+
+
+# ---------------------------------------------------------------- partition
+
+def value_range(e: Expr, env: dict[str, tuple[int, int]]) -> tuple[int, int] | None:
+    """The closed interval [lo, hi] an int32 expression takes when each var named in `env` ranges
+    over its interval; None when that is not known (a load, an unknown var, a division by a
+    non-constant). C's truncating div is monotone for a positive divisor, so bounds map to bounds."""
+    if isinstance(e, IntImm):
+        return e.value, e.value
+    if isinstance(e, Var):
+        return env.get(e.name)
+    if not isinstance(e, BinOp):
+        return None
+    a = value_range(e.a, env)
+    b = value_range(e.b, env)
+    if a is None or b is None:
+        return None
+    if e.op == "add":
+        return a[0] + b[0], a[1] + b[1]
+    if e.op == "sub":
+        return a[0] - b[1], a[1] - b[0]
+    if e.op == "mul":
+        ends = [x * y for x in a for y in b]
+        return min(ends), max(ends)
+    if e.op in ("div", "floordiv") and b[0] == b[1] and b[0] > 0:
+        d = b[0]
+        q = (lambda x: int(x / d)) if e.op == "div" else (lambda x: x // d)
+        return q(a[0]), q(a[1])
+    if e.op in ("mod", "floormod") and b[0] == b[1] and b[0] > 0 and a[0] >= 0:
+        d = b[0]
+        if a[0] // d == a[1] // d:
+            return a[0] % d, a[1] % d
+        return 0, d - 1
+    if e.op in ("min", "max"):
+        fn = min if e.op == "min" else max
+        return fn(a[0], b[0]), fn(a[1], b[1])
+    return None
+
+
+def proven(cond: Expr, env: dict[str, tuple[int, int]]) -> bool | None:
+    """True (False) when the comparison `cond` holds (fails) for every value in `env`'s ranges;
+    None when the ranges do not decide it."""
+    if not (isinstance(cond, BinOp) and cond.op in ("lt", "le", "gt", "ge")):
+        return None
+    a, b = value_range(cond.a, env), value_range(cond.b, env)
+    if a is None or b is None:
+        return None
+    lo, hi = a[0] - b[1], a[1] - b[0]          # the range of a - b
+    holds = {"lt": hi < 0, "le": hi <= 0, "gt": lo > 0, "ge": lo >= 0}[cond.op]
+    fails = {"lt": lo >= 0, "le": lo > 0, "gt": hi <= 0, "ge": hi < 0}[cond.op]
+    return True if holds else (False if fails else None)
+
+
+def _conj(ts: list[Expr]) -> Expr:
+    out = ts[0]
+    for t in ts[1:]:
+        out = BinOp("land", out, t)
+    return out
+
+
+def prune_selects(s: Stmt, env: dict[str, tuple[int, int]]) -> Stmt:
+    """`s` with the terms of every Select's condition that the ranges of the enclosing loops
+    (and of `env`) decide taken out: a Select whose terms all hold becomes its true value, one
+    with a term that fails its false value."""
+    if isinstance(s, For):
+        return For(s.var, s.extent, prune_selects(s.body, {**env, s.var.name: (0, s.extent - 1)}), s.kind)
+    if isinstance(s, LetStmt):
+        r = value_range(s.value, env)
+        inner = {**env, s.var.name: r} if r is not None else env
+        return LetStmt(s.var, _prune_expr(s.value, env), prune_selects(s.body, inner))
+    if isinstance(s, SeqStmt):
+        return SeqStmt(tuple(prune_selects(c, env) for c in s.stmts))
+    if isinstance(s, IfThenElse):
+        return IfThenElse(s.cond, prune_selects(s.then_body, env),
+                          prune_selects(s.else_body, env) if s.else_body is not None else None)
+    if isinstance(s, Store):
+        return Store(s.buffer, _prune_expr(s.index, env), _prune_expr(s.value, env))
+    if isinstance(s, Allocate):
+        return Allocate(s.buffer, prune_selects(s.body, env))
+    return s
+
+
+def _prune_expr(e: Expr, env) -> Expr:
+    def fn(n):
+        if not isinstance(n, Select):
+            return None
+        terms = _conjuncts(n.cond)
+        verdicts = [proven(t, env) for t in terms]
+        if False in verdicts:
+            return n.false_value
+        kept = [t for t, v in zip(terms, verdicts) if v is not True]
+        if not kept:
+            return n.true_value
+        return Select(_conj(kept), n.true_value, n.false_value) if len(kept) < len(terms) else None
+    return rewrite(e, fn)
+
+
+def _renamed(s: Stmt, suffix: str, taken: set[str]) -> Stmt:
+    """`s` with every name bound inside it (loops, lets, local buffers) given `suffix`."""
+    bound = {n.var.name for n in walk(s) if isinstance(n, (For, LetStmt))}
+    local = {id(n.buffer): n.buffer for n in walk(s) if isinstance(n, Allocate)}
+    clash = sorted(n + suffix for n in bound | {b.name for b in local.values()} if n + suffix in taken)
+    if clash:
+        raise ScheduleError(f"partition: the names {', '.join(clash)} are taken")
+    bufs = {k: Buffer(b.name + suffix, b.dtype, b.shape, b.scope, comment=b.comment) for k, b in local.items()}
+
+    def fn(n):
+        if isinstance(n, Var) and n.name in bound:
+            return Var(n.name + suffix, n.dtype)
+        if isinstance(n, Load) and id(n.buffer) in bufs:
+            return Load(bufs[id(n.buffer)], n.index)
+        if isinstance(n, Store) and id(n.buffer) in bufs:
+            return Store(bufs[id(n.buffer)], n.index, n.value)
+        if isinstance(n, Allocate) and id(n.buffer) in bufs:
+            return Allocate(bufs[id(n.buffer)], n.body)
+        return None
+    return rewrite(s, fn)
+
+
+@primitive("partition")
+def partition(f: PrimFunc, loop: str, *bounds: int) -> PrimFunc:
+    """Cut the range of `loop` at the constant `bounds` into consecutive loops, each a copy of
+    the body over its part, and take out of each copy the Select terms its part's range decides
+    (e.g. the padding test of an im2col copy in the output rows whose taps are all inside the
+    input):
+
+        for b in 0..6 { let ih = b - 1 + kh; col[...] = select(0 <= ih && ih < 4, x[ih], -128) }
+        --partition(b, 1, 5)-->
+        for b in 0..1 { ... select(0 <= ih && ih < 4, ...) }          (kept: the border)
+        for b_p1 in 0..4 { let ih_p1 = (b_p1 + 1) - 1 + kh_p1; col[...] = x[ih_p1] }
+        for b_p2 in 0..1 { ... }
+
+    The first part keeps the names; names bound in part i > 0 get the suffix `_p<i>`.
+    Requires: 0 < bounds[0] < bounds[1] < ... < the loop's extent."""
+    node = find_loop(f, loop)
+    cuts = [0, *bounds, node.extent]
+    if any(not isinstance(b, int) for b in bounds) or not bounds \
+            or any(a >= b for a, b in zip(cuts, cuts[1:])):
+        raise ScheduleError(f"{f.name}: partition bounds {list(bounds)} are not increasing inside 0..{node.extent}")
+    taken = {n.var.name for n in walk(f.body) if isinstance(n, (For, LetStmt))} | {b.name for b in f.buffers}
+    parts = []
+    for i, (lo, hi) in enumerate(zip(cuts, cuts[1:])):
+        var = node.var if i == 0 else Var(f"{node.var.name}_p{i}", node.var.dtype)
+        body = node.body if i == 0 else _renamed(node.body, f"_p{i}", taken)
+        if i:
+            if var.name in taken:
+                raise ScheduleError(f"partition: the name {var.name} is taken")
+            body = simplify(substitute(body, {node.var: BinOp("add", var, IntImm(lo))}))
+        parts.append(prune_selects(For(var, hi - lo, body, node.kind), {}))
+    new = SeqStmt(tuple(parts))
+    return verify_primfunc(f.with_body(rewrite(f.body, lambda n: new if isinstance(n, For) and n.var.name == loop
+                                               else None)))
+
+
+@primitive("inline_let")
+def inline_let(f: PrimFunc, let_var: str) -> PrimFunc:
+    """Replace the let-bound index `let_var` by its value where it is read, so a primitive that
+    works on index expressions sees through it (fuse then collapses an input index of the fused
+    loops to one linear term):
+
+        let ih = oh; let xv = x[ih*56 + ow*8 + ic]   --inline_let(ih)-->   let xv = x[oh*56 + ow*8 + ic]
+
+    Requires: the value reads no memory (it is the same wherever it is evaluated)."""
+    lets = [n for n in walk(f.body) if isinstance(n, LetStmt) and n.var.name == let_var]
+    if not lets:
+        raise ScheduleError(f"{f.name}: no let {let_var}")
+    if any(isinstance(n, Load) for n in walk(lets[0].value)):
+        raise ScheduleError(f"{f.name}: let {let_var} reads memory")
+    body = rewrite(f.body, lambda n: substitute(n.body, {n.var: n.value})
+                   if isinstance(n, LetStmt) and n.var.name == let_var else None, pre=True)
+    return verify_primfunc(f.with_body(body))

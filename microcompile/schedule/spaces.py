@@ -16,7 +16,10 @@ code is generated; the tuner records the reason.
 Families (matched in this order, the first whose `applies` holds):
 
     conv2d            int8 GEMM (gemm_schedule.py): cols, col_bytes_max, widen_min_run, wide_weights,
-                      epilogue, unroll_max_extent
+                      epilogue, pointwise (copy/direct: the 1x1 fast path), pad_split (none/rows: the
+                      interior rows' im2col copy without a padding test), cache_read_at
+                      (block/pixel/plane: where the im2col columns are copied), cache_write_at
+                      (block/pixel: the int32 tile of epilogue=tile), unroll_max_extent
     fully_connected   int8 GEMV/GEMM (gemm_schedule.py): acc_rows, wide_weights, unroll_max_extent
     depthwise_conv2d  (depthwise_intrin.py): depthwise_kernel, wide_weights, unroll_max_extent
     add               int8 ADD rescale tables (tabulate.py): tables, unroll_max_extent
@@ -192,13 +195,15 @@ def _conv_applies(func, target) -> bool:
 
 
 def _conv_knobs(func, target):
-    return _knobs("cols", "col_bytes_max", "widen_min_run", "wide_weights", "epilogue", "unroll_max_extent")
+    return _knobs("cols", "col_bytes_max", "widen_min_run", "wide_weights", "epilogue", "pointwise", "pad_split",
+                  "cache_read_at", "cache_write_at", "unroll_max_extent")
 
 
 def _conv_default(func, target, wide):
     return {"cols": 0, "col_bytes_max": COL_BYTES_MAX[kernel_set(target)], "widen_min_run": WIDEN_MIN_RUN,
             "wide_weights": int(bool(wide)),
-            "epilogue": "auto", "unroll_max_extent": default_unroll(func)}
+            "epilogue": "auto", "pointwise": "copy", "pad_split": "none", "cache_read_at": "block",
+            "cache_write_at": "block", "unroll_max_extent": default_unroll(func)}
 
 
 @knob_family("conv2d", _conv_applies, _conv_knobs, _conv_default)
@@ -220,12 +225,15 @@ def _conv_schedule(func, target, config):
             raise InvalidConfig(f"conv2d: a block of {cols} columns is larger than the {pixels} output pixels")
         if pixels % cols:
             raise InvalidConfig(f"conv2d: a block of {cols} columns does not divide the {pixels} output pixels")
-        if cols > 1 and col_bytes > config["col_bytes_max"]:
+        # (pointwise=direct copies no columns: no cap)
+        if cols > 1 and col_bytes > config["col_bytes_max"] and config["pointwise"] != "direct":
             raise InvalidConfig(f"conv2d: {cols} im2col columns take {col_bytes} bytes, over col_bytes_max "
                                 f"{config['col_bytes_max']}")
     epilogue = None if config["epilogue"] == "auto" else config["epilogue"]
     return schedule_conv2d_gemm(func, target, col_bytes_max=config["col_bytes_max"],
-                                widen_min_run=config["widen_min_run"], wide=wide, cols=cols, epilogue=epilogue)
+                                widen_min_run=config["widen_min_run"], wide=wide, cols=cols, epilogue=epilogue,
+                                pointwise=config["pointwise"], pad_split=config["pad_split"],
+                                cache_read_at=config["cache_read_at"], cache_write_at=config["cache_write_at"])
 
 
 # ---------------------------------------------------------------- fully_connected
