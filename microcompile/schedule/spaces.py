@@ -16,7 +16,7 @@ code is generated; the tuner records the reason.
 Families (matched in this order, the first whose `applies` holds):
 
     conv2d            int8 GEMM (gemm_schedule.py): cols, col_bytes_max, widen_min_run, wide_weights,
-                      epilogue, pointwise (copy/direct: the 1x1 fast path), pad_split (none/rows: the
+                      epilogue, pointwise (copy/direct: the 1x1 fast path), pad_split (auto/none/rows: the
                       interior rows' im2col copy without a padding test), cache_read_at
                       (block/pixel/plane: where the im2col columns are copied), cache_write_at
                       (block/pixel: the int32 tile of epilogue=tile), unroll_max_extent
@@ -202,7 +202,7 @@ def _conv_knobs(func, target):
 def _conv_default(func, target, wide):
     return {"cols": 0, "col_bytes_max": COL_BYTES_MAX[kernel_set(target)], "widen_min_run": WIDEN_MIN_RUN,
             "wide_weights": int(bool(wide)),
-            "epilogue": "auto", "pointwise": "copy", "pad_split": "none", "cache_read_at": "block",
+            "epilogue": "auto", "pointwise": "copy", "pad_split": "auto", "cache_read_at": "block",
             "cache_write_at": "block", "unroll_max_extent": default_unroll(func)}
 
 

@@ -14,6 +14,8 @@ Records written before the version existed have none and count as version 0.
     1  issue 10: knob spaces of conv2d, fully_connected, depthwise, add, pooling, softmax,
        elementwise (schedule/knobs.py, schedule/spaces.py) and the defaults with the tuner's
        folded findings (im2col blocks within a conv's arena slack, schedule/blocks.py)
+    2  conv2d knobs pointwise, pad_split, cache_read_at, cache_write_at; pad_split's default is
+       auto (the interior rows' im2col copy without a row test wherever it applies)
 """
 
-SCHEDULE_VERSION = 1
+SCHEDULE_VERSION = 2

@@ -49,8 +49,10 @@ def _same(func, scheduled, seed=0):
 
 
 def _point(func, target, **knobs):
+    """The default point with `knobs`; pad_split none unless given (the default, auto, is rows
+    where it applies: the cases compare a value with the plain schedule)."""
     base = default_config(func, target, target is DSP)
-    return {**base, **knobs}
+    return {**base, "pad_split": "none", **knobs}
 
 
 POINTWISE = {"kernel": 1, "padding": "VALID"}
@@ -258,3 +260,22 @@ def test_kws_convs_with_the_knobs_on_qemu(board_name, tmp_path):
     _measure(model, load_board(board_name), tmp_path,
              [(lambda w: w.key.startswith("conv2d:1x25x5x64->"), direct),
               (lambda w: w.key.startswith("conv2d:1x49x10x1->"), {"pad_split": "rows"})])
+
+
+@pytest.mark.parametrize("target", [DSP, PLAIN], ids=["dsp", "c"])
+def test_the_default_splits_the_padded_rows_where_it_can(target):
+    """pad_split's default, auto (folded from the tuning runs): rows on a padded conv with a block
+    inside the interior rows, none where rows is refused (unpadded, or no interior block)."""
+    wide = {"wide_weights": 0} if target is PLAIN else {}
+    padded = _conv(target)
+    auto, trace = apply_config(padded, target, {**default_config(padded, target, target is DSP), **wide})
+    rows, _ = apply_config(padded, target, _point(padded, target, pad_split="rows", **wide))
+    none, _ = apply_config(padded, target, _point(padded, target, **wide))
+    assert tir_str(auto) == tir_str(rows) != tir_str(none)
+    assert ("knob", "pad_split", "rows") in [(d.primitive, *d.args) for d in trace.decisions]
+    unpadded = _conv(target, **POINTWISE)
+    with pytest.raises(InvalidConfig):
+        apply_config(unpadded, target, _point(unpadded, target, pad_split="rows", **wide))
+    auto, _ = apply_config(unpadded, target, {**default_config(unpadded, target, target is DSP), **wide})
+    none, _ = apply_config(unpadded, target, _point(unpadded, target, **wide))
+    assert tir_str(auto) == tir_str(none)
