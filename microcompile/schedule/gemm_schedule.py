@@ -38,7 +38,9 @@ per-kernel choice (schedule/widening.py); int8 ones use the same kernels on int8
 Knobs (declared with their domains in schedule/knobs.py, recorded in the trace): `max_cols`
 (COLS_DOMAIN), `col_bytes_max` (COL_BYTES_DOMAIN: the im2col buffer's size cap), `acc_rows`
 (FC_ACC_ROWS_DOMAIN), `widen_min_run` (WIDEN_MIN_RUN_DOMAIN: the shortest copy run worth a call),
-`wide_weights`. Whether a kernel's weights are widened is decided per kernel against the board's
+`wide_weights`, `gemm_loop_order` (GEMM_LOOP_ORDER_DOMAIN: the requantizing int16 DSP kernel's
+order, chunks of 8 weight panels outermost or the columns; recorded when not the default).
+Whether a kernel's weights are widened is decided per kernel against the board's
 flash (and the arena) by schedule/widening.py and the driver, for every size of layer alike.
 """
 
@@ -47,7 +49,8 @@ from __future__ import annotations
 from ..tir.nodes import For, PrimFunc, Select, Store, walk
 from .copy_intrin import WIDEN_KERNEL
 from .knobs import declare_knob
-from ..tir.intrinsics_gemm import PANEL_ROWS, gemm_kernel_name, rq_kernel_name
+from ..tir.intrinsics_gemm import (PANEL_ROWS, RQ_CHUNK, RQ_COLS_PANELS, RQ_LOOP_ORDERS, gemm_kernel_name,
+                                   rq_kernel_name)
 from .loop_xform import unswitch
 from .primitives import ScheduleError, find_loop
 from .trace import Schedule
@@ -75,6 +78,12 @@ WIDEN_MIN_RUN = 8
 # Where bias and requantization run: in the micro-kernel's epilogue, or in a separate pass
 # over an int32 accumulator tile in scratch.
 EPILOGUE_DOMAIN = ("fused", "tile")
+# The loop order of the requantizing int16 DSP kernel (RQ_LOOP_ORDERS): chunks of 8 weight panels
+# outermost (the default) or the columns. They differ only where the rows fill more than one
+# chunk, so "columns" is offered for 33..128 rows, k a multiple of 8 (the assembly path).
+GEMM_LOOP_ORDER_DOMAIN = declare_knob("gemm_loop_order", tuple(RQ_LOOP_ORDERS),
+                                      "conv2d on DSP (int16, fused): chunks of 8 weight panels outermost (panels) "
+                                      "or the columns (one assembly call per column)")
 
 
 def _loops(f: PrimFunc) -> dict[str, For]:
@@ -144,16 +153,19 @@ def _pick_cols(pixels: int, depth: int, max_cols: int, col_bytes_max: int, elem:
 
 def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_bytes_max: int | None = None,
                          widen_min_run: int = WIDEN_MIN_RUN, wide: bool = True, cols: int | None = None,
-                         epilogue: str | None = None) -> Schedule | None:
+                         epilogue: str | None = None, loop_order: str = "panels") -> Schedule | None:
     """The GEMM schedule of an int8 conv2d, or None when it does not apply (float, hybrid).
     `wide`: int16 weights and columns (SMLAD pairs, twice the weight flash) or int8 ones;
     only DSP cores take int16 (elsewhere it costs flash and gains nothing).
     `cols`: the block of output pixels exactly (the tuner's choice; default: the largest divisor
     of the output plane within max_cols whose im2col columns fit col_bytes_max).
     `epilogue` (EPILOGUE_DOMAIN): "fused" requantizes in the micro-kernel, "tile" keeps an int32
-    accumulator tile and a separate epilogue pass; default: fused where a kernel exists."""
+    accumulator tile and a separate epilogue pass; default: fused where a kernel exists.
+    `loop_order` (GEMM_LOOP_ORDER_DOMAIN): ScheduleError, with the reason, where the order
+    other than the default does not apply (it would compute the same in the same way)."""
     if func.attrs.get("op") != "conv2d" or func.attrs.get("hybrid"):
         return None
+    assert loop_order in GEMM_LOOP_ORDER_DOMAIN, loop_order
     assert max_cols in COLS_DOMAIN, max_cols
     col_bytes_max = COL_BYTES_MAX[_variant(target)] if col_bytes_max is None else col_bytes_max
     assert col_bytes_max in COL_BYTES_DOMAIN, col_bytes_max
@@ -166,15 +178,41 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
     if epilogue is not None:
         assert epilogue in EPILOGUE_DOMAIN, epilogue
         choices = tuple(c for c in choices if c == (epilogue == "fused"))
+    if loop_order != "panels":
+        why = _loop_order_refusal(w, target, wide, epilogue, loop_order)
+        if why:
+            raise ScheduleError(why)
+        choices = (True,)
     for fused in choices:
-        sch = _conv2d_gemm(func, target, max_cols, col_bytes_max, widen_min_run, wide, fused, cols)
+        sch = _conv2d_gemm(func, target, max_cols, col_bytes_max, widen_min_run, wide, fused, cols, loop_order)
         if sch is not None:
             return sch
+    if loop_order != "panels":
+        raise ScheduleError(f"gemm_loop_order={loop_order}: the requantizing kernel does not apply to {func.name}")
+    return None
+
+
+def _loop_order_refusal(w, target, wide: bool, epilogue: str | None, loop_order: str) -> str | None:
+    """Why `loop_order` (not the default) does not apply, or None."""
+    m, depth = w.shape[0], w.size // w.shape[0]
+    rows = m - m % PANEL_ROWS
+    what = f"gemm_loop_order={loop_order}"
+    if _variant(target) != "dsp" or not wide:
+        return f"{what} orders the int16 DSP kernel (needs a DSP core and wide_weights=1)"
+    if epilogue == "tile":
+        return f"{what} orders the requantizing kernel (needs epilogue fused or auto)"
+    if depth % 8:
+        return f"{what} orders the assembly loop, which needs k a multiple of 8 (k = {depth})"
+    if rows <= PANEL_ROWS * RQ_CHUNK:
+        return (f"{what}: the {m} rows fill one chunk of {RQ_CHUNK} panels, where both orders are the same "
+                f"loop")
+    if rows > PANEL_ROWS * RQ_COLS_PANELS:
+        return f"{what} keeps at most {PANEL_ROWS * RQ_COLS_PANELS} rows' records on the stack ({m} rows)"
     return None
 
 
 def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, widen_min_run: int, wide: bool,
-                 fused: bool, cols: int | None = None) -> Schedule | None:
+                 fused: bool, cols: int | None = None, loop_order: str = "panels") -> Schedule | None:
     """`fused`: one requantizing micro-kernel call per block of columns (bias, requantization
     and clamp in its epilogue, no int32 tile); otherwise an accumulator tile in scratch and a
     separate epilogue loop (requantizations the micro-kernels do not implement)."""
@@ -221,7 +259,11 @@ def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, wide
             variant = _variant(target)
             if variant == "dsp" and not wide and _p4_pads(w.shape[0], depth, dtype):
                 variant = "c"
-            sch.tensorize(at_acc, rq_kernel_name(variant, dtype))
+            if loop_order != "panels":       # recorded only off the default: default traces stay as they were
+                sch.knob("gemm_loop_order", loop_order)
+                sch.tensorize(at_acc, RQ_LOOP_ORDERS[loop_order])
+            else:
+                sch.tensorize(at_acc, rq_kernel_name(variant, dtype))
         else:
             _tensorize(sch, f"{at_acc}_1", target, dtype, packed=wide or not _p4_pads(w.shape[0], depth, dtype))
     except ScheduleError:

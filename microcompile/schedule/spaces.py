@@ -16,7 +16,8 @@ code is generated; the tuner records the reason.
 Families (matched in this order, the first whose `applies` holds):
 
     conv2d            int8 GEMM (gemm_schedule.py): cols, col_bytes_max, widen_min_run, wide_weights,
-                      epilogue, unroll_max_extent
+                      epilogue, gemm_loop_order (panels | columns: the int16 DSP kernel's outer
+                      loop, chunks of 8 weight panels or the columns), unroll_max_extent
     fully_connected   int8 GEMV/GEMM (gemm_schedule.py): acc_rows, wide_weights, unroll_max_extent
     depthwise_conv2d  (depthwise_intrin.py): depthwise_kernel, wide_weights, unroll_max_extent
     add               int8 ADD rescale tables (tabulate.py): tables, unroll_max_extent
@@ -192,13 +193,14 @@ def _conv_applies(func, target) -> bool:
 
 
 def _conv_knobs(func, target):
-    return _knobs("cols", "col_bytes_max", "widen_min_run", "wide_weights", "epilogue", "unroll_max_extent")
+    return _knobs("cols", "col_bytes_max", "widen_min_run", "wide_weights", "epilogue", "gemm_loop_order",
+                  "unroll_max_extent")
 
 
 def _conv_default(func, target, wide):
     return {"cols": 0, "col_bytes_max": COL_BYTES_MAX[kernel_set(target)], "widen_min_run": WIDEN_MIN_RUN,
             "wide_weights": int(bool(wide)),
-            "epilogue": "auto", "unroll_max_extent": default_unroll(func)}
+            "epilogue": "auto", "gemm_loop_order": "panels", "unroll_max_extent": default_unroll(func)}
 
 
 @knob_family("conv2d", _conv_applies, _conv_knobs, _conv_default)
@@ -225,7 +227,8 @@ def _conv_schedule(func, target, config):
                                 f"{config['col_bytes_max']}")
     epilogue = None if config["epilogue"] == "auto" else config["epilogue"]
     return schedule_conv2d_gemm(func, target, col_bytes_max=config["col_bytes_max"],
-                                widen_min_run=config["widen_min_run"], wide=wide, cols=cols, epilogue=epilogue)
+                                widen_min_run=config["widen_min_run"], wide=wide, cols=cols, epilogue=epilogue,
+                                loop_order=config["gemm_loop_order"])
 
 
 # ---------------------------------------------------------------- fully_connected

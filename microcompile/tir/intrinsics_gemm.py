@@ -13,6 +13,7 @@ The requantizing variants keep the accumulator in registers and write int8 (no i
     mc_gemm_rq_c_<dtype>(y, a, b, bias, mult, rshift, &{m, n, k, lda, ldb, ldy, out_offset, act_min, act_max})
     mc_gemm_rq_mve_s8(y, a, b, bias, mult, rshift, &{... the same})          (Helium: int8 only)
     mc_gemm_p4_rq_dsp_<dtype>(y, a_packed, b, bias, mult, rshift, &{... the same; lda ignored})
+    mc_gemm_p4_rq_dsp_s16_cols(...)      the s16 one in another loop order (RQ_LOOP_ORDERS)
         for j < n, i < m:
             acc = bias[i] + sum_{p < k} a[i*lda + p] * b[j*ldb + p]
             y[j*ldy + i] = clamp(MultiplyByQuantizedMultiplier(acc, mult[i], -rshift[i]) + out_offset,
@@ -105,8 +106,14 @@ GEMM_RQ_PARAMS = StructType("mc_gemm_rq_params_t", ("m", "n", "k", "lda", "ldb",
                                                      "act_max"))
 # kernel -> (operand dtype, k group of the packed A; 0: A row-major with lda)
 RQ_KERNELS = {"mc_gemm_rq_c_s8": ("int8", 0), "mc_gemm_rq_c_s16": ("int16", 0),
-              "mc_gemm_p4_rq_dsp_s16": ("int16", 2), "mc_gemm_p4_rq_dsp_s8": ("int8", 4),
-              "mc_gemm_rq_mve_s8": ("int8", 0)}
+              "mc_gemm_p4_rq_dsp_s16": ("int16", 2), "mc_gemm_p4_rq_dsp_s16_cols": ("int16", 2),
+              "mc_gemm_p4_rq_dsp_s8": ("int8", 4), "mc_gemm_rq_mve_s8": ("int8", 0)}
+# The loop orders of the requantizing s16 DSP kernel (schedule knob gemm_loop_order), same
+# result: "panels" runs chunks of RQ_CHUNK panels outermost and the columns inside (records
+# and a chunk's weights stay near), "columns" the columns outermost with every panel of a column
+# in one assembly call (records for at most RQ_COLS_PANELS panels, built once per call).
+RQ_LOOP_ORDERS = {"panels": "mc_gemm_p4_rq_dsp_s16", "columns": "mc_gemm_p4_rq_dsp_s16_cols"}
+RQ_CHUNK, RQ_COLS_PANELS = 8, 32
 
 
 def rq_kernel_name(variant: str, dtype: str) -> str:

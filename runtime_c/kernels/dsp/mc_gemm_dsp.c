@@ -561,14 +561,16 @@ __attribute__((naked, noinline)) static void p4_rq_s16_column(const rq_column_t 
         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t");
 }
 
-void mc_gemm_p4_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t))
+/* The loop orders of the requantizing s16 kernel: chunks of `chunk` panels outermost, the
+ * columns inside (records built once per chunk, a chunk's weights read once per column). `rq`
+ * holds chunk records; inlined into each kernel so that kernel's frame holds its records and
+ * the 16 words more: the 60 bytes p4_rq_s16_column pushes, which GCC's stack usage
+ * (-fstack-usage, the fit report's static bound) cannot see in a naked function. */
+__attribute__((always_inline)) static inline void p4_rq_s16_chunks(MC_GEMM_RQ_ARGS(int16_t), int32_t *rq,
+                                                                   int32_t chunk)
 {
     const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy;
     const int32_t m4 = m & ~3;
-    /* The records, and 16 words more: the 60 bytes p4_rq_s16_column pushes, which GCC's stack
-     * usage (-fstack-usage, the fit report's static bound) cannot see in a naked function, so
-     * they are counted in this frame instead. */
-    int32_t rq[RQ_CHUNK * 12 + 16];
     rq_column_t ctx;
 
     /* LDM needs word-aligned columns: an aligned B and an even ldb (im2col scratch is). */
@@ -579,8 +581,8 @@ void mc_gemm_p4_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t))
     ctx.lo4 = mc_bytes4(params->act_min);
     ctx.hi4 = mc_bytes4(params->act_max);
     ctx.off2 = 1 + 2 * params->out_offset;
-    for (int32_t i0 = 0; i0 < m4; i0 += 4 * RQ_CHUNK) {
-        const int32_t rows = m4 - i0 < 4 * RQ_CHUNK ? m4 - i0 : 4 * RQ_CHUNK;
+    for (int32_t i0 = 0; i0 < m4; i0 += 4 * chunk) {
+        const int32_t rows = m4 - i0 < 4 * chunk ? m4 - i0 : 4 * chunk;
 
         for (int32_t r = 0; r < rows; r += 4) {
             int32_t *rec = rq + r * 3;
@@ -616,4 +618,25 @@ void mc_gemm_p4_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t))
             }
         }
     }
+}
+
+/* gemm_loop_order "panels" (the default): chunks of RQ_CHUNK panels outermost. */
+void mc_gemm_p4_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t))
+{
+    int32_t rq[RQ_CHUNK * 12 + 16];
+
+    p4_rq_s16_chunks(y, a, b, bias, mult, rshift, params, rq, RQ_CHUNK);
+}
+
+/* gemm_loop_order "columns": the columns outermost, each column's panels in one call of the
+ * assembly loop (records for up to RQ_COLS_PANELS panels built once; the schedule offers this
+ * order for at most that many, a larger m would run in chunks of it). One call per column
+ * instead of one per column and chunk, for 1 KiB more stack than the default's records. */
+#define RQ_COLS_PANELS 32
+
+void mc_gemm_p4_rq_dsp_s16_cols(MC_GEMM_RQ_ARGS(int16_t))
+{
+    int32_t rq[RQ_COLS_PANELS * 12 + 16];
+
+    p4_rq_s16_chunks(y, a, b, bias, mult, rshift, params, rq, RQ_COLS_PANELS);
 }

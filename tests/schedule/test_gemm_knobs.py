@@ -1,0 +1,149 @@
+"""The GEMM micro-kernel knobs of the conv2d space (gemm_loop_order): each non-default value
+changes the generated kernel call (never silently the default), computes the same in the
+loop-IR interpreter, is rejected with the reason where it does not apply, and is bit-exact on
+QEMU mps2-an386 through the user's path (a records file given to deploy)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from microcompile.frontend.tflite import writer as tflite_writer
+from microcompile.lower import lower_node
+from microcompile.schedule import InvalidConfig, apply_config, default_config, default_schedule
+from microcompile.target import load_board
+from microcompile.tir.nodes import Call, walk
+from microcompile.tir.printer import tir_str
+from microcompile.frontend import load_model
+from microcompile.ir import ops
+from microcompile.transform import pipeline
+from tests.e2e import multi_op_models as M
+
+DSP = load_board("mps2-an386").target
+PLAIN = load_board("mps2-an385").target
+
+
+def _model():
+    """Convolutions whose rows fill one, two and four record chunks (8 panels of 4 rows), with
+    and without a partial last panel, k a multiple of 8 or not, random weights, scales, zero
+    points and activations (quantize_graph)."""
+    m = M._Model("gemm_knobs_float32", seed=23)
+    x = m.input("x", (1, 3, 5, 8))
+    a = m.conv(x, 40, 1, "pw40", act="RELU")          # k 8, m 40: a chunk of 8 panels and 2 more
+    b = m.conv(a, 70, 1, "pw70", act="RELU6")         # k 40, m 70: 17 panels and 2 rows
+    c = m.conv(x, 128, 3, "c3x3")                     # k 72, m 128: 32 panels (the most "columns" keeps)
+    d = m.conv(a, 16, 1, "pw16")                      # m 16: one chunk, the orders coincide
+    e = m.conv(x, 36, 3, "c3x3odd", stride=2)         # k 72, m 36: 9 panels, 3 columns... of a 2x3 plane
+    f = m.conv(a, 132, 1, "pw132")                    # m 132: over the 128 rows "columns" keeps
+    g = m.conv(x, 40, 2, "k2x2")                      # k 32
+    h = m.conv(a, 44, 3, "c3x3k360")                  # k 360
+    i = m.conv(x, 36, 1, "pw36k8")                    # k 8
+    j = m.conv(b, 40, 1, "pw40k70")                   # k 70: not a multiple of 8 (the C loop)
+    return M.quantize_graph(m.graph([c, d, e, f, g, h, i, j]), "gemm_knobs_int8")
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("gemm_knobs") / "gemm_knobs_int8.tflite"
+    path.write_bytes(tflite_writer.write_tflite(_model()))
+    return path
+
+
+@pytest.fixture(scope="module")
+def convs(model_file):
+    g = pipeline.run(load_model(model_file))
+    return {n.outputs[0]: (n, lower_node(g, n, DSP), lower_node(g, n, PLAIN)) for n in g.nodes
+            if not ops.get(n.op).is_view and n.op == "conv2d"}
+
+
+def _calls(func) -> set[str]:
+    return {c.name for c in walk(func.body) if isinstance(c, Call)}
+
+
+def _same_results(func, scheduled, seed=0):
+    """Both in the loop-IR interpreter on the same random arena contents: equal bytes."""
+    from microcompile.tir.interp import run_primfunc
+
+    rng = np.random.default_rng(seed)
+    arrays = {b.name: rng.integers(-128, 128, b.shape).astype(np.int8) for b in func.buffers if b.scope == "arena"}
+    want = run_primfunc(func, {k: v.copy() for k, v in arrays.items()})
+    got = run_primfunc(scheduled, {k: v.copy() for k, v in arrays.items()})
+    for name in arrays:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+def test_the_default_point_is_the_default_schedule(convs):
+    for name, (_, func, _) in convs.items():
+        config = default_config(func, DSP, True)
+        assert config["gemm_loop_order"] == "panels"
+        got_f, got_t = apply_config(func, DSP, config)
+        want_f, want_t = default_schedule(func, DSP, wide=True)
+        assert got_t == want_t and tir_str(got_f) == tir_str(want_f), name
+        assert not any(d.args[:1] == ("gemm_loop_order",) for d in got_t.decisions), name
+
+
+@pytest.mark.parametrize("name", ["pw40", "pw70", "c3x3", "c3x3odd", "k2x2", "c3x3k360", "pw36k8"])
+def test_columns_order_changes_the_call_and_computes_the_same(convs, name):
+    _, func, _ = convs[name]
+    config = {**default_config(func, DSP, True), "gemm_loop_order": "columns"}
+    scheduled, trace = apply_config(func, DSP, config)
+    default, _ = apply_config(func, DSP, default_config(func, DSP, True))
+    assert "mc_gemm_p4_rq_dsp_s16" in _calls(default)
+    assert _calls(scheduled) - _calls(default) == {"mc_gemm_p4_rq_dsp_s16_cols"}
+    assert "mc_gemm_p4_rq_dsp_s16" not in _calls(scheduled)
+    assert any(d.primitive == "knob" and d.args == ("gemm_loop_order", "columns") for d in trace.decisions)
+    _same_results(func, scheduled)
+
+
+@pytest.mark.parametrize("name,over,reason", [
+    ("pw16", {}, "the 16 rows fill one chunk of 8 panels"),
+    ("pw132", {}, "keeps at most 128 rows' records on the stack \\(132 rows\\)"),
+    ("pw40k70", {}, "needs k a multiple of 8 \\(k = 70\\)"),
+    ("pw70", {"wide_weights": 0}, "needs a DSP core and wide_weights=1"),
+    ("pw70", {"epilogue": "tile"}, "needs epilogue fused or auto"),
+])
+def test_columns_order_is_refused_where_it_does_not_apply(convs, name, over, reason):
+    _, func, _ = convs[name]
+    config = {**default_config(func, DSP, True), "gemm_loop_order": "columns", **over}
+    with pytest.raises(InvalidConfig, match=f"conv2d: gemm_loop_order=columns.*{reason}"):
+        apply_config(func, DSP, config)
+
+
+def test_columns_order_is_refused_on_a_core_without_dsp(convs):
+    _, _, func = convs["pw70"]
+    config = {**default_config(func, PLAIN, False), "gemm_loop_order": "columns"}
+    with pytest.raises(InvalidConfig, match="needs a DSP core"):
+        apply_config(func, PLAIN, config)
+
+
+@pytest.mark.qemu
+def test_knob_values_are_bit_exact_on_cortex_m4(model_file, tmp_path):
+    """Every conv where "columns" applies gets it through a records file, as a user would;
+    deploy compares every output with the reference interpreter byte for byte."""
+    from microcompile import driver
+    from microcompile.schedule import knob_space
+    from microcompile.tune.records import RecordWriter, environment, record
+    from microcompile.tuning import lowered_workloads
+
+    board = load_board("mps2-an386")
+    compiled, workloads = lowered_workloads(model_file, board)
+    output_of = {n.name: n.outputs[0] for n, _, _ in compiled.kernels}
+    records, tuned = tmp_path / "records.jsonl", set()
+    with RecordWriter(records) as out:
+        for w in workloads:
+            if knob_space(w.func, board.target).family != "conv2d":
+                continue
+            config = {**w.default, "wide_weights": 1, "gemm_loop_order": "columns"}
+            try:
+                _, trace = apply_config(w.func, board.target, config)
+            except InvalidConfig:
+                continue
+            out.write(record(environment(board), w, config, trace, status="ok", count=1, unit="instructions"))
+            tuned.update(output_of[n] for n in w.nodes)
+    assert tuned == {"pw40", "pw70", "c3x3", "c3x3odd", "k2x2", "c3x3k360", "pw36k8"}, tuned
+    result = driver.deploy(model_file, board, tmp_path / "p", emulate=True, records=records,
+                           progress=lambda s: None)
+    calls = {c.name for _, f, _ in result.compiled.kernels for c in walk(f.body) if isinstance(c, Call)}
+    assert "mc_gemm_p4_rq_dsp_s16_cols" in calls
+    assert {output_of[n] for n in result.compiled.tuned} == tuned
+    assert result.report["verified"], result.report["outputs"]
