@@ -39,7 +39,8 @@ Knobs (declared with their domains in schedule/knobs.py, recorded in the trace):
 (COLS_DOMAIN), `col_bytes_max` (COL_BYTES_DOMAIN: the im2col buffer's size cap), `acc_rows`
 (FC_ACC_ROWS_DOMAIN), `widen_min_run` (WIDEN_MIN_RUN_DOMAIN: the shortest copy run worth a call),
 `wide_weights`, `gemm_loop_order` (GEMM_LOOP_ORDER_DOMAIN: the requantizing int16 DSP kernel's
-order, chunks of 8 weight panels outermost or the columns; recorded when not the default).
+order, chunks of 8 weight panels outermost or the columns; recorded when not the default),
+`gemm_tile` (GEMM_TILE_DOMAIN: its register tile, 4x1 or 4x2 on pair-interleaved im2col columns).
 Whether a kernel's weights are widened is decided per kernel against the board's
 flash (and the arena) by schedule/widening.py and the driver, for every size of layer alike.
 """
@@ -49,8 +50,8 @@ from __future__ import annotations
 from ..tir.nodes import For, PrimFunc, Select, Store, walk
 from .copy_intrin import WIDEN_KERNEL
 from .knobs import declare_knob
-from ..tir.intrinsics_gemm import (PANEL_ROWS, RQ_CHUNK, RQ_COLS_PANELS, RQ_LOOP_ORDERS, gemm_kernel_name,
-                                   rq_kernel_name)
+from ..tir.intrinsics_gemm import (PANEL_ROWS, RQ_CHUNK, RQ_COLS_PANELS, RQ_LOOP_ORDERS, RQ_TILES,
+                                   gemm_kernel_name, rq_kernel_name)
 from .loop_xform import unswitch
 from .primitives import ScheduleError, find_loop
 from .trace import Schedule
@@ -84,6 +85,14 @@ EPILOGUE_DOMAIN = ("fused", "tile")
 GEMM_LOOP_ORDER_DOMAIN = declare_knob("gemm_loop_order", tuple(RQ_LOOP_ORDERS),
                                       "conv2d on DSP (int16, fused): chunks of 8 weight panels outermost (panels) "
                                       "or the columns (one assembly call per column)")
+# The register tile of the requantizing int16 DSP kernel (RQ_TILES): 4x1 (four weight rows times
+# one column, the default) or 4x2 (two columns share each weight LDM; the im2col copy writes the
+# columns pair-interleaved, interleave_columns). Offered where k % 8 == 0 and m % 4 == 0. A 2x2
+# tile (CMSIS-NN's) is not offered: with LDR per row and column it takes 8 instructions per 8 MACs
+# where the panel loops take 5.5, and it does not fit the four-row panels.
+GEMM_TILE_DOMAIN = declare_knob("gemm_tile", tuple(RQ_TILES),
+                                "conv2d on DSP (int16, fused): register tile of the GEMM kernel, 4 weight rows times "
+                                "1 or 2 columns (4x2: pair-interleaved im2col columns)")
 
 
 def _loops(f: PrimFunc) -> dict[str, For]:
@@ -153,7 +162,8 @@ def _pick_cols(pixels: int, depth: int, max_cols: int, col_bytes_max: int, elem:
 
 def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_bytes_max: int | None = None,
                          widen_min_run: int = WIDEN_MIN_RUN, wide: bool = True, cols: int | None = None,
-                         epilogue: str | None = None, loop_order: str = "panels") -> Schedule | None:
+                         epilogue: str | None = None, loop_order: str = "panels",
+                         tile: str = "4x1") -> Schedule | None:
     """The GEMM schedule of an int8 conv2d, or None when it does not apply (float, hybrid).
     `wide`: int16 weights and columns (SMLAD pairs, twice the weight flash) or int8 ones;
     only DSP cores take int16 (elsewhere it costs flash and gains nothing).
@@ -161,11 +171,11 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
     of the output plane within max_cols whose im2col columns fit col_bytes_max).
     `epilogue` (EPILOGUE_DOMAIN): "fused" requantizes in the micro-kernel, "tile" keeps an int32
     accumulator tile and a separate epilogue pass; default: fused where a kernel exists.
-    `loop_order` (GEMM_LOOP_ORDER_DOMAIN): ScheduleError, with the reason, where the order
-    other than the default does not apply (it would compute the same in the same way)."""
+    `loop_order` (GEMM_LOOP_ORDER_DOMAIN) and `tile` (GEMM_TILE_DOMAIN): ScheduleError, with
+    the reason, where a value other than the default does not apply."""
     if func.attrs.get("op") != "conv2d" or func.attrs.get("hybrid"):
         return None
-    assert loop_order in GEMM_LOOP_ORDER_DOMAIN, loop_order
+    assert loop_order in GEMM_LOOP_ORDER_DOMAIN and tile in GEMM_TILE_DOMAIN, (loop_order, tile)
     assert max_cols in COLS_DOMAIN, max_cols
     col_bytes_max = COL_BYTES_MAX[_variant(target)] if col_bytes_max is None else col_bytes_max
     assert col_bytes_max in COL_BYTES_DOMAIN, col_bytes_max
@@ -178,18 +188,39 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
     if epilogue is not None:
         assert epilogue in EPILOGUE_DOMAIN, epilogue
         choices = tuple(c for c in choices if c == (epilogue == "fused"))
-    if loop_order != "panels":
-        why = _loop_order_refusal(w, target, wide, epilogue, loop_order)
+    knobs = (loop_order, tile) != ("panels", "4x1")
+    if knobs:
+        why = _knob_refusal(w, target, wide, epilogue, loop_order, tile)
         if why:
             raise ScheduleError(why)
         choices = (True,)
     for fused in choices:
-        sch = _conv2d_gemm(func, target, max_cols, col_bytes_max, widen_min_run, wide, fused, cols, loop_order)
+        sch = _conv2d_gemm(func, target, max_cols, col_bytes_max, widen_min_run, wide, fused, cols, loop_order, tile)
         if sch is not None:
             return sch
-    if loop_order != "panels":
-        raise ScheduleError(f"gemm_loop_order={loop_order}: the requantizing kernel does not apply to {func.name}")
+    if knobs:
+        raise ScheduleError(f"gemm_loop_order={loop_order}, gemm_tile={tile}: the requantizing kernel does not apply "
+                            f"to {func.name}")
     return None
+
+
+def _knob_refusal(w, target, wide: bool, epilogue: str | None, loop_order: str, tile: str) -> str | None:
+    """Why the GEMM kernel knobs (not both the default) do not apply, or None."""
+    if tile != "4x1":
+        m, depth = w.shape[0], w.size // w.shape[0]
+        what = f"gemm_tile={tile}"
+        if loop_order != "panels":
+            return f"{what} runs chunks of panels outermost (gemm_loop_order=columns is a 4x1 kernel)"
+        if _variant(target) != "dsp" or not wide:
+            return f"{what} is a tile of the int16 DSP kernel (needs a DSP core and wide_weights=1)"
+        if epilogue == "tile":
+            return f"{what} is a tile of the requantizing kernel (needs epilogue fused or auto)"
+        if depth % 8:
+            return f"{what} needs k a multiple of 8 (k = {depth})"
+        if m % PANEL_ROWS:
+            return f"{what} needs whole panels of {PANEL_ROWS} rows ({m} rows)"
+        return None
+    return _loop_order_refusal(w, target, wide, epilogue, loop_order)
 
 
 def _loop_order_refusal(w, target, wide: bool, epilogue: str | None, loop_order: str) -> str | None:
@@ -212,7 +243,8 @@ def _loop_order_refusal(w, target, wide: bool, epilogue: str | None, loop_order:
 
 
 def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, widen_min_run: int, wide: bool,
-                 fused: bool, cols: int | None = None, loop_order: str = "panels") -> Schedule | None:
+                 fused: bool, cols: int | None = None, loop_order: str = "panels",
+                 tile: str = "4x1") -> Schedule | None:
     """`fused`: one requantizing micro-kernel call per block of columns (bias, requantization
     and clamp in its epilogue, no int32 tile); otherwise an accumulator tile in scratch and a
     separate epilogue loop (requantizations the micro-kernels do not implement)."""
@@ -262,11 +294,17 @@ def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, wide
             if loop_order != "panels":       # recorded only off the default: default traces stay as they were
                 sch.knob("gemm_loop_order", loop_order)
                 sch.tensorize(at_acc, RQ_LOOP_ORDERS[loop_order])
+            elif tile != "4x1":
+                sch.knob("gemm_tile", tile)
+                sch.tensorize(at_acc, RQ_TILES[tile])
+                sch.apply("interleave_columns", RQ_TILES[tile])
             else:
                 sch.tensorize(at_acc, rq_kernel_name(variant, dtype))
         else:
             _tensorize(sch, f"{at_acc}_1", target, dtype, packed=wide or not _p4_pads(w.shape[0], depth, dtype))
     except ScheduleError:
+        if (loop_order, tile) != ("panels", "4x1"):
+            raise              # the tuner's choice: say why it does not apply
         return None
     return sch
 

@@ -17,7 +17,8 @@ Families (matched in this order, the first whose `applies` holds):
 
     conv2d            int8 GEMM (gemm_schedule.py): cols, col_bytes_max, widen_min_run, wide_weights,
                       epilogue, gemm_loop_order (panels | columns: the int16 DSP kernel's outer
-                      loop, chunks of 8 weight panels or the columns), unroll_max_extent
+                      loop, chunks of 8 weight panels or the columns), gemm_tile (4x1 | 4x2: its
+                      register tile, 4x2 on pair-interleaved im2col columns), unroll_max_extent
     fully_connected   int8 GEMV/GEMM (gemm_schedule.py): acc_rows, wide_weights, unroll_max_extent
     depthwise_conv2d  (depthwise_intrin.py): depthwise_kernel, wide_weights, unroll_max_extent
     add               int8 ADD rescale tables (tabulate.py): tables, unroll_max_extent
@@ -194,13 +195,14 @@ def _conv_applies(func, target) -> bool:
 
 def _conv_knobs(func, target):
     return _knobs("cols", "col_bytes_max", "widen_min_run", "wide_weights", "epilogue", "gemm_loop_order",
-                  "unroll_max_extent")
+                  "gemm_tile", "unroll_max_extent")
 
 
 def _conv_default(func, target, wide):
     return {"cols": 0, "col_bytes_max": COL_BYTES_MAX[kernel_set(target)], "widen_min_run": WIDEN_MIN_RUN,
             "wide_weights": int(bool(wide)),
-            "epilogue": "auto", "gemm_loop_order": "panels", "unroll_max_extent": default_unroll(func)}
+            "epilogue": "auto", "gemm_loop_order": "panels", "gemm_tile": "4x1",
+            "unroll_max_extent": default_unroll(func)}
 
 
 @knob_family("conv2d", _conv_applies, _conv_knobs, _conv_default)
@@ -228,7 +230,7 @@ def _conv_schedule(func, target, config):
     epilogue = None if config["epilogue"] == "auto" else config["epilogue"]
     return schedule_conv2d_gemm(func, target, col_bytes_max=config["col_bytes_max"],
                                 widen_min_run=config["widen_min_run"], wide=wide, cols=cols, epilogue=epilogue,
-                                loop_order=config["gemm_loop_order"])
+                                loop_order=config["gemm_loop_order"], tile=config["gemm_tile"])
 
 
 # ---------------------------------------------------------------- fully_connected

@@ -1,4 +1,4 @@
-"""The GEMM micro-kernel knobs of the conv2d space (gemm_loop_order): each non-default value
+"""The GEMM micro-kernel knobs of the conv2d space (gemm_loop_order, gemm_tile): each non-default value
 changes the generated kernel call (never silently the default), computes the same in the
 loop-IR interpreter, is rejected with the reason where it does not apply, and is bit-exact on
 QEMU mps2-an386 through the user's path (a records file given to deploy)."""
@@ -75,11 +75,11 @@ def _same_results(func, scheduled, seed=0):
 def test_the_default_point_is_the_default_schedule(convs):
     for name, (_, func, _) in convs.items():
         config = default_config(func, DSP, True)
-        assert config["gemm_loop_order"] == "panels"
+        assert (config["gemm_loop_order"], config["gemm_tile"]) == ("panels", "4x1")
         got_f, got_t = apply_config(func, DSP, config)
         want_f, want_t = default_schedule(func, DSP, wide=True)
         assert got_t == want_t and tir_str(got_f) == tir_str(want_f), name
-        assert not any(d.args[:1] == ("gemm_loop_order",) for d in got_t.decisions), name
+        assert not any(d.args[:1] in (("gemm_loop_order",), ("gemm_tile",)) for d in got_t.decisions), name
 
 
 @pytest.mark.parametrize("name", ["pw40", "pw70", "c3x3", "c3x3odd", "k2x2", "c3x3k360", "pw36k8"])
@@ -93,6 +93,60 @@ def test_columns_order_changes_the_call_and_computes_the_same(convs, name):
     assert "mc_gemm_p4_rq_dsp_s16" not in _calls(scheduled)
     assert any(d.primitive == "knob" and d.args == ("gemm_loop_order", "columns") for d in trace.decisions)
     _same_results(func, scheduled)
+
+
+@pytest.mark.parametrize("name,columns", [("pw40", 15), ("c3x3odd", 6), ("pw132", 15), ("pw36k8", 15)])
+def test_4x2_tile_interleaves_the_columns_and_computes_the_same(convs, name, columns):
+    _, func, _ = convs[name]
+    config = {**default_config(func, DSP, True), "gemm_tile": "4x2"}
+    scheduled, trace = apply_config(func, DSP, config)
+    calls = _calls(scheduled)
+    assert "mc_gemm_p4x2_rq_dsp_s16" in calls and "mc_gemm_p4_rq_dsp_s16" not in calls
+    # every widened run of a pair goes to its interleaved place; an odd last column stays row-major
+    assert "mc_widen_pairs_dsp_s8_s16" in calls
+    assert ("mc_widen_dsp_s8_s16" in calls) == (columns % 2 == 1)
+    assert [d.args for d in trace.decisions if d.primitive == "interleave_columns"] == [("mc_gemm_p4x2_rq_dsp_s16",)]
+    assert any(d.primitive == "knob" and d.args == ("gemm_tile", "4x2") for d in trace.decisions)
+    _same_results(func, scheduled)
+    _same_results(func, scheduled, seed=1)
+
+
+def test_the_interleaved_layout_is_the_documented_one():
+    from microcompile.tir.intrinsics_gemm import pair_interleaved_index
+
+    n, ldb = 5, 6
+    got = {(j, p): int(pair_interleaved_index(j, p, n, ldb)) for j in range(n) for p in range(ldb)}
+    assert sorted(got.values()) == list(range(n * ldb))                   # a permutation of the block
+    assert [got[(0, p)] for p in range(4)] == [0, 1, 4, 5]               # column 0: k0k1, then k2k3 ...
+    assert [got[(1, p)] for p in range(4)] == [2, 3, 6, 7]               # ... column 1's pairs in between
+    assert [got[(3, p)] for p in range(2)] == [14, 15]                    # the second pair
+    assert [got[(4, p)] for p in range(ldb)] == list(range(24, 30))       # the odd last column: row-major
+
+
+def test_interleave_columns_refuses_a_function_without_the_kernel(convs):
+    from microcompile.schedule.primitives import ScheduleError
+    from microcompile.schedule.gemm_intrin import interleave_columns
+
+    _, func, _ = convs["pw40"]
+    default, _ = apply_config(func, DSP, default_config(func, DSP, True))
+    with pytest.raises(ScheduleError, match="found 0 of mc_gemm_p4x2_rq_dsp_s16"):
+        interleave_columns(default, "mc_gemm_p4x2_rq_dsp_s16")
+
+
+@pytest.mark.parametrize("name,over,reason", [
+    ("pw70", {}, "gemm_tile=4x2 needs whole panels of 4 rows \\(70 rows\\)"),
+    ("pw40k70", {}, "gemm_tile=4x2 needs k a multiple of 8 \\(k = 70\\)"),
+    ("c3x3k360", {}, "needs two columns or more per block \\(the block has 1; knob cols\\)"),
+    ("pw40", {"cols": 1}, "needs two columns or more per block"),
+    ("pw40", {"wide_weights": 0}, "gemm_tile=4x2 is a tile of the int16 DSP kernel"),
+    ("pw40", {"epilogue": "tile"}, "gemm_tile=4x2 is a tile of the requantizing kernel"),
+    ("pw40", {"gemm_loop_order": "columns"}, "gemm_tile=4x2 runs chunks of panels outermost"),
+])
+def test_4x2_tile_is_refused_where_it_does_not_apply(convs, name, over, reason):
+    _, func, _ = convs[name]
+    config = {**default_config(func, DSP, True), "gemm_tile": "4x2", **over}
+    with pytest.raises(InvalidConfig, match=f"conv2d: .*{reason}"):
+        apply_config(func, DSP, config)
 
 
 @pytest.mark.parametrize("name,over,reason", [
@@ -117,8 +171,14 @@ def test_columns_order_is_refused_on_a_core_without_dsp(convs):
 
 
 @pytest.mark.qemu
-def test_knob_values_are_bit_exact_on_cortex_m4(model_file, tmp_path):
-    """Every conv where "columns" applies gets it through a records file, as a user would;
+@pytest.mark.parametrize("knob,value,kernel,applies", [
+    ("gemm_loop_order", "columns", "mc_gemm_p4_rq_dsp_s16_cols",
+     {"pw40", "pw70", "c3x3", "c3x3odd", "k2x2", "c3x3k360", "pw36k8"}),
+    # odd (15) and even (6) column counts, 1 to 5 record chunks, k from 8 to 72
+    ("gemm_tile", "4x2", "mc_gemm_p4x2_rq_dsp_s16", {"pw40", "pw16", "pw132", "c3x3", "c3x3odd", "k2x2", "pw36k8"}),
+])
+def test_knob_values_are_bit_exact_on_cortex_m4(model_file, tmp_path, knob, value, kernel, applies):
+    """Every conv where the value applies gets it through a records file, as a user would;
     deploy compares every output with the reference interpreter byte for byte."""
     from microcompile import driver
     from microcompile.schedule import knob_space
@@ -133,17 +193,17 @@ def test_knob_values_are_bit_exact_on_cortex_m4(model_file, tmp_path):
         for w in workloads:
             if knob_space(w.func, board.target).family != "conv2d":
                 continue
-            config = {**w.default, "wide_weights": 1, "gemm_loop_order": "columns"}
+            config = {**w.default, "wide_weights": 1, knob: value}
             try:
                 _, trace = apply_config(w.func, board.target, config)
             except InvalidConfig:
                 continue
             out.write(record(environment(board), w, config, trace, status="ok", count=1, unit="instructions"))
             tuned.update(output_of[n] for n in w.nodes)
-    assert tuned == {"pw40", "pw70", "c3x3", "c3x3odd", "k2x2", "c3x3k360", "pw36k8"}, tuned
+    assert tuned == applies, tuned
     result = driver.deploy(model_file, board, tmp_path / "p", emulate=True, records=records,
                            progress=lambda s: None)
     calls = {c.name for _, f, _ in result.compiled.kernels for c in walk(f.body) if isinstance(c, Call)}
-    assert "mc_gemm_p4_rq_dsp_s16_cols" in calls
+    assert kernel in calls
     assert {output_of[n] for n in result.compiled.tuned} == tuned
     assert result.report["verified"], result.report["outputs"]

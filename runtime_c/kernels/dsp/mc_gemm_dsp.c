@@ -561,6 +561,21 @@ __attribute__((naked, noinline)) static void p4_rq_s16_column(const rq_column_t 
         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t");
 }
 
+/* The records of `rows` rows (a multiple of 4) for the assembly loops: per panel its bias[4],
+ * mult[4] and rshift[4] - 1, 12 words read by three LDM. */
+static inline void rq_records(int32_t *rq, const int32_t *bias, const int32_t *mult, const int32_t *rshift,
+                              int32_t rows)
+{
+    for (int32_t r = 0; r < rows; r += 4) {
+        int32_t *rec = rq + r * 3;
+
+        memcpy(rec, bias + r, 16);
+        memcpy(rec + 4, mult + r, 16);
+        for (int32_t q = 0; q < 4; ++q)
+            rec[8 + q] = rshift[r + q] - 1;
+    }
+}
+
 /* The loop orders of the requantizing s16 kernel: chunks of `chunk` panels outermost, the
  * columns inside (records built once per chunk, a chunk's weights read once per column). `rq`
  * holds chunk records; inlined into each kernel so that kernel's frame holds its records and
@@ -584,14 +599,7 @@ __attribute__((always_inline)) static inline void p4_rq_s16_chunks(MC_GEMM_RQ_AR
     for (int32_t i0 = 0; i0 < m4; i0 += 4 * chunk) {
         const int32_t rows = m4 - i0 < 4 * chunk ? m4 - i0 : 4 * chunk;
 
-        for (int32_t r = 0; r < rows; r += 4) {
-            int32_t *rec = rq + r * 3;
-
-            memcpy(rec, bias + i0 + r, 16);
-            memcpy(rec + 4, mult + i0 + r, 16);
-            for (int32_t q = 0; q < 4; ++q)
-                rec[8 + q] = rshift[i0 + r + q] - 1;
-        }
+        rq_records(rq, bias + i0, mult + i0, rshift + i0, rows);
         for (int32_t j = 0; j < n; ++j) {
             ctx.col = b + j * ldb;
             ctx.col8 = ctx.col + k;
@@ -639,4 +647,214 @@ void mc_gemm_p4_rq_dsp_s16_cols(MC_GEMM_RQ_ARGS(int16_t))
     int32_t rq[RQ_COLS_PANELS * 12 + 16];
 
     p4_rq_s16_chunks(y, a, b, bias, mult, rshift, params, rq, RQ_COLS_PANELS);
+}
+
+/* ---- The 4x2 register tile (schedule knob gemm_tile=4x2): four weight rows times two columns.
+ * B comes pair-interleaved (mc_gemm.h): columns 2q and 2q+1 alternate by k-pair, so one LDM of
+ * two words fetches both columns' pair for the same k, and each LDM of two weight words (two of
+ * the panel's four rows) feeds four SMLAD: 11 instructions per 16 MACs, as the 4x1 loop, but
+ * every weight word is loaded once per two columns (half the weight loads: fewer cycles on
+ * silicon, where an LDM of n words takes 1 + n cycles; about the same QEMU instruction count). */
+
+/* Column j's element p in the pair-interleaved layout of a block of n columns. */
+static inline int32_t il_index(int32_t j, int32_t p, int32_t n, int32_t ldb)
+{
+    return j < (n & ~1) ? (j >> 1) * 2 * ldb + (p >> 1) * 4 + (j & 1) * 2 + (p & 1) : j * ldb + p;
+}
+
+/* dst[il] = src: a run of n int8 of one column, starting at an even k, widened into its
+ * pair-interleaved place (pairs of int16 every 4 elements), 10 instructions per 4 elements as
+ * mc_widen_dsp_s8_s16. */
+void mc_widen_pairs_dsp_s8_s16(int16_t *dst, const int8_t *src, int32_t n)
+{
+    const int8_t *end4 = src + (n & ~3);
+    int32_t i;
+
+    while (src != end4) {
+        const int32_t v = ld32(src), e = __sxtb16(v), o = sxtb16_ror8(v);   /* x0 x2, x1 x3 */
+        int32_t lo, hi;
+
+        __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(lo) : "r"(e), "r"(o));
+        __asm__("pkhtb %0, %2, %1, asr #16" : "=r"(hi) : "r"(e), "r"(o));
+        memcpy(dst, &lo, 4);
+        memcpy(dst + 4, &hi, 4);
+        src += 4;
+        dst += 8;
+    }
+    for (i = 0; i < (n & 3); ++i)
+        dst[(i >> 1) * 4 + (i & 1)] = src[i];
+}
+
+/* Any shape or alignment, one MAC at a time (the assembly needs k % 8 == 0, whole panels and
+ * a word-aligned B with an even ldb; the schedule offers 4x2 only there). */
+static void p4x2_rq_s16_any(MC_GEMM_RQ_ARGS(int16_t))
+{
+    const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy;
+    const int32_t kp = (k + 1) & ~1, off = params->out_offset;
+
+    for (int32_t j = 0; j < n; ++j)
+        for (int32_t i = 0; i < m; ++i) {
+            int32_t acc = bias[i], v;
+
+            for (int32_t p = 0; p < k; ++p)
+                acc += a[(i >> 2) * 4 * kp + (p >> 1) * 8 + (i & 3) * 2 + (p & 1)] * b[il_index(j, p, n, ldb)];
+            v = mc_requant_ssat8(acc, mult[i], rshift[i], off);
+            v = v < params->act_min ? params->act_min : v;
+            y[j * ldy + i] = (int8_t)(v > params->act_max ? params->act_max : v);
+        }
+}
+
+typedef struct {
+    const int16_t *col;     /* the pair's interleaved words */
+    const int16_t *col8;    /* their end: col + 2k */
+    int8_t *y;              /* column 2q's first panel outputs (column 2q+1's: ldy further) */
+    int32_t lo4, hi4;       /* act_min / act_max in every byte */
+    int32_t off2;           /* 1 + 2 * out_offset */
+    int32_t ldy;
+} rq_pair_t;
+
+/* Requantize the four sums r0-r3 with the panel's records at lr (multipliers, then shifts
+ * minus one; lr advanced past them) into one word of int8 in r6, clamped (as p4_rq_s16_column). */
+#define MC_RQ4_WORD(OFF2, LOHI)                                    \
+    "ldmia lr!, {r8, r9, r10, r11}\n\t"                            \
+    "lsl r0, r0, #1\n\t"                                           \
+    "smmulr r0, r0, r8\n\t"                                        \
+    "lsl r1, r1, #1\n\t"                                           \
+    "smmulr r1, r1, r9\n\t"                                        \
+    "lsl r2, r2, #1\n\t"                                           \
+    "smmulr r2, r2, r10\n\t"                                       \
+    "lsl r3, r3, #1\n\t"                                           \
+    "smmulr r3, r3, r11\n\t"                                       \
+    "ldmia lr!, {r8, r9, r10, r11}\n\t"                            \
+    "ldr r6, [sp, #" OFF2 "]\n\t"                                  \
+    "sub r0, r0, r0, lsr #31\n\t"                                  \
+    "asr r0, r0, r8\n\t"                                           \
+    "add r0, r0, r6\n\t"                                           \
+    "ssat r0, #8, r0, asr #1\n\t"                                  \
+    "sub r1, r1, r1, lsr #31\n\t"                                  \
+    "asr r1, r1, r9\n\t"                                           \
+    "add r1, r1, r6\n\t"                                           \
+    "ssat r1, #8, r1, asr #1\n\t"                                  \
+    "sub r2, r2, r2, lsr #31\n\t"                                  \
+    "asr r2, r2, r10\n\t"                                          \
+    "add r2, r2, r6\n\t"                                           \
+    "ssat r2, #8, r2, asr #1\n\t"                                  \
+    "sub r3, r3, r3, lsr #31\n\t"                                  \
+    "asr r3, r3, r11\n\t"                                          \
+    "add r3, r3, r6\n\t"                                           \
+    "ssat r3, #8, r3, asr #1\n\t"                                  \
+    "pkhbt r6, r0, r2, lsl #16\n\t"                                \
+    "pkhbt r7, r1, r3, lsl #16\n\t"                                \
+    "uxtb16 r6, r6\n\t"                                            \
+    "uxtb16 r7, r7\n\t"                                            \
+    "orr r6, r6, r7, lsl #8\n\t"                                   \
+    "ldrd r8, r9, [sp, #" LOHI "]\n\t"                             \
+    "ssub8 r7, r6, r8\n\t"                                         \
+    "sel r6, r6, r8\n\t"                                           \
+    "ssub8 r7, r9, r6\n\t"                                         \
+    "sel r6, r6, r9\n\t"
+
+/* One k-pair of both columns: one LDM of the pair's words (r8: column 2q, r9: 2q+1), two LDM
+ * of two rows' weight words each, eight SMLAD. */
+#define MC_P4X2_KPAIR                   \
+    "ldmia lr!, {r8, r9}\n\t"           \
+    "ldmia r12!, {r10, r11}\n\t"        \
+    "smlad r0, r8, r10, r0\n\t"         \
+    "smlad r1, r8, r11, r1\n\t"         \
+    "smlad r4, r9, r10, r4\n\t"         \
+    "smlad r5, r9, r11, r5\n\t"         \
+    "ldmia r12!, {r10, r11}\n\t"        \
+    "smlad r2, r8, r10, r2\n\t"         \
+    "smlad r3, r8, r11, r3\n\t"         \
+    "smlad r6, r9, r10, r6\n\t"         \
+    "smlad r7, r9, r11, r7\n\t"
+
+/* Panels rq .. rq_end of one pair of columns, weights from w. AAPCS: r0 = ctx, r1 = w,
+ * r2 = rq, r3 = rq_end. In the loop every register is taken: r0-r3 column 2q's sums, r4-r7
+ * column 2q+1's, r8/r9 the pair's words, r10/r11 weight words, r12 the weights, lr the pair;
+ * so the loop's end is read from the stack (one LDR per 8 k). Stack (from sp): column 2q+1's
+ * sums while column 2q is requantized [0], rq [16], rq_end [20], col [24], col8 [28], y [32],
+ * lo4 [36], hi4 [40], off2 [44], ldy [48]; 88 bytes with the 36 pushed. */
+__attribute__((naked, noinline)) static void p4x2_rq_s16_pair(const rq_pair_t *ctx __attribute__((unused)),
+                                                              const int16_t *w __attribute__((unused)),
+                                                              const int32_t *rq __attribute__((unused)),
+                                                              const int32_t *rq_end __attribute__((unused)))
+{
+    __asm__ volatile(
+        "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
+        "ldm r0, {r4, r5, r6, r7, r8, r9, r10}\n\t"  /* col, col8, y, lo4, hi4, off2, ldy */
+        "push {r2, r3, r4, r5, r6, r7, r8, r9, r10}\n\t"
+        "sub sp, sp, #16\n\t"
+        "mov r12, r1\n\t"
+        "2:\n\t"
+        "ldr lr, [sp, #16]\n\t"
+        "ldmia lr!, {r0, r1, r2, r3}\n\t"            /* the panel's bias, for both columns */
+        "str lr, [sp, #16]\n\t"
+        "mov r4, r0\n\t"
+        "mov r5, r1\n\t"
+        "mov r6, r2\n\t"
+        "mov r7, r3\n\t"
+        "ldr lr, [sp, #24]\n\t"
+        "1:\n\t"
+        MC_P4X2_KPAIR MC_P4X2_KPAIR MC_P4X2_KPAIR MC_P4X2_KPAIR
+        "ldr r8, [sp, #28]\n\t"
+        "cmp lr, r8\n\t"
+        "bne 1b\n\t"
+        "stmia sp, {r4, r5, r6, r7}\n\t"             /* column 2q+1's sums wait */
+        "ldr lr, [sp, #16]\n\t"
+        MC_RQ4_WORD("44", "36")
+        "ldr r7, [sp, #32]\n\t"
+        "str r6, [r7]\n\t"                           /* column 2q's four outputs */
+        "ldmia sp, {r0, r1, r2, r3}\n\t"
+        "sub lr, lr, #32\n\t"                        /* the same records again */
+        MC_RQ4_WORD("44", "36")
+        "ldr r7, [sp, #32]\n\t"
+        "ldr r8, [sp, #48]\n\t"
+        "str r6, [r7, r8]\n\t"                       /* column 2q+1's */
+        "add r7, r7, #4\n\t"
+        "str r7, [sp, #32]\n\t"
+        "str lr, [sp, #16]\n\t"
+        "ldr r6, [sp, #20]\n\t"
+        "cmp lr, r6\n\t"
+        "bne 2b\n\t"
+        "add sp, sp, #52\n\t"
+        "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t");
+}
+
+/* gemm_tile "4x2": pairs of columns by p4x2_rq_s16_pair, an odd last column (row-major after
+ * the pairs) by the 4x1 loop; chunks of RQ_CHUNK panels outermost as the default. */
+void mc_gemm_p4x2_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t))
+{
+    const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy;
+    /* The records, and 24 words more: the 88 bytes p4x2_rq_s16_pair keeps on the stack (and the
+     * 60 p4_rq_s16_column does), invisible to -fstack-usage in a naked function. */
+    int32_t rq[RQ_CHUNK * 12 + 24];
+    rq_pair_t pair;
+    rq_column_t ctx;
+
+    if ((k & 7) != 0 || k == 0 || (m & 3) != 0 || m == 0 || ((uintptr_t)b & 3u) != 0 || (ldb & 1) != 0) {
+        p4x2_rq_s16_any(y, a, b, bias, mult, rshift, params);
+        return;
+    }
+    pair.lo4 = ctx.lo4 = mc_bytes4(params->act_min);
+    pair.hi4 = ctx.hi4 = mc_bytes4(params->act_max);
+    pair.off2 = ctx.off2 = 1 + 2 * params->out_offset;
+    pair.ldy = ldy;
+    for (int32_t i0 = 0; i0 < m; i0 += 4 * RQ_CHUNK) {
+        const int32_t rows = m - i0 < 4 * RQ_CHUNK ? m - i0 : 4 * RQ_CHUNK;
+
+        rq_records(rq, bias + i0, mult + i0, rshift + i0, rows);
+        for (int32_t j = 0; j + 2 <= n; j += 2) {
+            pair.col = b + j * ldb;
+            pair.col8 = pair.col + 2 * k;
+            pair.y = y + j * ldy + i0;
+            p4x2_rq_s16_pair(&pair, a + i0 * k, rq, rq + rows * 3);
+        }
+        if (n & 1) {
+            ctx.col = b + (n - 1) * ldb;
+            ctx.col8 = ctx.col + k;
+            ctx.y = y + (n - 1) * ldy + i0;
+            p4_rq_s16_column(&ctx, a + i0 * k, rq, rq + rows * 3);
+        }
+    }
 }
