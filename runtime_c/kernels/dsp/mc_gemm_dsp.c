@@ -576,78 +576,81 @@ static inline void rq_records(int32_t *rq, const int32_t *bias, const int32_t *m
     }
 }
 
-/* The loop orders of the requantizing s16 kernel: chunks of `chunk` panels outermost, the
- * columns inside (records built once per chunk, a chunk's weights read once per column). `rq`
- * holds chunk records; inlined into each kernel so that kernel's frame holds its records and
- * the 16 words more: the 60 bytes p4_rq_s16_column pushes, which GCC's stack usage
- * (-fstack-usage, the fit report's static bound) cannot see in a naked function. */
-__attribute__((always_inline)) static inline void p4_rq_s16_chunks(MC_GEMM_RQ_ARGS(int16_t), int32_t *rq,
-                                                                   int32_t chunk)
-{
-    const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy;
-    const int32_t m4 = m & ~3;
-    rq_column_t ctx;
-
-    /* LDM needs word-aligned columns: an aligned B and an even ldb (im2col scratch is). */
-    if ((k & 7) != 0 || k == 0 || m4 == 0 || ((uintptr_t)b & 3u) != 0 || (ldb & 1) != 0) {
-        p4_rq_s16_any_k(y, a, b, bias, mult, rshift, params);
-        return;
-    }
-    ctx.lo4 = mc_bytes4(params->act_min);
-    ctx.hi4 = mc_bytes4(params->act_max);
-    ctx.off2 = 1 + 2 * params->out_offset;
-    for (int32_t i0 = 0; i0 < m4; i0 += 4 * chunk) {
-        const int32_t rows = m4 - i0 < 4 * chunk ? m4 - i0 : 4 * chunk;
-
-        rq_records(rq, bias + i0, mult + i0, rshift + i0, rows);
-        for (int32_t j = 0; j < n; ++j) {
-            ctx.col = b + j * ldb;
-            ctx.col8 = ctx.col + k;
-            ctx.y = y + j * ldy + i0;
-            p4_rq_s16_column(&ctx, a + i0 * k, rq, rq + rows * 3);
-        }
-    }
-    if (m4 != m) {    /* the last, partial panel (its padding rows are zero), column by column */
-        const int32_t off = params->out_offset;
-
-        for (int32_t j = 0; j < n; ++j) {
-            const int16_t *col = b + j * ldb;
-            int8_t *yj = y + j * ldy;
-            int32_t s[4] = {0, 0, 0, 0};
-
-            for (int32_t r = m4; r < m; ++r)
-                s[r - m4] = bias[r];
-            p4_s16_panel(s, a + m4 * k, col, col + k, k);
-            for (int32_t r = m4; r < m; ++r) {
-                int32_t v = mc_requant_ssat8(s[r - m4], mult[r], rshift[r], off);
-
-                v = v < params->act_min ? params->act_min : v;
-                yj[r] = (int8_t)(v > params->act_max ? params->act_max : v);
-            }
-        }
-    }
+/* The loop orders of the requantizing s16 kernel: chunks of CHUNK panels outermost, the
+ * columns inside (records built once per chunk, a chunk's weights read once per column); where
+ * the assembly does not apply, ANY_K. A macro, so that each kernel's frame holds its records
+ * and the 16 words more: the 60 bytes p4_rq_s16_column pushes, which GCC's stack usage
+ * (-fstack-usage, the fit report's static bound) cannot see in a naked function; and so that
+ * the default kernel compiles to the same instructions as before the knob existed. */
+#define MC_GEMM_P4_RQ_S16_CHUNKS(NAME, CHUNK, ANY_K)                                                 \
+void NAME(MC_GEMM_RQ_ARGS(int16_t))                                                                  \
+{                                                                                                    \
+    const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy; \
+    const int32_t m4 = m & ~3;                                                                       \
+    /* The records, and 16 words more: the 60 bytes p4_rq_s16_column pushes, which GCC's stack       \
+     * usage (-fstack-usage, the fit report's static bound) cannot see in a naked function, so       \
+     * they are counted in this frame instead. */                                                    \
+    int32_t rq[CHUNK * 12 + 16];                                                                     \
+    rq_column_t ctx;                                                                                 \
+                                                                                                     \
+    /* LDM needs word-aligned columns: an aligned B and an even ldb (im2col scratch is). */          \
+    if ((k & 7) != 0 || k == 0 || m4 == 0 || ((uintptr_t)b & 3u) != 0 || (ldb & 1) != 0) {           \
+        ANY_K(y, a, b, bias, mult, rshift, params);                                                  \
+        return;                                                                                      \
+    }                                                                                                \
+    ctx.lo4 = mc_bytes4(params->act_min);                                                            \
+    ctx.hi4 = mc_bytes4(params->act_max);                                                            \
+    ctx.off2 = 1 + 2 * params->out_offset;                                                           \
+    for (int32_t i0 = 0; i0 < m4; i0 += 4 * CHUNK) {                                                 \
+        const int32_t rows = m4 - i0 < 4 * CHUNK ? m4 - i0 : 4 * CHUNK;                              \
+                                                                                                     \
+        for (int32_t r = 0; r < rows; r += 4) {                                                      \
+            int32_t *rec = rq + r * 3;                                                               \
+                                                                                                     \
+            memcpy(rec, bias + i0 + r, 16);                                                          \
+            memcpy(rec + 4, mult + i0 + r, 16);                                                      \
+            for (int32_t q = 0; q < 4; ++q)                                                          \
+                rec[8 + q] = rshift[i0 + r + q] - 1;                                                 \
+        }                                                                                            \
+        for (int32_t j = 0; j < n; ++j) {                                                            \
+            ctx.col = b + j * ldb;                                                                   \
+            ctx.col8 = ctx.col + k;                                                                  \
+            ctx.y = y + j * ldy + i0;                                                                \
+            p4_rq_s16_column(&ctx, a + i0 * k, rq, rq + rows * 3);                                   \
+        }                                                                                            \
+    }                                                                                                \
+    if (m4 != m) {    /* the last, partial panel (its padding rows are zero), column by column */    \
+        const int32_t off = params->out_offset;                                                      \
+                                                                                                     \
+        for (int32_t j = 0; j < n; ++j) {                                                            \
+            const int16_t *col = b + j * ldb;                                                        \
+            int8_t *yj = y + j * ldy;                                                                \
+            int32_t s[4] = {0, 0, 0, 0};                                                             \
+                                                                                                     \
+            for (int32_t r = m4; r < m; ++r)                                                         \
+                s[r - m4] = bias[r];                                                                 \
+            p4_s16_panel(s, a + m4 * k, col, col + k, k);                                            \
+            for (int32_t r = m4; r < m; ++r) {                                                       \
+                int32_t v = mc_requant_ssat8(s[r - m4], mult[r], rshift[r], off);                    \
+                                                                                                     \
+                v = v < params->act_min ? params->act_min : v;                                       \
+                yj[r] = (int8_t)(v > params->act_max ? params->act_max : v);                         \
+            }                                                                                        \
+        }                                                                                            \
+    }                                                                                                \
 }
 
 /* gemm_loop_order "panels" (the default): chunks of RQ_CHUNK panels outermost. */
-void mc_gemm_p4_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t))
-{
-    int32_t rq[RQ_CHUNK * 12 + 16];
-
-    p4_rq_s16_chunks(y, a, b, bias, mult, rshift, params, rq, RQ_CHUNK);
-}
+MC_GEMM_P4_RQ_S16_CHUNKS(mc_gemm_p4_rq_dsp_s16, RQ_CHUNK, p4_rq_s16_any_k)
 
 /* gemm_loop_order "columns": the columns outermost, each column's panels in one call of the
  * assembly loop (records for up to RQ_COLS_PANELS panels built once; the schedule offers this
  * order for at most that many, a larger m would run in chunks of it). One call per column
- * instead of one per column and chunk, for 1 KiB more stack than the default's records. */
+ * instead of one per column and chunk, for 1 KiB more stack than the default's records. Where
+ * the assembly does not apply the orders do not matter: the default kernel's C loop. */
 #define RQ_COLS_PANELS 32
 
-void mc_gemm_p4_rq_dsp_s16_cols(MC_GEMM_RQ_ARGS(int16_t))
-{
-    int32_t rq[RQ_COLS_PANELS * 12 + 16];
-
-    p4_rq_s16_chunks(y, a, b, bias, mult, rshift, params, rq, RQ_COLS_PANELS);
-}
+MC_GEMM_P4_RQ_S16_CHUNKS(mc_gemm_p4_rq_dsp_s16_cols, RQ_COLS_PANELS, mc_gemm_p4_rq_dsp_s16)
 
 /* ---- The 4x2 register tile (schedule knob gemm_tile=4x2): four weight rows times two columns.
  * B comes pair-interleaved (mc_gemm.h): columns 2q and 2q+1 alternate by k-pair, so one LDM of
