@@ -716,47 +716,6 @@ typedef struct {
     int32_t ldy;
 } rq_pair_t;
 
-/* Requantize the four sums r0-r3 with the panel's records at lr (multipliers, then shifts
- * minus one; lr advanced past them) into one word of int8 in r6, clamped (as p4_rq_s16_column). */
-#define MC_RQ4_WORD(OFF2, LOHI)                                    \
-    "ldmia lr!, {r8, r9, r10, r11}\n\t"                            \
-    "lsl r0, r0, #1\n\t"                                           \
-    "smmulr r0, r0, r8\n\t"                                        \
-    "lsl r1, r1, #1\n\t"                                           \
-    "smmulr r1, r1, r9\n\t"                                        \
-    "lsl r2, r2, #1\n\t"                                           \
-    "smmulr r2, r2, r10\n\t"                                       \
-    "lsl r3, r3, #1\n\t"                                           \
-    "smmulr r3, r3, r11\n\t"                                       \
-    "ldmia lr!, {r8, r9, r10, r11}\n\t"                            \
-    "ldr r6, [sp, #" OFF2 "]\n\t"                                  \
-    "sub r0, r0, r0, lsr #31\n\t"                                  \
-    "asr r0, r0, r8\n\t"                                           \
-    "add r0, r0, r6\n\t"                                           \
-    "ssat r0, #8, r0, asr #1\n\t"                                  \
-    "sub r1, r1, r1, lsr #31\n\t"                                  \
-    "asr r1, r1, r9\n\t"                                           \
-    "add r1, r1, r6\n\t"                                           \
-    "ssat r1, #8, r1, asr #1\n\t"                                  \
-    "sub r2, r2, r2, lsr #31\n\t"                                  \
-    "asr r2, r2, r10\n\t"                                          \
-    "add r2, r2, r6\n\t"                                           \
-    "ssat r2, #8, r2, asr #1\n\t"                                  \
-    "sub r3, r3, r3, lsr #31\n\t"                                  \
-    "asr r3, r3, r11\n\t"                                          \
-    "add r3, r3, r6\n\t"                                           \
-    "ssat r3, #8, r3, asr #1\n\t"                                  \
-    "pkhbt r6, r0, r2, lsl #16\n\t"                                \
-    "pkhbt r7, r1, r3, lsl #16\n\t"                                \
-    "uxtb16 r6, r6\n\t"                                            \
-    "uxtb16 r7, r7\n\t"                                            \
-    "orr r6, r6, r7, lsl #8\n\t"                                   \
-    "ldrd r8, r9, [sp, #" LOHI "]\n\t"                             \
-    "ssub8 r7, r6, r8\n\t"                                         \
-    "sel r6, r6, r8\n\t"                                           \
-    "ssub8 r7, r9, r6\n\t"                                         \
-    "sel r6, r6, r9\n\t"
-
 /* One k-pair of both columns: one LDM of the pair's words (r8: column 2q, r9: 2q+1), two LDM
  * of two rows' weight words each, eight SMLAD. */
 #define MC_P4X2_KPAIR                   \
@@ -775,9 +734,10 @@ typedef struct {
 /* Panels rq .. rq_end of one pair of columns, weights from w. AAPCS: r0 = ctx, r1 = w,
  * r2 = rq, r3 = rq_end. In the loop every register is taken: r0-r3 column 2q's sums, r4-r7
  * column 2q+1's, r8/r9 the pair's words, r10/r11 weight words, r12 the weights, lr the pair;
- * so the loop's end is read from the stack (one LDR per 8 k). Stack (from sp): column 2q+1's
- * sums while column 2q is requantized [0], rq [16], rq_end [20], col [24], col8 [28], y [32],
- * lo4 [36], hi4 [40], off2 [44], ldy [48]; 88 bytes with the 36 pushed. */
+ * so the loop's end is read from the stack (one LDR per 8 k). The epilogue requantizes both
+ * columns with one load of the panel's multipliers and one of its shifts (as p4_rq_s16_column,
+ * mc_requant_dsp.h). Stack (from sp): rq [0], rq_end [4], col [8], col8 [12], y [16], lo4 [20],
+ * hi4 [24], off2 [28], ldy [32]; 72 bytes with the 36 pushed. */
 __attribute__((naked, noinline)) static void p4x2_rq_s16_pair(const rq_pair_t *ctx __attribute__((unused)),
                                                               const int16_t *w __attribute__((unused)),
                                                               const int32_t *rq __attribute__((unused)),
@@ -787,40 +747,99 @@ __attribute__((naked, noinline)) static void p4x2_rq_s16_pair(const rq_pair_t *c
         "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
         "ldm r0, {r4, r5, r6, r7, r8, r9, r10}\n\t"  /* col, col8, y, lo4, hi4, off2, ldy */
         "push {r2, r3, r4, r5, r6, r7, r8, r9, r10}\n\t"
-        "sub sp, sp, #16\n\t"
         "mov r12, r1\n\t"
+        "mov lr, r2\n\t"
         "2:\n\t"
-        "ldr lr, [sp, #16]\n\t"
-        "ldmia lr!, {r0, r1, r2, r3}\n\t"            /* the panel's bias, for both columns */
-        "str lr, [sp, #16]\n\t"
-        "mov r4, r0\n\t"
-        "mov r5, r1\n\t"
-        "mov r6, r2\n\t"
-        "mov r7, r3\n\t"
-        "ldr lr, [sp, #24]\n\t"
+        "ldmia lr, {r4, r5, r6, r7}\n\t"             /* the panel's bias, for both columns */
+        "ldmia lr!, {r0, r1, r2, r3}\n\t"
+        "str lr, [sp]\n\t"
+        "ldr lr, [sp, #8]\n\t"
         "1:\n\t"
         MC_P4X2_KPAIR MC_P4X2_KPAIR MC_P4X2_KPAIR MC_P4X2_KPAIR
-        "ldr r8, [sp, #28]\n\t"
+        "ldr r8, [sp, #12]\n\t"
         "cmp lr, r8\n\t"
         "bne 1b\n\t"
-        "stmia sp, {r4, r5, r6, r7}\n\t"             /* column 2q+1's sums wait */
-        "ldr lr, [sp, #16]\n\t"
-        MC_RQ4_WORD("44", "36")
-        "ldr r7, [sp, #32]\n\t"
-        "str r6, [r7]\n\t"                           /* column 2q's four outputs */
-        "ldmia sp, {r0, r1, r2, r3}\n\t"
-        "sub lr, lr, #32\n\t"                        /* the same records again */
-        MC_RQ4_WORD("44", "36")
-        "ldr r7, [sp, #32]\n\t"
-        "ldr r8, [sp, #48]\n\t"
-        "str r6, [r7, r8]\n\t"                       /* column 2q+1's */
-        "add r7, r7, #4\n\t"
-        "str r7, [sp, #32]\n\t"
-        "str lr, [sp, #16]\n\t"
-        "ldr r6, [sp, #20]\n\t"
+        "ldr lr, [sp]\n\t"
+        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* multipliers: SMMULR(2 * acc, mult) */
+        "lsl r0, r0, #1\n\t"
+        "smmulr r0, r0, r8\n\t"
+        "lsl r4, r4, #1\n\t"
+        "smmulr r4, r4, r8\n\t"
+        "lsl r1, r1, #1\n\t"
+        "smmulr r1, r1, r9\n\t"
+        "lsl r5, r5, #1\n\t"
+        "smmulr r5, r5, r9\n\t"
+        "lsl r2, r2, #1\n\t"
+        "smmulr r2, r2, r10\n\t"
+        "lsl r6, r6, #1\n\t"
+        "smmulr r6, r6, r10\n\t"
+        "lsl r3, r3, #1\n\t"
+        "smmulr r3, r3, r11\n\t"
+        "lsl r7, r7, #1\n\t"
+        "smmulr r7, r7, r11\n\t"
+        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* shifts minus one */
+        "str lr, [sp]\n\t"                            /* the next panel's records */
+        "ldr lr, [sp, #28]\n\t"                       /* off2 */
+        "sub r0, r0, r0, lsr #31\n\t"
+        "asr r0, r0, r8\n\t"
+        "add r0, r0, lr\n\t"
+        "ssat r0, #8, r0, asr #1\n\t"
+        "sub r4, r4, r4, lsr #31\n\t"
+        "asr r4, r4, r8\n\t"
+        "add r4, r4, lr\n\t"
+        "ssat r4, #8, r4, asr #1\n\t"
+        "sub r1, r1, r1, lsr #31\n\t"
+        "asr r1, r1, r9\n\t"
+        "add r1, r1, lr\n\t"
+        "ssat r1, #8, r1, asr #1\n\t"
+        "sub r5, r5, r5, lsr #31\n\t"
+        "asr r5, r5, r9\n\t"
+        "add r5, r5, lr\n\t"
+        "ssat r5, #8, r5, asr #1\n\t"
+        "sub r2, r2, r2, lsr #31\n\t"
+        "asr r2, r2, r10\n\t"
+        "add r2, r2, lr\n\t"
+        "ssat r2, #8, r2, asr #1\n\t"
+        "sub r6, r6, r6, lsr #31\n\t"
+        "asr r6, r6, r10\n\t"
+        "add r6, r6, lr\n\t"
+        "ssat r6, #8, r6, asr #1\n\t"
+        "sub r3, r3, r3, lsr #31\n\t"
+        "asr r3, r3, r11\n\t"
+        "add r3, r3, lr\n\t"
+        "ssat r3, #8, r3, asr #1\n\t"
+        "sub r7, r7, r7, lsr #31\n\t"
+        "asr r7, r7, r11\n\t"
+        "add r7, r7, lr\n\t"
+        "ssat r7, #8, r7, asr #1\n\t"
+        "pkhbt r8, r0, r2, lsl #16\n\t"               /* pack as mc_store4_s8: column 2q */
+        "pkhbt r9, r1, r3, lsl #16\n\t"
+        "uxtb16 r8, r8\n\t"
+        "uxtb16 r9, r9\n\t"
+        "orr r8, r8, r9, lsl #8\n\t"
+        "pkhbt r9, r4, r6, lsl #16\n\t"               /* column 2q+1 */
+        "pkhbt r10, r5, r7, lsl #16\n\t"
+        "uxtb16 r9, r9\n\t"
+        "uxtb16 r10, r10\n\t"
+        "orr r9, r9, r10, lsl #8\n\t"
+        "ldrd r10, r11, [sp, #20]\n\t"                /* lo4, hi4 */
+        "ssub8 r0, r8, r10\n\t"
+        "sel r8, r8, r10\n\t"
+        "ssub8 r0, r11, r8\n\t"
+        "sel r8, r8, r11\n\t"
+        "ssub8 r0, r9, r10\n\t"
+        "sel r9, r9, r10\n\t"
+        "ssub8 r0, r11, r9\n\t"
+        "sel r9, r9, r11\n\t"
+        "ldr r10, [sp, #16]\n\t"                      /* y */
+        "ldr r11, [sp, #32]\n\t"                      /* ldy */
+        "str r9, [r10, r11]\n\t"                      /* column 2q+1's four outputs */
+        "str r8, [r10], #4\n\t"                       /* column 2q's */
+        "str r10, [sp, #16]\n\t"
+        "ldrd lr, r6, [sp]\n\t"                       /* records, rq_end */
         "cmp lr, r6\n\t"
         "bne 2b\n\t"
-        "add sp, sp, #52\n\t"
+        "add sp, sp, #36\n\t"
         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t");
 }
 
@@ -829,9 +848,9 @@ __attribute__((naked, noinline)) static void p4x2_rq_s16_pair(const rq_pair_t *c
 void mc_gemm_p4x2_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t))
 {
     const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy;
-    /* The records, and 24 words more: the 88 bytes p4x2_rq_s16_pair keeps on the stack (and the
+    /* The records, and 18 words more: the 72 bytes p4x2_rq_s16_pair keeps on the stack (and the
      * 60 p4_rq_s16_column does), invisible to -fstack-usage in a naked function. */
-    int32_t rq[RQ_CHUNK * 12 + 24];
+    int32_t rq[RQ_CHUNK * 12 + 18];
     rq_pair_t pair;
     rq_column_t ctx;
 
