@@ -1,6 +1,7 @@
 """The GEMM micro-kernel knobs of the conv2d space, per conv workload, on QEMU mps2-an386.
 
     python benchmarks/gemm_knobs.py [--models DIR] [--only NAME ...] [--knob NAME=VALUE ...]
+                                    [--base NAME=VALUE ...]
 
 For each model (default: kws_ref_model and pretrainedResnet_quant from ../shared/models) and
 each knob value (default: every non-default value of gemm_loop_order and gemm_tile), every
@@ -9,7 +10,9 @@ conv2d workload where the value applies is measured through the tuner's measurem
 tuned kernel's tensor checked byte for byte against the reference, then profiled) next to
 the default point on the same workloads. Printed: per workload, the instructions per kernel
 (QEMU -icount: instructions, not cycles) for the default and the value, and the model's
-total over its kernels of those workloads. Exits 1 if any measurement is not `ok`.
+total over its kernels of those workloads. `--base` sets knobs on both sides (e.g. `cols=25
+col_bytes_max=4096`: the value against the default kernel on the same blocks). Exits 1 if any
+measurement is not `ok`.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def _parse(text: str):
     return name, value
 
 
-def measure(model: Path, board, knobs, work: Path) -> bool:
+def measure(model: Path, board, knobs, work: Path, base: dict) -> bool:
     compiled, workloads = lowered_workloads(model, board)
     convs = [w for w in workloads if w.space is not None and w.space.family == "conv2d"]
     m = Measurer(model, board, work, compiled, emulate=True, port=None, timeout=120.0)
@@ -49,13 +52,14 @@ def measure(model: Path, board, knobs, work: Path) -> bool:
             continue
         default, tuned = [], []
         for w in convs:
-            config = {**w.default, name: value}
+            start = {**w.default, **base}
+            config = {**start, name: value}
             try:
                 _, trace = apply_config(w.func, board.target, config)
+                default.append((w, start, apply_config(w.func, board.target, start)[1]))
             except InvalidConfig as e:
                 print(f"  {w.key} ({len(w.nodes)} kernels): {name}={value} refused: {e}")
                 continue
-            default.append((w, w.default, apply_config(w.func, board.target, w.default)[1]))
             tuned.append((w, config, trace))
         if not tuned:
             print(f"{model.stem}: {name}={value} applies to no conv workload")
@@ -63,7 +67,7 @@ def measure(model: Path, board, knobs, work: Path) -> bool:
         base = m.batch(0, default)
         got = m.batch(0, tuned)
         total_b = total_t = 0
-        print(f"{model.stem}: {name}={value}")
+        print(f"{model.stem}: {name}={value}" + "".join(f", {k}={v}" for k, v in base.items()))
         for (w, _, _), b, t in zip(tuned, base, got):
             if b.status != "ok" or t.status != "ok":
                 ok = False
@@ -71,7 +75,8 @@ def measure(model: Path, board, knobs, work: Path) -> bool:
                 continue
             n = len(w.nodes)
             total_b, total_t = total_b + b.count * n, total_t + t.count * n
-            print(f"  {w.key} x{n}: default {b.count:,} -> {t.count:,} ({t.count / b.count:.4f})")
+            side = "base" if base else "default"
+            print(f"  {w.key} x{n}: {side} {b.count:,} -> {t.count:,} ({t.count / b.count:.4f})")
         if total_b:
             print(f"  total over those kernels: {total_b:,} -> {total_t:,} ({total_t / total_b:.4f}, "
                   f"{total_t - total_b:+,} instructions)")
@@ -83,6 +88,7 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=str(Path(__file__).resolve().parents[2] / "shared" / "models"))
     ap.add_argument("--only", nargs="*", default=list(MODELS))
     ap.add_argument("--knob", nargs="*", default=list(KNOB_VALUES), help="NAME=VALUE, e.g. gemm_tile=4x2")
+    ap.add_argument("--base", nargs="*", default=[], help="NAME=VALUE set on both sides, e.g. cols=25")
     args = ap.parse_args(argv)
     board = load_board("mps2-an386")
     knobs = [_parse(k) for k in args.knob]
@@ -93,7 +99,7 @@ def main(argv=None) -> int:
             if not path.exists():
                 print(f"{name}: {path} not found, skipped")
                 continue
-            ok &= measure(path, board, knobs, Path(tmp) / name)
+            ok &= measure(path, board, knobs, Path(tmp) / name, dict(_parse(b) for b in args.base))
     return 0 if ok else 1
 
 
