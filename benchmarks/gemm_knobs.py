@@ -64,11 +64,11 @@ def measure(model: Path, board, knobs, work: Path, base: dict) -> bool:
         if not tuned:
             print(f"{model.stem}: {name}={value} applies to no conv workload")
             continue
-        base = m.batch(0, default)
+        before = m.batch(0, default)
         got = m.batch(0, tuned)
         total_b = total_t = 0
         print(f"{model.stem}: {name}={value}" + "".join(f", {k}={v}" for k, v in base.items()))
-        for (w, _, _), b, t in zip(tuned, base, got):
+        for (w, _, _), b, t in zip(tuned, before, got):
             if b.status != "ok" or t.status != "ok":
                 ok = False
                 print(f"  {w.key}: default {b.status} {b.error or ''} / {name}={value} {t.status} {t.error or ''}")
