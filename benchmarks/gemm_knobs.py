@@ -50,6 +50,7 @@ def measure(model: Path, board, knobs, work: Path, base: dict) -> bool:
         if not convs or name not in convs[0].space.names:
             print(f"{model.stem}: {name} is not a conv2d knob of this version")
             continue
+        print(f"{model.stem}: {name}={value}" + "".join(f", {k}={v}" for k, v in base.items()))
         default, tuned = [], []
         for w in convs:
             start = {**w.default, **base}
@@ -58,16 +59,15 @@ def measure(model: Path, board, knobs, work: Path, base: dict) -> bool:
                 _, trace = apply_config(w.func, board.target, config)
                 default.append((w, start, apply_config(w.func, board.target, start)[1]))
             except InvalidConfig as e:
-                print(f"  {w.key} ({len(w.nodes)} kernels): {name}={value} refused: {e}")
+                print(f"  {w.key} x{len(w.nodes)}: refused: {e}")
                 continue
             tuned.append((w, config, trace))
         if not tuned:
-            print(f"{model.stem}: {name}={value} applies to no conv workload")
+            print("  applies to no conv workload")
             continue
         before = m.batch(0, default)
         got = m.batch(0, tuned)
         total_b = total_t = 0
-        print(f"{model.stem}: {name}={value}" + "".join(f", {k}={v}" for k, v in base.items()))
         for (w, _, _), b, t in zip(tuned, before, got):
             if b.status != "ok" or t.status != "ok":
                 ok = False
