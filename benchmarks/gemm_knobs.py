@@ -8,7 +8,8 @@ each knob value (default: every non-default value of gemm_loop_order and gemm_ti
 conv2d workload where the value applies is measured through the tuner's measurement path
 (microcompile/tuning.py: one agent firmware per value with it on every such workload, each
 tuned kernel's tensor checked byte for byte against the reference, then profiled) next to
-the default point on the same workloads. Printed: per workload, the instructions per kernel
+the default point on the same workloads (with the im2col cap the driver gave each kernel,
+schedule/blocks.py). Printed: per workload, the instructions per kernel
 (QEMU -icount: instructions, not cycles) for the default and the value, and the model's
 total over its kernels of those workloads. `--base` sets knobs on both sides (e.g. `cols=25
 col_bytes_max=4096`: the value against the default kernel on the same blocks). Exits 1 if any
@@ -23,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from microcompile.schedule import InvalidConfig, KNOBS, apply_config
+from microcompile.schedule.blocks import col_bytes_max
 from microcompile.target import load_board
 from microcompile.tuning import Measurer, lowered_workloads
 
@@ -45,6 +47,7 @@ def measure(model: Path, board, knobs, work: Path, base: dict) -> bool:
     compiled, workloads = lowered_workloads(model, board)
     convs = [w for w in workloads if w.space is not None and w.space.family == "conv2d"]
     m = Measurer(model, board, work, compiled, emulate=True, port=None, timeout=120.0)
+    caps = {n.name: col_bytes_max(t) for n, _, t in compiled.kernels}
     ok = True
     for name, value in knobs:
         if not convs or name not in convs[0].space.names:
@@ -53,7 +56,8 @@ def measure(model: Path, board, knobs, work: Path, base: dict) -> bool:
         print(f"{model.stem}: {name}={value}" + "".join(f", {k}={v}" for k, v in base.items()))
         default, tuned = [], []
         for w in convs:
-            start = {**w.default, **base}
+            # the default as deployed: with the im2col cap the driver gave the kernel (blocks.py)
+            start = {**w.default, "col_bytes_max": caps.get(w.nodes[0]) or w.default["col_bytes_max"], **base}
             config = {**start, name: value}
             try:
                 _, trace = apply_config(w.func, board.target, config)
