@@ -81,7 +81,8 @@ WIDEN_MIN_RUN = 8
 EPILOGUE_DOMAIN = ("fused", "tile")
 # The loop order of the requantizing int16 DSP kernel (RQ_LOOP_ORDERS): chunks of 8 weight panels
 # outermost (the default) or the columns. They differ only where the rows fill more than one
-# chunk, so "columns" is offered for 33..128 rows, k a multiple of 8 (the assembly path).
+# chunk, so "columns" is offered for 33..64 rows (their records on the stack: 768 bytes), k a
+# multiple of 8 (the assembly path).
 GEMM_LOOP_ORDER_DOMAIN = declare_knob("gemm_loop_order", tuple(RQ_LOOP_ORDERS),
                                       "conv2d on DSP (int16, fused): chunks of 8 weight panels outermost (panels) "
                                       "or the columns (one assembly call per column)")

@@ -114,7 +114,7 @@ RQ_KERNELS = {"mc_gemm_rq_c_s8": ("int8", 0), "mc_gemm_rq_c_s16": ("int16", 0),
 # and a chunk's weights stay near), "columns" the columns outermost with every panel of a column
 # in one assembly call (records for at most RQ_COLS_PANELS panels, built once per call).
 RQ_LOOP_ORDERS = {"panels": "mc_gemm_p4_rq_dsp_s16", "columns": "mc_gemm_p4_rq_dsp_s16_cols"}
-RQ_CHUNK, RQ_COLS_PANELS = 8, 32
+RQ_CHUNK, RQ_COLS_PANELS = 8, 16
 
 
 def rq_kernel_name(variant: str, dtype: str) -> str:

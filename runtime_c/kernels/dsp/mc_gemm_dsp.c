@@ -646,9 +646,9 @@ MC_GEMM_P4_RQ_S16_CHUNKS(mc_gemm_p4_rq_dsp_s16, RQ_CHUNK, p4_rq_s16_any_k)
 /* gemm_loop_order "columns": the columns outermost, each column's panels in one call of the
  * assembly loop (records for up to RQ_COLS_PANELS panels built once; the schedule offers this
  * order for at most that many, a larger m would run in chunks of it). One call per column
- * instead of one per column and chunk, for 1 KiB more stack than the default's records. Where
+ * instead of one per column and chunk, for 384 bytes more stack than the default's records. Where
  * the assembly does not apply the orders do not matter: the default kernel's C loop. */
-#define RQ_COLS_PANELS 32
+#define RQ_COLS_PANELS 16
 
 MC_GEMM_P4_RQ_S16_CHUNKS(mc_gemm_p4_rq_dsp_s16_cols, RQ_COLS_PANELS, mc_gemm_p4_rq_dsp_s16)
 
