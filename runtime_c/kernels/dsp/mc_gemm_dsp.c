@@ -647,10 +647,14 @@ MC_GEMM_P4_RQ_S16_CHUNKS(mc_gemm_p4_rq_dsp_s16, RQ_CHUNK, p4_rq_s16_any_k)
  * assembly loop (records for up to RQ_COLS_PANELS panels built once; the schedule offers this
  * order for at most that many, a larger m would run in chunks of it). One call per column
  * instead of one per column and chunk, for 384 bytes more stack than the default's records. Where
- * the assembly does not apply the orders do not matter: the default kernel's C loop. */
+ * the assembly does not apply the orders do not matter: the C loop, an instance of its own, not
+ * inlined (a call of the default kernel would add that kernel's frame to the stack bound; a
+ * shared or inlinable instance changes how GCC 12 inlines the default's, whose instructions
+ * stay as before the knob). */
 #define RQ_COLS_PANELS 16
 
-MC_GEMM_P4_RQ_S16_CHUNKS(mc_gemm_p4_rq_dsp_s16_cols, RQ_COLS_PANELS, mc_gemm_p4_rq_dsp_s16)
+__attribute__((noinline)) static void MC_GEMM_P4_RQ(p4_rq_s16_any_k_cols, int16_t, p4_s16_panel)
+MC_GEMM_P4_RQ_S16_CHUNKS(mc_gemm_p4_rq_dsp_s16_cols, RQ_COLS_PANELS, p4_rq_s16_any_k_cols)
 
 /* ---- The 4x2 register tile (schedule knob gemm_tile=4x2): four weight rows times two columns.
  * B comes pair-interleaved (mc_gemm.h): columns 2q and 2q+1 alternate by k-pair, so one LDM of
