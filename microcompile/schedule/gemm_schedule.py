@@ -207,38 +207,23 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
 
 def _knob_refusal(w, target, wide: bool, epilogue: str | None, loop_order: str, tile: str) -> str | None:
     """Why the GEMM kernel knobs (not both the default) do not apply, or None."""
-    if tile != "4x1":
-        m, depth = w.shape[0], w.size // w.shape[0]
-        what = f"gemm_tile={tile}"
-        if loop_order != "panels":
-            return f"{what} runs chunks of panels outermost (gemm_loop_order=columns is a 4x1 kernel)"
-        if _variant(target) != "dsp" or not wide:
-            return f"{what} is a tile of the int16 DSP kernel (needs a DSP core and wide_weights=1)"
-        if epilogue == "tile":
-            return f"{what} is a tile of the requantizing kernel (needs epilogue fused or auto)"
-        if depth % 8:
-            return f"{what} needs k a multiple of 8 (k = {depth})"
-        if m % PANEL_ROWS:
-            return f"{what} needs whole panels of {PANEL_ROWS} rows ({m} rows)"
-        return None
-    return _loop_order_refusal(w, target, wide, epilogue, loop_order)
-
-
-def _loop_order_refusal(w, target, wide: bool, epilogue: str | None, loop_order: str) -> str | None:
-    """Why `loop_order` (not the default) does not apply, or None."""
     m, depth = w.shape[0], w.size // w.shape[0]
-    rows = m - m % PANEL_ROWS
-    what = f"gemm_loop_order={loop_order}"
+    what = f"gemm_tile={tile}" if tile != "4x1" else f"gemm_loop_order={loop_order}"
+    if tile != "4x1" and loop_order != "panels":
+        return f"{what} runs chunks of panels outermost (gemm_loop_order=columns is a 4x1 kernel)"
+    # Both are choices of the requantizing int16 DSP kernel's assembly path.
     if _variant(target) != "dsp" or not wide:
-        return f"{what} orders the int16 DSP kernel (needs a DSP core and wide_weights=1)"
+        return f"{what} is a choice of the int16 DSP kernel (needs a DSP core and wide_weights=1)"
     if epilogue == "tile":
-        return f"{what} orders the requantizing kernel (needs epilogue fused or auto)"
+        return f"{what} is a choice of the requantizing kernel (needs epilogue fused or auto)"
     if depth % 8:
-        return f"{what} orders the assembly loop, which needs k a multiple of 8 (k = {depth})"
-    if rows <= PANEL_ROWS * RQ_CHUNK:
-        return (f"{what}: the {m} rows fill one chunk of {RQ_CHUNK} panels, where both orders are the same "
-                f"loop")
-    if rows > PANEL_ROWS * RQ_COLS_PANELS:
+        return f"{what} is a choice of the assembly loop, which needs k a multiple of 8 (k = {depth})"
+    rows = m - m % PANEL_ROWS
+    if tile != "4x1" and m % PANEL_ROWS:
+        return f"{what} needs whole panels of {PANEL_ROWS} rows ({m} rows)"
+    if tile == "4x1" and rows <= PANEL_ROWS * RQ_CHUNK:
+        return f"{what}: the {m} rows fill one chunk of {RQ_CHUNK} panels, where both orders are the same loop"
+    if tile == "4x1" and rows > PANEL_ROWS * RQ_COLS_PANELS:
         return f"{what} keeps at most {PANEL_ROWS * RQ_COLS_PANELS} rows' records on the stack ({m} rows)"
     return None
 

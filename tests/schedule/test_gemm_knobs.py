@@ -135,11 +135,11 @@ def test_interleave_columns_refuses_a_function_without_the_kernel(convs):
 
 @pytest.mark.parametrize("name,over,reason", [
     ("pw62", {}, "gemm_tile=4x2 needs whole panels of 4 rows \\(62 rows\\)"),
-    ("pw40k62", {}, "gemm_tile=4x2 needs k a multiple of 8 \\(k = 62\\)"),
+    ("pw40k62", {}, "gemm_tile=4x2 is a choice of the assembly loop, which needs k a multiple of 8 \\(k = 62\\)"),
     ("c3x3k360", {}, "needs two columns or more per block \\(the block has 1; knob cols\\)"),
     ("pw40", {"cols": 1}, "needs two columns or more per block"),
-    ("pw40", {"wide_weights": 0}, "gemm_tile=4x2 is a tile of the int16 DSP kernel"),
-    ("pw40", {"epilogue": "tile"}, "gemm_tile=4x2 is a tile of the requantizing kernel"),
+    ("pw40", {"wide_weights": 0}, "gemm_tile=4x2 is a choice of the int16 DSP kernel"),
+    ("pw40", {"epilogue": "tile"}, "gemm_tile=4x2 is a choice of the requantizing kernel"),
     ("pw40", {"gemm_loop_order": "columns"}, "gemm_tile=4x2 runs chunks of panels outermost"),
 ])
 def test_4x2_tile_is_refused_where_it_does_not_apply(convs, name, over, reason):
