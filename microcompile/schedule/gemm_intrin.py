@@ -30,11 +30,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tir.intrinsics_gemm import (GEMM_DTYPES, GEMM_KERNELS, GEMM_PARAMS, GEMM_RQ_PARAMS, P4_KERNELS, PANEL_ROWS,
-                                   RQ_KERNELS, gemm_kernel_name, pack_panels4)
-from ..tir.nodes import (Address, Allocate, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, LetStmt, Load, SeqStmt,
-                         Store, Var, substitute, walk)
+from ..tir.intrinsics_copy import WIDEN_KERNEL
+from ..tir.intrinsics_gemm import (GEMM_DTYPES, GEMM_KERNELS, GEMM_PARAMS, GEMM_RQ_PARAMS, P4_KERNELS, P4X2_KERNELS,
+                                   PANEL_ROWS, RQ_KERNELS, WIDEN_PAIRS_KERNEL, gemm_kernel_name, pack_panels4)
+from ..tir.nodes import (Address, Allocate, BinOp, Buffer, Call, Cast, Evaluate, For, IfThenElse, IntImm, LetStmt,
+                         Load, ParamStruct, PrimFunc, Select, SeqStmt, Store, Var, add, mul, rewrite, simplify, sub,
+                         substitute, walk)
+from ..tir.verify import verify_primfunc
 from .epilogue import eval_int, requant_epilogue, unit_load
+from .primitives import ScheduleError, primitive
 from .tensorize import affine, perfect_nest, tensor_intrin
 
 
@@ -213,6 +217,89 @@ def _emit_rq(kernel: str):
 
 for _name, (_dt, _group) in RQ_KERNELS.items():
     tensor_intrin(_name, _emit_rq(_name), doc=f"int8 y = requantize(bias + {_dt} A * {_dt} B^T)")(_match_rq(_dt, _group))
+# The 4x2 tile matches the same nest; the call reads B pair-interleaved, so interleave_columns
+# must follow it (the schedule applies both).
+for _name, (_dt, _group) in P4X2_KERNELS.items():
+    tensor_intrin(_name, _emit_rq(_name), doc=f"int8 y = requantize(bias + {_dt} A * {_dt} B^T), B pair-interleaved "
+                                              "(follow with interleave_columns)")(_match_rq(_dt, _group))
+
+
+@primitive("interleave_columns")
+def interleave_columns(f: PrimFunc, kernel: str) -> PrimFunc:
+    """Lay out the scratch B operand of the one call of `kernel` (P4X2_KERNELS) as the call
+    reads it, pair-interleaved (tir/intrinsics_gemm.pair_interleaved_index): every store into
+    it, and every widening copy run (mc_widen_dsp_s8_s16) into it, writes column j's element p
+    where the kernel reads it. Each access must be affine in the loops, base + J*ldb + p with
+    0 <= p < ldb; a widened run must start at an even p (it becomes mc_widen_pairs_dsp_s8_s16).
+
+        xv_cache[j*64 + ic] = v     -->   xv_cache[(j/2)*128 + (j%2)*2 + 2*ic - ic%2] = v
+    """
+    calls = [c for c in walk(f.body) if isinstance(c, Call) and c.name == kernel]
+    if kernel not in P4X2_KERNELS or len(calls) != 1:
+        raise ScheduleError(f"{f.name}: interleave_columns needs one call of a pair-interleaved GEMM kernel, "
+                            f"found {len(calls)} of {kernel}")
+    baddr, params = calls[0].args[2], calls[0].args[6]
+    buf = baddr.buffer
+    if not (isinstance(params, ParamStruct) and buf.scope == "scratch" and baddr.index == IntImm(0)):
+        raise ScheduleError(f"{f.name}: interleave_columns needs B as a whole scratch buffer")
+    n, ldb = params.as_dict()["n"], params.as_dict()["ldb"]
+    ne = n - n % 2
+    if n < 2:
+        raise ScheduleError(f"{f.name}: interleave_columns needs two columns or more per block (the block has {n}; "
+                            "knob cols)")
+    extents = {x.var.name: x.extent for x in walk(f.body) if isinstance(x, For)}
+
+    def place(index, run: int = 1):
+        """(pair-interleaved index, J: its column, or None where it is always in a pair) of the access
+        at `index` of `run` elements."""
+        form = affine(index, set(extents))
+        if form is None or not isinstance(form[1], IntImm):
+            raise ScheduleError(f"{f.name}: interleave_columns: an access of {buf.name} is not affine in the loops")
+        coeffs, base = form[0], form[1].value
+        jterms = {v: c // ldb for v, c in coeffs.items() if c % ldb == 0}
+        pterms = {v: c for v, c in coeffs.items() if c % ldb}
+        lo = base % ldb + sum(min(0, c * (extents[v] - 1)) for v, c in pterms.items())
+        hi = base % ldb + sum(max(0, c * (extents[v] - 1)) for v, c in pterms.items()) + run - 1
+        jhi = base // ldb + sum(c * (extents[v] - 1) for v, c in jterms.items())
+        if lo < 0 or hi >= ldb or any(c < 0 for c in (*pterms.values(), *jterms.values())) or jhi >= n:
+            raise ScheduleError(f"{f.name}: interleave_columns: an access of {buf.name} is not inside one column")
+        J = _linear(jterms, base // ldb)
+        P = _linear(pterms, base % ldb)
+        odd = _linear({v: c for v, c in pterms.items() if c % 2}, base % 2)
+        if run > 1 and not (isinstance(odd, IntImm) and odd.value == 0):
+            raise ScheduleError(f"{f.name}: interleave_columns: a widened run of {buf.name} starts at an odd k")
+        paired = simplify(add(add(mul(BinOp("div", J, IntImm(2)), IntImm(2 * ldb)), mul(BinOp("mod", J, IntImm(2)),
+                                                                                         IntImm(2))),
+                              sub(mul(P, IntImm(2)), odd if isinstance(odd, IntImm) else BinOp("mod", odd, IntImm(2)))))
+        return paired, (None if jhi < ne else J)      # None: every access is in a pair
+
+    def fn(node):
+        if isinstance(node, Store) and node.buffer is buf:
+            paired, J = place(node.index)
+            index = paired if J is None else Select(BinOp("lt", J, IntImm(ne)), paired, node.index)
+            return Store(buf, index, node.value)
+        if isinstance(node, Evaluate) and node.call.name == WIDEN_KERNEL and node.call.args[0].buffer is buf:
+            dst, src, count = node.call.args
+            if not isinstance(count, IntImm):
+                raise ScheduleError(f"{f.name}: interleave_columns: a widened run of unknown length")
+            paired, J = place(dst.index, count.value)
+            pairs = Evaluate(Call(WIDEN_PAIRS_KERNEL, (Address(buf, paired), src, count), "void"))
+            return pairs if J is None else IfThenElse(BinOp("lt", J, IntImm(ne)), pairs, node)
+        return None
+
+    others = [x for x in walk(f.body) if isinstance(x, (Load, Address)) and x.buffer is buf]
+    widened = [x.args[0] for x in walk(f.body) if isinstance(x, Call) and x.name == WIDEN_KERNEL]
+    if any(x is not baddr and not any(x is w for w in widened) for x in others):
+        raise ScheduleError(f"{f.name}: interleave_columns: {buf.name} is read or passed elsewhere")
+    body = rewrite(f.body, lambda x: fn(x) if isinstance(x, (Store, Evaluate)) else None, pre=True)
+    return verify_primfunc(PrimFunc(f.name, f.buffers, body, dict(f.attrs)))
+
+
+def _linear(terms: dict[str, int], const: int):
+    e = IntImm(const)
+    for v, c in sorted(terms.items()):
+        e = add(e, mul(Var(v), IntImm(c)))
+    return simplify(e)
 
 
 def uses_var(e, name: str) -> bool:

@@ -38,7 +38,10 @@ per-kernel choice (schedule/widening.py); int8 ones use the same kernels on int8
 Knobs (declared with their domains in schedule/knobs.py, recorded in the trace): `max_cols`
 (COLS_DOMAIN), `col_bytes_max` (COL_BYTES_DOMAIN: the im2col buffer's size cap), `acc_rows`
 (FC_ACC_ROWS_DOMAIN), `widen_min_run` (WIDEN_MIN_RUN_DOMAIN: the shortest copy run worth a call),
-`wide_weights`. Whether a kernel's weights are widened is decided per kernel against the board's
+`wide_weights`, `gemm_loop_order` (GEMM_LOOP_ORDER_DOMAIN: the requantizing int16 DSP kernel's
+order, chunks of 8 weight panels outermost or the columns; recorded when not the default),
+`gemm_tile` (GEMM_TILE_DOMAIN: its register tile, 4x1 or 4x2 on pair-interleaved im2col columns).
+Whether a kernel's weights are widened is decided per kernel against the board's
 flash (and the arena) by schedule/widening.py and the driver, for every size of layer alike.
 The conv2d placement knobs below are recorded only when they leave their
 default (the first value), so the default trace is unchanged; a value that cannot be carried
@@ -75,7 +78,8 @@ from __future__ import annotations
 from ..tir.nodes import For, LetStmt, Load, PrimFunc, Select, Store, substitute, walk
 from .copy_intrin import WIDEN_KERNEL
 from .knobs import declare_knob
-from ..tir.intrinsics_gemm import PANEL_ROWS, gemm_kernel_name, rq_kernel_name
+from ..tir.intrinsics_gemm import (PANEL_ROWS, RQ_CHUNK, RQ_COLS_PANELS, RQ_LOOP_ORDERS, RQ_TILES,
+                                   gemm_kernel_name, rq_kernel_name)
 from .loop_xform import proven, unswitch, value_range
 from .tensorize import affine
 from .primitives import ScheduleError, find_loop
@@ -122,6 +126,21 @@ CACHE_WRITE_AT_DOMAIN = declare_knob("cache_write_at", ("block", "pixel"),
                                      "conv2d epilogue=tile: the int32 accumulator tile per block of columns "
                                      "(block) or per output pixel (pixel)")
 
+# The loop order of the requantizing int16 DSP kernel (RQ_LOOP_ORDERS): chunks of 8 weight panels
+# outermost (the default) or the columns. They differ only where the rows fill more than one
+# chunk, so "columns" is offered for 33..64 rows (their records on the stack: 768 bytes), k a
+# multiple of 8 (the assembly path).
+GEMM_LOOP_ORDER_DOMAIN = declare_knob("gemm_loop_order", tuple(RQ_LOOP_ORDERS),
+                                      "conv2d on DSP (int16, fused): chunks of 8 weight panels outermost (panels) "
+                                      "or the columns (one assembly call per column)")
+# The register tile of the requantizing int16 DSP kernel (RQ_TILES): 4x1 (four weight rows times
+# one column, the default) or 4x2 (two columns share each weight LDM; the im2col copy writes the
+# columns pair-interleaved, interleave_columns). Offered where k % 8 == 0 and m % 4 == 0. A 2x2
+# tile (CMSIS-NN's) is not offered: with LDR per row and column it takes 8 instructions per 8 MACs
+# where the panel loops take 5.5, and it does not fit the four-row panels.
+GEMM_TILE_DOMAIN = declare_knob("gemm_tile", tuple(RQ_TILES),
+                                "conv2d on DSP (int16, fused): register tile of the GEMM kernel, 4 weight rows times "
+                                "1 or 2 columns (4x2: pair-interleaved im2col columns)")
 
 class KnobRefused(ScheduleError):
     """A knob value the conv2d schedule cannot carry out on this kernel (the message says why):
@@ -276,7 +295,8 @@ def interior_rows(func: PrimFunc) -> tuple[int, int] | str:
 def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_bytes_max: int | None = None,
                          widen_min_run: int = WIDEN_MIN_RUN, wide: bool = True, cols: int | None = None,
                          epilogue: str | None = None, pointwise: str = "copy", pad_split: str = "auto",
-                         cache_read_at: str = "block", cache_write_at: str = "block") -> Schedule | None:
+                         cache_read_at: str = "block", cache_write_at: str = "block", loop_order: str = "panels",
+                         tile: str = "4x1") -> Schedule | None:
     """The GEMM schedule of an int8 conv2d, or None when it does not apply (float, hybrid).
     `wide`: int16 weights and columns (SMLAD pairs, twice the weight flash) or int8 ones;
     only DSP cores take int16 (elsewhere it costs flash and gains nothing).
@@ -285,9 +305,12 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
     `epilogue` (EPILOGUE_DOMAIN): "fused" requantizes in the micro-kernel, "tile" keeps an int32
     accumulator tile and a separate epilogue pass; default: fused where a kernel exists.
     `pointwise`, `pad_split`, `cache_read_at`, `cache_write_at`: see the module docstring; a
-    value that cannot be carried out on this kernel raises KnobRefused with the reason."""
+    value that cannot be carried out on this kernel raises KnobRefused with the reason.
+    `loop_order` (GEMM_LOOP_ORDER_DOMAIN) and `tile` (GEMM_TILE_DOMAIN): ScheduleError, with
+    the reason, where a value other than the default does not apply."""
     if func.attrs.get("op") != "conv2d" or func.attrs.get("hybrid"):
         return None
+    assert loop_order in GEMM_LOOP_ORDER_DOMAIN and tile in GEMM_TILE_DOMAIN, (loop_order, tile)
     assert max_cols in COLS_DOMAIN, max_cols
     col_bytes_max = COL_BYTES_MAX[_variant(target)] if col_bytes_max is None else col_bytes_max
     assert col_bytes_max in COL_BYTES_DOMAIN, col_bytes_max
@@ -300,13 +323,13 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
         # rows where the kernel allows it (a padded conv with a block inside the interior rows)
         options = dict(max_cols=max_cols, col_bytes_max=col_bytes_max, widen_min_run=widen_min_run, wide=wide,
                        cols=cols, epilogue=epilogue, pointwise=pointwise, cache_read_at=cache_read_at,
-                       cache_write_at=cache_write_at)
+                       cache_write_at=cache_write_at, loop_order=loop_order, tile=tile)
         if pointwise != "direct":
             try:
                 sch = schedule_conv2d_gemm(func, target, pad_split="rows", **options)
                 if sch is not None:
                     return sch
-            except KnobRefused:
+            except ScheduleError:
                 pass
         return schedule_conv2d_gemm(func, target, pad_split="none", **options)
     places = _Places(pointwise, pad_split, cache_read_at, cache_write_at)
@@ -315,10 +338,46 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
     if epilogue is not None:
         assert epilogue in EPILOGUE_DOMAIN, epilogue
         choices = tuple(c for c in choices if c == (epilogue == "fused"))
+    knobs = (loop_order, tile) != ("panels", "4x1")
+    if tile != "4x1" and (places.direct or places.read_at != "block"):
+        raise KnobRefused(f"gemm_tile={tile} reads pair-interleaved im2col blocks: it needs pointwise=copy and "
+                          f"cache_read_at=block")
+    if knobs:
+        why = _knob_refusal(w, target, wide, epilogue, loop_order, tile)
+        if why:
+            raise ScheduleError(why)
+        choices = (True,)
     for fused in choices:
-        sch = _conv2d_gemm(func, target, max_cols, col_bytes_max, widen_min_run, wide, fused, cols, places)
+        sch = _conv2d_gemm(func, target, max_cols, col_bytes_max, widen_min_run, wide, fused, cols, places,
+                           loop_order, tile)
         if sch is not None:
             return sch
+    if knobs:
+        raise ScheduleError(f"gemm_loop_order={loop_order}, gemm_tile={tile}: the requantizing kernel does not apply "
+                            f"to {func.name}")
+    return None
+
+
+def _knob_refusal(w, target, wide: bool, epilogue: str | None, loop_order: str, tile: str) -> str | None:
+    """Why the GEMM kernel knobs (not both the default) do not apply, or None."""
+    m, depth = w.shape[0], w.size // w.shape[0]
+    what = f"gemm_tile={tile}" if tile != "4x1" else f"gemm_loop_order={loop_order}"
+    if tile != "4x1" and loop_order != "panels":
+        return f"{what} runs chunks of panels outermost (gemm_loop_order=columns is a 4x1 kernel)"
+    # Both are choices of the requantizing int16 DSP kernel's assembly path.
+    if _variant(target) != "dsp" or not wide:
+        return f"{what} is a choice of the int16 DSP kernel (needs a DSP core and wide_weights=1)"
+    if epilogue == "tile":
+        return f"{what} is a choice of the requantizing kernel (needs epilogue fused or auto)"
+    if depth % 8:
+        return f"{what} is a choice of the assembly loop, which needs k a multiple of 8 (k = {depth})"
+    rows = m - m % PANEL_ROWS
+    if tile != "4x1" and m % PANEL_ROWS:
+        return f"{what} needs whole panels of {PANEL_ROWS} rows ({m} rows)"
+    if tile == "4x1" and rows <= PANEL_ROWS * RQ_CHUNK:
+        return f"{what}: the {m} rows fill one chunk of {RQ_CHUNK} panels, where both orders are the same loop"
+    if tile == "4x1" and rows > PANEL_ROWS * RQ_COLS_PANELS:
+        return f"{what} keeps at most {PANEL_ROWS * RQ_COLS_PANELS} rows' records on the stack ({m} rows)"
     return None
 
 
@@ -373,7 +432,8 @@ def _partition_interior(sch: Schedule, places: _Places, loop: str, unit: int, ro
 
 
 def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, widen_min_run: int, wide: bool,
-                 fused: bool, cols: int | None = None, places: _Places | None = None) -> Schedule | None:
+                 fused: bool, cols: int | None = None, places: _Places | None = None, loop_order: str = "panels",
+                 tile: str = "4x1") -> Schedule | None:
     """`fused`: one requantizing micro-kernel call per block of columns (bias, requantization
     and clamp in its epilogue, no int32 tile); otherwise an accumulator tile in scratch and a
     separate epilogue loop (requantizations the micro-kernels do not implement)."""
@@ -460,7 +520,14 @@ def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, wide
                 raise KnobRefused(f"pointwise=direct with the fused epilogue needs the dsp kernel that finishes one "
                                   f"column before the next (this one is the {variant} kernel, whose column pairs "
                                   f"the in-place output may overwrite); use epilogue=tile")
-            sch.tensorize(gemm_at, rq_kernel_name(variant, dtype))
+            if loop_order != "panels":       # recorded only off the default: default traces stay as they were
+                sch.knob("gemm_loop_order", loop_order)
+                sch.tensorize(gemm_at, RQ_LOOP_ORDERS[loop_order])
+            elif tile != "4x1":
+                sch.knob("gemm_tile", tile)
+                sch.tensorize(gemm_at, RQ_TILES[tile])
+            else:
+                sch.tensorize(gemm_at, rq_kernel_name(variant, dtype))
         else:
             _tensorize(sch, gemm_at, target, dtype, packed=wide or not _p4_pads(w.shape[0], depth, dtype))
         if places.pad_split != "none":
@@ -472,9 +539,14 @@ def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, wide
             else:
                 _partition_interior(sch, places, at_cache, cols, row)
             _finish_copies(sch, target, widen_min_run, wide)
+        if fused and tile != "4x1":
+            # last: the copies (partitioned, widened by calls) write the pair-interleaved layout
+            sch.apply("interleave_columns", RQ_TILES[tile])
     except KnobRefused:
         raise
     except ScheduleError:
+        if (loop_order, tile) != ("panels", "4x1"):
+            raise              # the tuner's choice: say why it does not apply
         return None
     return sch
 

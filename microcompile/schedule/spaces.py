@@ -19,7 +19,10 @@ Families (matched in this order, the first whose `applies` holds):
                       epilogue, pointwise (copy/direct: the 1x1 fast path), pad_split (auto/none/rows: the
                       interior rows' im2col copy without a padding test), cache_read_at
                       (block/pixel/plane: where the im2col columns are copied), cache_write_at
-                      (block/pixel: the int32 tile of epilogue=tile), unroll_max_extent
+                      (block/pixel: the int32 tile of epilogue=tile), gemm_loop_order
+                      (panels | columns: the int16 DSP kernel's outer loop, chunks of 8 weight panels
+                      or the columns), gemm_tile (4x1 | 4x2: its register tile, 4x2 on pair-interleaved
+                      im2col columns), unroll_max_extent
     fully_connected   int8 GEMV/GEMM (gemm_schedule.py): acc_rows, wide_weights, unroll_max_extent
     depthwise_conv2d  (depthwise_intrin.py): depthwise_kernel, wide_weights, unroll_max_extent
     add               int8 ADD rescale tables (tabulate.py): tables, unroll_max_extent
@@ -196,14 +199,15 @@ def _conv_applies(func, target) -> bool:
 
 def _conv_knobs(func, target):
     return _knobs("cols", "col_bytes_max", "widen_min_run", "wide_weights", "epilogue", "pointwise", "pad_split",
-                  "cache_read_at", "cache_write_at", "unroll_max_extent")
+                  "cache_read_at", "cache_write_at", "gemm_loop_order", "gemm_tile", "unroll_max_extent")
 
 
 def _conv_default(func, target, wide):
     return {"cols": 0, "col_bytes_max": COL_BYTES_MAX[kernel_set(target)], "widen_min_run": WIDEN_MIN_RUN,
             "wide_weights": int(bool(wide)),
             "epilogue": "auto", "pointwise": "copy", "pad_split": "auto", "cache_read_at": "block",
-            "cache_write_at": "block", "unroll_max_extent": default_unroll(func)}
+            "cache_write_at": "block", "gemm_loop_order": "panels", "gemm_tile": "4x1",
+            "unroll_max_extent": default_unroll(func)}
 
 
 @knob_family("conv2d", _conv_applies, _conv_knobs, _conv_default)
@@ -233,7 +237,8 @@ def _conv_schedule(func, target, config):
     return schedule_conv2d_gemm(func, target, col_bytes_max=config["col_bytes_max"],
                                 widen_min_run=config["widen_min_run"], wide=wide, cols=cols, epilogue=epilogue,
                                 pointwise=config["pointwise"], pad_split=config["pad_split"],
-                                cache_read_at=config["cache_read_at"], cache_write_at=config["cache_write_at"])
+                                cache_read_at=config["cache_read_at"], cache_write_at=config["cache_write_at"],
+                                loop_order=config["gemm_loop_order"], tile=config["gemm_tile"])
 
 
 # ---------------------------------------------------------------- fully_connected

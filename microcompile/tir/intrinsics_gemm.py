@@ -13,6 +13,8 @@ The requantizing variants keep the accumulator in registers and write int8 (no i
     mc_gemm_rq_c_<dtype>(y, a, b, bias, mult, rshift, &{m, n, k, lda, ldb, ldy, out_offset, act_min, act_max})
     mc_gemm_rq_mve_s8(y, a, b, bias, mult, rshift, &{... the same})          (Helium: int8 only)
     mc_gemm_p4_rq_dsp_<dtype>(y, a_packed, b, bias, mult, rshift, &{... the same; lda ignored})
+    mc_gemm_p4_rq_dsp_s16_cols(...)      the s16 one in another loop order (RQ_LOOP_ORDERS)
+    mc_gemm_p4x2_rq_dsp_s16(...)         the s16 one on a pair-interleaved B (RQ_TILES)
         for j < n, i < m:
             acc = bias[i] + sum_{p < k} a[i*lda + p] * b[j*ldb + p]
             y[j*ldy + i] = clamp(MultiplyByQuantizedMultiplier(acc, mult[i], -rshift[i]) + out_offset,
@@ -105,8 +107,14 @@ GEMM_RQ_PARAMS = StructType("mc_gemm_rq_params_t", ("m", "n", "k", "lda", "ldb",
                                                      "act_max"))
 # kernel -> (operand dtype, k group of the packed A; 0: A row-major with lda)
 RQ_KERNELS = {"mc_gemm_rq_c_s8": ("int8", 0), "mc_gemm_rq_c_s16": ("int16", 0),
-              "mc_gemm_p4_rq_dsp_s16": ("int16", 2), "mc_gemm_p4_rq_dsp_s8": ("int8", 4),
-              "mc_gemm_rq_mve_s8": ("int8", 0)}
+              "mc_gemm_p4_rq_dsp_s16": ("int16", 2), "mc_gemm_p4_rq_dsp_s16_cols": ("int16", 2),
+              "mc_gemm_p4_rq_dsp_s8": ("int8", 4), "mc_gemm_rq_mve_s8": ("int8", 0)}
+# The loop orders of the requantizing s16 DSP kernel (schedule knob gemm_loop_order), same
+# result: "panels" runs chunks of RQ_CHUNK panels outermost and the columns inside (records
+# and a chunk's weights stay near), "columns" the columns outermost with every panel of a column
+# in one assembly call (records for at most RQ_COLS_PANELS panels, built once per call).
+RQ_LOOP_ORDERS = {"panels": "mc_gemm_p4_rq_dsp_s16", "columns": "mc_gemm_p4_rq_dsp_s16_cols"}
+RQ_CHUNK, RQ_COLS_PANELS = 8, 16
 
 
 def rq_kernel_name(variant: str, dtype: str) -> str:
@@ -115,13 +123,23 @@ def rq_kernel_name(variant: str, dtype: str) -> str:
     return f"mc_gemm_rq_mve_{dtype}" if variant == "mve" else f"mc_gemm_rq_c_{dtype}"
 
 
-def _gemm_rq_impl(group: int):
+def pair_interleaved_index(j, p, n: int, ldb: int):
+    """Where column j's element p of a block of n columns is in the pair-interleaved layout of
+    the 4x2 kernels (mc_gemm.h): columns 2q and 2q+1 alternate by pairs of k, so one LDM fetches
+    both columns' pair; an odd last column stays row-major after the pairs."""
+    j, p = np.asarray(j), np.asarray(p)
+    paired = (j // 2) * 2 * ldb + (p // 2) * 4 + (j % 2) * 2 + p % 2
+    return np.where(j < n - n % 2, paired, j * ldb + p)
+
+
+def _gemm_rq_impl(group: int, interleaved: bool = False):
     def impl(y_ptr, a_ptr, b_ptr, bias_ptr, mult_ptr, rshift_ptr, p: dict):
         m, n, k, lda, ldb, ldy = (p[f] for f in ("m", "n", "k", "lda", "ldb", "ldy"))
         (ya, yo), (aa, ao), (ba, bo) = y_ptr, a_ptr, b_ptr
         a = (unpack_panels4(aa[ao:], m, k, group) if group else
              aa[ao + np.arange(m)[:, None] * lda + np.arange(k)[None, :]]).astype(np.int64)
-        b = ba[bo + np.arange(n)[:, None] * ldb + np.arange(k)[None, :]].astype(np.int64)
+        jj, pp = np.arange(n)[:, None], np.arange(k)[None, :]
+        b = ba[bo + (pair_interleaved_index(jj, pp, n, ldb) if interleaved else jj * ldb + pp)].astype(np.int64)
         i = np.arange(m)
         acc = b @ a.T + bias_ptr[0][bias_ptr[1] + i].astype(np.int64)              # [n, m]
         mult, rshift = mult_ptr[0][mult_ptr[1] + i].astype(np.int64), rshift_ptr[0][rshift_ptr[1] + i].astype(np.int64)
@@ -136,3 +154,24 @@ def _gemm_rq_impl(group: int):
 for _name, (_dt, _group) in RQ_KERNELS.items():
     intrinsic(_name, ("handle",) * 6 + (GEMM_RQ_PARAMS,), "void", "mc_gemm.h", extern=True,
               writes=(0,))(_gemm_rq_impl(_group))
+
+# The register tiles of the requantizing s16 DSP kernel (schedule knob gemm_tile): 4x1 (four
+# weight rows times one column, the default) reads B row-major; 4x2 (two columns share each
+# weight LDM) reads it pair-interleaved (`pair_interleaved_index`), which the schedule's
+# interleave_columns primitive makes the im2col copy write, widening runs with
+# mc_widen_pairs_dsp_s8_s16.
+RQ_TILES = {"4x1": "mc_gemm_p4_rq_dsp_s16", "4x2": "mc_gemm_p4x2_rq_dsp_s16"}
+P4X2_KERNELS = {"mc_gemm_p4x2_rq_dsp_s16": ("int16", 2)}
+for _name, (_dt, _group) in P4X2_KERNELS.items():
+    intrinsic(_name, ("handle",) * 6 + (GEMM_RQ_PARAMS,), "void", "mc_gemm.h", extern=True,
+              writes=(0,))(_gemm_rq_impl(_group, interleaved=True))
+
+WIDEN_PAIRS_KERNEL = "mc_widen_pairs_dsp_s8_s16"
+
+
+@intrinsic(WIDEN_PAIRS_KERNEL, ("handle", "handle", "int32"), "void", "mc_gemm.h", extern=True, writes=(0,))
+def _widen_pairs_impl(dst_ptr, src_ptr, n):
+    """dst[(i/2)*4 + i%2] = i16(src[i]) for i < n: a run of one column into its pair-interleaved place."""
+    (da, do), (sa, so) = dst_ptr, src_ptr
+    i = np.arange(n)
+    da[do + (i // 2) * 4 + i % 2] = sa[so:so + n].astype(np.int16)

@@ -35,7 +35,15 @@
  * with mult >= 0, rshift >= 1 and |acc| < 2^30, which the code generator proves from the
  * weights (mc_requant.h's mc_mul_by_qm_pos_rshift). mc_gemm_rq_c_<dtype> and mc_gemm_rq_mve_s8
  * read a row-major (lda); mc_gemm_p4_rq_dsp_<dtype> read it packed in panels as above (lda
- * ignored). */
+ * ignored). mc_gemm_p4_rq_dsp_s16_cols computes the same as mc_gemm_p4_rq_dsp_s16 in another
+ * loop order (columns outermost instead of chunks of eight panels; schedule knob gemm_loop_order).
+ *
+ * mc_gemm_p4x2_rq_dsp_s16 (schedule knob gemm_tile=4x2) computes the same on a B laid out
+ * pair-interleaved: with ne = n rounded down to even, column j < ne's element p is at
+ *   b[(j/2)*2*ldb + (p/2)*4 + (j%2)*2 + p%2]
+ * (columns 2q and 2q+1 alternate by pairs of k, so one LDM fetches both), an odd last column
+ * row-major at b[(n-1)*ldb + p]. mc_widen_pairs_dsp_s8_s16(dst, src, n) writes such a layout:
+ * dst[(i/2)*4 + i%2] = src[i] for i < n. */
 #ifndef MC_GEMM_H
 #define MC_GEMM_H
 
@@ -78,7 +86,10 @@ void mc_gemm_nt_mve_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_ge
 void mc_gemm_rq_c_s8(MC_GEMM_RQ_ARGS(int8_t));
 void mc_gemm_rq_c_s16(MC_GEMM_RQ_ARGS(int16_t));
 void mc_gemm_p4_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t));
+void mc_gemm_p4_rq_dsp_s16_cols(MC_GEMM_RQ_ARGS(int16_t));
+void mc_gemm_p4x2_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t));
 void mc_gemm_p4_rq_dsp_s8(MC_GEMM_RQ_ARGS(int8_t));
+void mc_widen_pairs_dsp_s8_s16(int16_t *dst, const int8_t *src, int32_t n);
 void mc_gemm_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t));
 
 #ifdef __cplusplus

@@ -561,59 +561,326 @@ __attribute__((naked, noinline)) static void p4_rq_s16_column(const rq_column_t 
         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t");
 }
 
-void mc_gemm_p4_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t))
+/* The records of `rows` rows (a multiple of 4) for the assembly loops: per panel its bias[4],
+ * mult[4] and rshift[4] - 1, 12 words read by three LDM. */
+static inline void rq_records(int32_t *rq, const int32_t *bias, const int32_t *mult, const int32_t *rshift,
+                              int32_t rows)
+{
+    for (int32_t r = 0; r < rows; r += 4) {
+        int32_t *rec = rq + r * 3;
+
+        memcpy(rec, bias + r, 16);
+        memcpy(rec + 4, mult + r, 16);
+        for (int32_t q = 0; q < 4; ++q)
+            rec[8 + q] = rshift[r + q] - 1;
+    }
+}
+
+/* The loop orders of the requantizing s16 kernel: chunks of CHUNK panels outermost, the
+ * columns inside (records built once per chunk, a chunk's weights read once per column); where
+ * the assembly does not apply, ANY_K. A macro, so that each kernel's frame holds its records
+ * and the 16 words more: the 60 bytes p4_rq_s16_column pushes, which GCC's stack usage
+ * (-fstack-usage, the fit report's static bound) cannot see in a naked function; and so that
+ * the default kernel compiles to the same instructions as before the knob existed. */
+#define MC_GEMM_P4_RQ_S16_CHUNKS(NAME, CHUNK, ANY_K)                                                 \
+void NAME(MC_GEMM_RQ_ARGS(int16_t))                                                                  \
+{                                                                                                    \
+    const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy; \
+    const int32_t m4 = m & ~3;                                                                       \
+    /* The records, and 16 words more: the 60 bytes p4_rq_s16_column pushes, which GCC's stack       \
+     * usage (-fstack-usage, the fit report's static bound) cannot see in a naked function, so       \
+     * they are counted in this frame instead. */                                                    \
+    int32_t rq[CHUNK * 12 + 16];                                                                     \
+    rq_column_t ctx;                                                                                 \
+                                                                                                     \
+    /* LDM needs word-aligned columns: an aligned B and an even ldb (im2col scratch is). */          \
+    if ((k & 7) != 0 || k == 0 || m4 == 0 || ((uintptr_t)b & 3u) != 0 || (ldb & 1) != 0) {           \
+        ANY_K(y, a, b, bias, mult, rshift, params);                                                  \
+        return;                                                                                      \
+    }                                                                                                \
+    ctx.lo4 = mc_bytes4(params->act_min);                                                            \
+    ctx.hi4 = mc_bytes4(params->act_max);                                                            \
+    ctx.off2 = 1 + 2 * params->out_offset;                                                           \
+    for (int32_t i0 = 0; i0 < m4; i0 += 4 * CHUNK) {                                                 \
+        const int32_t rows = m4 - i0 < 4 * CHUNK ? m4 - i0 : 4 * CHUNK;                              \
+                                                                                                     \
+        for (int32_t r = 0; r < rows; r += 4) {                                                      \
+            int32_t *rec = rq + r * 3;                                                               \
+                                                                                                     \
+            memcpy(rec, bias + i0 + r, 16);                                                          \
+            memcpy(rec + 4, mult + i0 + r, 16);                                                      \
+            for (int32_t q = 0; q < 4; ++q)                                                          \
+                rec[8 + q] = rshift[i0 + r + q] - 1;                                                 \
+        }                                                                                            \
+        for (int32_t j = 0; j < n; ++j) {                                                            \
+            ctx.col = b + j * ldb;                                                                   \
+            ctx.col8 = ctx.col + k;                                                                  \
+            ctx.y = y + j * ldy + i0;                                                                \
+            p4_rq_s16_column(&ctx, a + i0 * k, rq, rq + rows * 3);                                   \
+        }                                                                                            \
+    }                                                                                                \
+    if (m4 != m) {    /* the last, partial panel (its padding rows are zero), column by column */    \
+        const int32_t off = params->out_offset;                                                      \
+                                                                                                     \
+        for (int32_t j = 0; j < n; ++j) {                                                            \
+            const int16_t *col = b + j * ldb;                                                        \
+            int8_t *yj = y + j * ldy;                                                                \
+            int32_t s[4] = {0, 0, 0, 0};                                                             \
+                                                                                                     \
+            for (int32_t r = m4; r < m; ++r)                                                         \
+                s[r - m4] = bias[r];                                                                 \
+            p4_s16_panel(s, a + m4 * k, col, col + k, k);                                            \
+            for (int32_t r = m4; r < m; ++r) {                                                       \
+                int32_t v = mc_requant_ssat8(s[r - m4], mult[r], rshift[r], off);                    \
+                                                                                                     \
+                v = v < params->act_min ? params->act_min : v;                                       \
+                yj[r] = (int8_t)(v > params->act_max ? params->act_max : v);                         \
+            }                                                                                        \
+        }                                                                                            \
+    }                                                                                                \
+}
+
+/* gemm_loop_order "panels" (the default): chunks of RQ_CHUNK panels outermost. */
+MC_GEMM_P4_RQ_S16_CHUNKS(mc_gemm_p4_rq_dsp_s16, RQ_CHUNK, p4_rq_s16_any_k)
+
+/* gemm_loop_order "columns": the columns outermost, each column's panels in one call of the
+ * assembly loop (records for up to RQ_COLS_PANELS panels built once; the schedule offers this
+ * order for at most that many, a larger m would run in chunks of it). One call per column
+ * instead of one per column and chunk, for 384 bytes more stack than the default's records. Where
+ * the assembly does not apply the orders do not matter: the C loop, an instance of its own, not
+ * inlined (a call of the default kernel would add that kernel's frame to the stack bound; a
+ * shared or inlinable instance changes how GCC 12 inlines the default's, whose instructions
+ * stay as before the knob). */
+#define RQ_COLS_PANELS 16
+
+__attribute__((noinline)) static void MC_GEMM_P4_RQ(p4_rq_s16_any_k_cols, int16_t, p4_s16_panel)
+MC_GEMM_P4_RQ_S16_CHUNKS(mc_gemm_p4_rq_dsp_s16_cols, RQ_COLS_PANELS, p4_rq_s16_any_k_cols)
+
+/* ---- The 4x2 register tile (schedule knob gemm_tile=4x2): four weight rows times two columns.
+ * B comes pair-interleaved (mc_gemm.h): columns 2q and 2q+1 alternate by k-pair, so one LDM of
+ * two words fetches both columns' pair for the same k, and each LDM of two weight words (two of
+ * the panel's four rows) feeds four SMLAD: 11 instructions per 16 MACs, as the 4x1 loop, but
+ * every weight word is loaded once per two columns (half the weight loads: fewer cycles on
+ * silicon, where an LDM of n words takes 1 + n cycles; about the same QEMU instruction count). */
+
+/* Column j's element p in the pair-interleaved layout of a block of n columns. */
+static inline int32_t il_index(int32_t j, int32_t p, int32_t n, int32_t ldb)
+{
+    return j < (n & ~1) ? (j >> 1) * 2 * ldb + (p >> 1) * 4 + (j & 1) * 2 + (p & 1) : j * ldb + p;
+}
+
+/* dst[il] = src: a run of n int8 of one column, starting at an even k, widened into its
+ * pair-interleaved place (pairs of int16 every 4 elements), 10 instructions per 4 elements as
+ * mc_widen_dsp_s8_s16. */
+void mc_widen_pairs_dsp_s8_s16(int16_t *dst, const int8_t *src, int32_t n)
+{
+    const int8_t *end4 = src + (n & ~3);
+    int32_t i;
+
+    while (src != end4) {
+        const int32_t v = ld32(src), e = __sxtb16(v), o = sxtb16_ror8(v);   /* x0 x2, x1 x3 */
+        int32_t lo, hi;
+
+        __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(lo) : "r"(e), "r"(o));
+        __asm__("pkhtb %0, %2, %1, asr #16" : "=r"(hi) : "r"(e), "r"(o));
+        memcpy(dst, &lo, 4);
+        memcpy(dst + 4, &hi, 4);
+        src += 4;
+        dst += 8;
+    }
+    for (i = 0; i < (n & 3); ++i)
+        dst[(i >> 1) * 4 + (i & 1)] = src[i];
+}
+
+/* Any shape or alignment, one MAC at a time (the assembly needs k % 8 == 0, whole panels and
+ * a word-aligned B with an even ldb; the schedule offers 4x2 only there). */
+static void p4x2_rq_s16_any(MC_GEMM_RQ_ARGS(int16_t))
 {
     const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy;
-    const int32_t m4 = m & ~3;
-    /* The records, and 16 words more: the 60 bytes p4_rq_s16_column pushes, which GCC's stack
-     * usage (-fstack-usage, the fit report's static bound) cannot see in a naked function, so
-     * they are counted in this frame instead. */
-    int32_t rq[RQ_CHUNK * 12 + 16];
+    const int32_t kp = (k + 1) & ~1, off = params->out_offset;
+
+    for (int32_t j = 0; j < n; ++j)
+        for (int32_t i = 0; i < m; ++i) {
+            int32_t acc = bias[i], v;
+
+            for (int32_t p = 0; p < k; ++p)
+                acc += a[(i >> 2) * 4 * kp + (p >> 1) * 8 + (i & 3) * 2 + (p & 1)] * b[il_index(j, p, n, ldb)];
+            v = mc_requant_ssat8(acc, mult[i], rshift[i], off);
+            v = v < params->act_min ? params->act_min : v;
+            y[j * ldy + i] = (int8_t)(v > params->act_max ? params->act_max : v);
+        }
+}
+
+typedef struct {
+    const int16_t *col;     /* the pair's interleaved words */
+    const int16_t *col8;    /* their end: col + 2k */
+    int8_t *y;              /* column 2q's first panel outputs (column 2q+1's: ldy further) */
+    int32_t lo4, hi4;       /* act_min / act_max in every byte */
+    int32_t off2;           /* 1 + 2 * out_offset */
+    int32_t ldy;
+} rq_pair_t;
+
+/* One k-pair of both columns: one LDM of the pair's words (r8: column 2q, r9: 2q+1), two LDM
+ * of two rows' weight words each, eight SMLAD. */
+#define MC_P4X2_KPAIR                   \
+    "ldmia lr!, {r8, r9}\n\t"           \
+    "ldmia r12!, {r10, r11}\n\t"        \
+    "smlad r0, r8, r10, r0\n\t"         \
+    "smlad r1, r8, r11, r1\n\t"         \
+    "smlad r4, r9, r10, r4\n\t"         \
+    "smlad r5, r9, r11, r5\n\t"         \
+    "ldmia r12!, {r10, r11}\n\t"        \
+    "smlad r2, r8, r10, r2\n\t"         \
+    "smlad r3, r8, r11, r3\n\t"         \
+    "smlad r6, r9, r10, r6\n\t"         \
+    "smlad r7, r9, r11, r7\n\t"
+
+/* Panels rq .. rq_end of one pair of columns, weights from w. AAPCS: r0 = ctx, r1 = w,
+ * r2 = rq, r3 = rq_end. In the loop every register is taken: r0-r3 column 2q's sums, r4-r7
+ * column 2q+1's, r8/r9 the pair's words, r10/r11 weight words, r12 the weights, lr the pair;
+ * so the loop's end is read from the stack (one LDR per 8 k). The epilogue requantizes both
+ * columns with one load of the panel's multipliers and one of its shifts (as p4_rq_s16_column,
+ * mc_requant_dsp.h). Stack (from sp): rq [0], rq_end [4], col [8], col8 [12], y [16], lo4 [20],
+ * hi4 [24], off2 [28], ldy [32]; 72 bytes with the 36 pushed. */
+__attribute__((naked, noinline)) static void p4x2_rq_s16_pair(const rq_pair_t *ctx __attribute__((unused)),
+                                                              const int16_t *w __attribute__((unused)),
+                                                              const int32_t *rq __attribute__((unused)),
+                                                              const int32_t *rq_end __attribute__((unused)))
+{
+    __asm__ volatile(
+        "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
+        "ldm r0, {r4, r5, r6, r7, r8, r9, r10}\n\t"  /* col, col8, y, lo4, hi4, off2, ldy */
+        "push {r2, r3, r4, r5, r6, r7, r8, r9, r10}\n\t"
+        "mov r12, r1\n\t"
+        "mov lr, r2\n\t"
+        "2:\n\t"
+        "ldmia lr, {r4, r5, r6, r7}\n\t"             /* the panel's bias, for both columns */
+        "ldmia lr!, {r0, r1, r2, r3}\n\t"
+        "str lr, [sp]\n\t"
+        "ldr lr, [sp, #8]\n\t"
+        "1:\n\t"
+        MC_P4X2_KPAIR MC_P4X2_KPAIR MC_P4X2_KPAIR MC_P4X2_KPAIR
+        "ldr r8, [sp, #12]\n\t"
+        "cmp lr, r8\n\t"
+        "bne 1b\n\t"
+        "ldr lr, [sp]\n\t"
+        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* multipliers: SMMULR(2 * acc, mult) */
+        "lsl r0, r0, #1\n\t"
+        "smmulr r0, r0, r8\n\t"
+        "lsl r4, r4, #1\n\t"
+        "smmulr r4, r4, r8\n\t"
+        "lsl r1, r1, #1\n\t"
+        "smmulr r1, r1, r9\n\t"
+        "lsl r5, r5, #1\n\t"
+        "smmulr r5, r5, r9\n\t"
+        "lsl r2, r2, #1\n\t"
+        "smmulr r2, r2, r10\n\t"
+        "lsl r6, r6, #1\n\t"
+        "smmulr r6, r6, r10\n\t"
+        "lsl r3, r3, #1\n\t"
+        "smmulr r3, r3, r11\n\t"
+        "lsl r7, r7, #1\n\t"
+        "smmulr r7, r7, r11\n\t"
+        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* shifts minus one */
+        "str lr, [sp]\n\t"                            /* the next panel's records */
+        "ldr lr, [sp, #28]\n\t"                       /* off2 */
+        "sub r0, r0, r0, lsr #31\n\t"
+        "asr r0, r0, r8\n\t"
+        "add r0, r0, lr\n\t"
+        "ssat r0, #8, r0, asr #1\n\t"
+        "sub r4, r4, r4, lsr #31\n\t"
+        "asr r4, r4, r8\n\t"
+        "add r4, r4, lr\n\t"
+        "ssat r4, #8, r4, asr #1\n\t"
+        "sub r1, r1, r1, lsr #31\n\t"
+        "asr r1, r1, r9\n\t"
+        "add r1, r1, lr\n\t"
+        "ssat r1, #8, r1, asr #1\n\t"
+        "sub r5, r5, r5, lsr #31\n\t"
+        "asr r5, r5, r9\n\t"
+        "add r5, r5, lr\n\t"
+        "ssat r5, #8, r5, asr #1\n\t"
+        "sub r2, r2, r2, lsr #31\n\t"
+        "asr r2, r2, r10\n\t"
+        "add r2, r2, lr\n\t"
+        "ssat r2, #8, r2, asr #1\n\t"
+        "sub r6, r6, r6, lsr #31\n\t"
+        "asr r6, r6, r10\n\t"
+        "add r6, r6, lr\n\t"
+        "ssat r6, #8, r6, asr #1\n\t"
+        "sub r3, r3, r3, lsr #31\n\t"
+        "asr r3, r3, r11\n\t"
+        "add r3, r3, lr\n\t"
+        "ssat r3, #8, r3, asr #1\n\t"
+        "sub r7, r7, r7, lsr #31\n\t"
+        "asr r7, r7, r11\n\t"
+        "add r7, r7, lr\n\t"
+        "ssat r7, #8, r7, asr #1\n\t"
+        "pkhbt r8, r0, r2, lsl #16\n\t"               /* pack as mc_store4_s8: column 2q */
+        "pkhbt r9, r1, r3, lsl #16\n\t"
+        "uxtb16 r8, r8\n\t"
+        "uxtb16 r9, r9\n\t"
+        "orr r8, r8, r9, lsl #8\n\t"
+        "pkhbt r9, r4, r6, lsl #16\n\t"               /* column 2q+1 */
+        "pkhbt r10, r5, r7, lsl #16\n\t"
+        "uxtb16 r9, r9\n\t"
+        "uxtb16 r10, r10\n\t"
+        "orr r9, r9, r10, lsl #8\n\t"
+        "ldrd r10, r11, [sp, #20]\n\t"                /* lo4, hi4 */
+        "ssub8 r0, r8, r10\n\t"
+        "sel r8, r8, r10\n\t"
+        "ssub8 r0, r11, r8\n\t"
+        "sel r8, r8, r11\n\t"
+        "ssub8 r0, r9, r10\n\t"
+        "sel r9, r9, r10\n\t"
+        "ssub8 r0, r11, r9\n\t"
+        "sel r9, r9, r11\n\t"
+        "ldr r10, [sp, #16]\n\t"                      /* y */
+        "ldr r11, [sp, #32]\n\t"                      /* ldy */
+        "str r9, [r10, r11]\n\t"                      /* column 2q+1's four outputs */
+        "str r8, [r10], #4\n\t"                       /* column 2q's */
+        "str r10, [sp, #16]\n\t"
+        "ldrd lr, r6, [sp]\n\t"                       /* records, rq_end */
+        "cmp lr, r6\n\t"
+        "bne 2b\n\t"
+        "add sp, sp, #36\n\t"
+        "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t");
+}
+
+/* gemm_tile "4x2": pairs of columns by p4x2_rq_s16_pair, an odd last column (row-major after
+ * the pairs) by the 4x1 loop; chunks of RQ_CHUNK panels outermost as the default. */
+void mc_gemm_p4x2_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t))
+{
+    const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy;
+    /* The records, and 18 words more: the 72 bytes p4x2_rq_s16_pair keeps on the stack (and the
+     * 60 p4_rq_s16_column does), invisible to -fstack-usage in a naked function. */
+    int32_t rq[RQ_CHUNK * 12 + 18];
+    rq_pair_t pair;
     rq_column_t ctx;
 
-    /* LDM needs word-aligned columns: an aligned B and an even ldb (im2col scratch is). */
-    if ((k & 7) != 0 || k == 0 || m4 == 0 || ((uintptr_t)b & 3u) != 0 || (ldb & 1) != 0) {
-        p4_rq_s16_any_k(y, a, b, bias, mult, rshift, params);
+    if ((k & 7) != 0 || k == 0 || (m & 3) != 0 || m == 0 || ((uintptr_t)b & 3u) != 0 || (ldb & 1) != 0) {
+        p4x2_rq_s16_any(y, a, b, bias, mult, rshift, params);
         return;
     }
-    ctx.lo4 = mc_bytes4(params->act_min);
-    ctx.hi4 = mc_bytes4(params->act_max);
-    ctx.off2 = 1 + 2 * params->out_offset;
-    for (int32_t i0 = 0; i0 < m4; i0 += 4 * RQ_CHUNK) {
-        const int32_t rows = m4 - i0 < 4 * RQ_CHUNK ? m4 - i0 : 4 * RQ_CHUNK;
+    pair.lo4 = ctx.lo4 = mc_bytes4(params->act_min);
+    pair.hi4 = ctx.hi4 = mc_bytes4(params->act_max);
+    pair.off2 = ctx.off2 = 1 + 2 * params->out_offset;
+    pair.ldy = ldy;
+    for (int32_t i0 = 0; i0 < m; i0 += 4 * RQ_CHUNK) {
+        const int32_t rows = m - i0 < 4 * RQ_CHUNK ? m - i0 : 4 * RQ_CHUNK;
 
-        for (int32_t r = 0; r < rows; r += 4) {
-            int32_t *rec = rq + r * 3;
-
-            memcpy(rec, bias + i0 + r, 16);
-            memcpy(rec + 4, mult + i0 + r, 16);
-            for (int32_t q = 0; q < 4; ++q)
-                rec[8 + q] = rshift[i0 + r + q] - 1;
+        rq_records(rq, bias + i0, mult + i0, rshift + i0, rows);
+        for (int32_t j = 0; j + 2 <= n; j += 2) {
+            pair.col = b + j * ldb;
+            pair.col8 = pair.col + 2 * k;
+            pair.y = y + j * ldy + i0;
+            p4x2_rq_s16_pair(&pair, a + i0 * k, rq, rq + rows * 3);
         }
-        for (int32_t j = 0; j < n; ++j) {
-            ctx.col = b + j * ldb;
+        if (n & 1) {
+            ctx.col = b + (n - 1) * ldb;
             ctx.col8 = ctx.col + k;
-            ctx.y = y + j * ldy + i0;
+            ctx.y = y + (n - 1) * ldy + i0;
             p4_rq_s16_column(&ctx, a + i0 * k, rq, rq + rows * 3);
-        }
-    }
-    if (m4 != m) {    /* the last, partial panel (its padding rows are zero), column by column */
-        const int32_t off = params->out_offset;
-
-        for (int32_t j = 0; j < n; ++j) {
-            const int16_t *col = b + j * ldb;
-            int8_t *yj = y + j * ldy;
-            int32_t s[4] = {0, 0, 0, 0};
-
-            for (int32_t r = m4; r < m; ++r)
-                s[r - m4] = bias[r];
-            p4_s16_panel(s, a + m4 * k, col, col + k, k);
-            for (int32_t r = m4; r < m; ++r) {
-                int32_t v = mc_requant_ssat8(s[r - m4], mult[r], rshift[r], off);
-
-                v = v < params->act_min ? params->act_min : v;
-                yj[r] = (int8_t)(v > params->act_max ? params->act_max : v);
-            }
         }
     }
 }
