@@ -138,9 +138,15 @@ GEMM_LOOP_ORDER_DOMAIN = declare_knob("gemm_loop_order", tuple(RQ_LOOP_ORDERS),
 # columns pair-interleaved, interleave_columns). Offered where k % 8 == 0 and m % 4 == 0. A 2x2
 # tile (CMSIS-NN's) is not offered: with LDR per row and column it takes 8 instructions per 8 MACs
 # where the panel loops take 5.5, and it does not fit the four-row panels.
-GEMM_TILE_DOMAIN = declare_knob("gemm_tile", tuple(RQ_TILES),
+# Its default is "auto" (issue 10's tuning: 4x2 took kws's pointwise convs -2.4% each and ResNet's
+# 16- and 32-channel convs up to -4.8%, and cost +0.5% only where the input has one channel, whose
+# copies write the interleaved layout element by element, and +1.1% on ResNet's 16-channel 3x3
+# convs, whose blocks are two columns): 4x2 where it is offered, the input channels are runs the
+# im2col copy widens by a call (>= widen_min_run) and a block has 4 columns or more, else 4x1.
+GEMM_TILE_DOMAIN = declare_knob("gemm_tile", ("auto",) + tuple(RQ_TILES),
                                 "conv2d on DSP (int16, fused): register tile of the GEMM kernel, 4 weight rows times "
-                                "1 or 2 columns (4x2: pair-interleaved im2col columns)")
+                                "1 or 2 columns (4x2: pair-interleaved im2col columns); auto: 4x2 where offered "
+                                "and the input channels are widened by calls")
 
 class KnobRefused(ScheduleError):
     """A knob value the conv2d schedule cannot carry out on this kernel (the message says why):
@@ -296,7 +302,7 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
                          widen_min_run: int = WIDEN_MIN_RUN, wide: bool = True, cols: int | None = None,
                          epilogue: str | None = None, pointwise: str = "copy", pad_split: str = "auto",
                          cache_read_at: str = "block", cache_write_at: str = "block", loop_order: str = "panels",
-                         tile: str = "4x1") -> Schedule | None:
+                         tile: str = "auto") -> Schedule | None:
     """The GEMM schedule of an int8 conv2d, or None when it does not apply (float, hybrid).
     `wide`: int16 weights and columns (SMLAD pairs, twice the weight flash) or int8 ones;
     only DSP cores take int16 (elsewhere it costs flash and gains nothing).
@@ -319,6 +325,25 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
     if w is None or w.dtype != "int8":
         return None
     wide = wide and _variant(target) == "dsp"     # plain-C and Helium cores multiply int8 as they are
+    if tile == "auto":
+        options = dict(max_cols=max_cols, col_bytes_max=col_bytes_max, widen_min_run=widen_min_run, wide=wide,
+                       cols=cols, epilogue=epilogue, pointwise=pointwise, pad_split=pad_split,
+                       cache_read_at=cache_read_at, cache_write_at=cache_write_at, loop_order=loop_order)
+        x = next((b for b in func.buffers if b.name == "x"), None)
+        loops = _loops(func)
+        pixels = (loops["oh"].extent if "oh" in loops else 1) * (loops["ow"].extent if "ow" in loops else 1)
+        depth = w.size // w.shape[0]
+        block = cols or _pick_cols(pixels, depth, max_cols, col_bytes_max, 2)
+        # blocks of 2-3 columns measured slower with 4x2 (ResNet's 16-channel 3x3 convs: +1.1%)
+        if (wide and epilogue != "tile" and loop_order == "panels" and pointwise == "copy" and cache_read_at == "block"
+                and x is not None and x.shape and x.shape[-1] >= widen_min_run and block >= 4):
+            try:
+                sch = schedule_conv2d_gemm(func, target, tile="4x2", **options)
+                if sch is not None:
+                    return sch
+            except ScheduleError:
+                pass
+        return schedule_conv2d_gemm(func, target, tile="4x1", **options)
     if pad_split == "auto":
         # rows where the kernel allows it (a padded conv with a block inside the interior rows)
         options = dict(max_cols=max_cols, col_bytes_max=col_bytes_max, widen_min_run=widen_min_run, wide=wide,

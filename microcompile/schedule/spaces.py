@@ -21,7 +21,7 @@ Families (matched in this order, the first whose `applies` holds):
                       (block/pixel/plane: where the im2col columns are copied), cache_write_at
                       (block/pixel: the int32 tile of epilogue=tile), gemm_loop_order
                       (panels | columns: the int16 DSP kernel's outer loop, chunks of 8 weight panels
-                      or the columns), gemm_tile (4x1 | 4x2: its register tile, 4x2 on pair-interleaved
+                      or the columns), gemm_tile (auto | 4x1 | 4x2: its register tile, 4x2 on pair-interleaved
                       im2col columns), unroll_max_extent
     fully_connected   int8 GEMV/GEMM (gemm_schedule.py): acc_rows, wide_weights, unroll_max_extent
     depthwise_conv2d  (depthwise_intrin.py): depthwise_kernel, wide_weights, unroll_max_extent
@@ -206,7 +206,7 @@ def _conv_default(func, target, wide):
     return {"cols": 0, "col_bytes_max": COL_BYTES_MAX[kernel_set(target)], "widen_min_run": WIDEN_MIN_RUN,
             "wide_weights": int(bool(wide)),
             "epilogue": "auto", "pointwise": "copy", "pad_split": "auto", "cache_read_at": "block",
-            "cache_write_at": "block", "gemm_loop_order": "panels", "gemm_tile": "4x1",
+            "cache_write_at": "block", "gemm_loop_order": "panels", "gemm_tile": "auto",
             "unroll_max_extent": default_unroll(func)}
 
 

@@ -16,6 +16,8 @@ Records written before the version existed have none and count as version 0.
        folded findings (im2col blocks within a conv's arena slack, schedule/blocks.py)
     2  conv2d knobs pointwise, pad_split, cache_read_at, cache_write_at; pad_split's default is
        auto (the interior rows' im2col copy without a row test wherever it applies)
+    3  conv2d knobs gemm_loop_order and gemm_tile; gemm_tile's default is auto (4x2 where offered
+       and the input channels are widened by calls)
 """
 
-SCHEDULE_VERSION = 2
+SCHEDULE_VERSION = 3

@@ -75,11 +75,13 @@ def _same_results(func, scheduled, seed=0):
 def test_the_default_point_is_the_default_schedule(convs):
     for name, (_, func, _) in convs.items():
         config = default_config(func, DSP, True)
-        assert (config["gemm_loop_order"], config["gemm_tile"]) == ("panels", "4x1")
+        assert (config["gemm_loop_order"], config["gemm_tile"]) == ("panels", "auto")
         got_f, got_t = apply_config(func, DSP, config)
         want_f, want_t = default_schedule(func, DSP, wide=True)
         assert got_t == want_t and tir_str(got_f) == tir_str(want_f), name
-        assert not any(d.args[:1] in (("gemm_loop_order",), ("gemm_tile",)) for d in got_t.decisions), name
+        assert not any(d.args[:1] == ("gemm_loop_order",) for d in got_t.decisions), name
+        # auto is recorded as what it chose, and only when that is 4x2
+        assert all(d.args[1] == "4x2" for d in got_t.decisions if d.args[:1] == ("gemm_tile",)), name
 
 
 @pytest.mark.parametrize("name", ["pw40", "pw62", "c3x3odd", "k2x2", "c3x3k360", "pw36k8"])
@@ -87,7 +89,7 @@ def test_columns_order_changes_the_call_and_computes_the_same(convs, name):
     _, func, _ = convs[name]
     config = {**default_config(func, DSP, True), "gemm_loop_order": "columns"}
     scheduled, trace = apply_config(func, DSP, config)
-    default, _ = apply_config(func, DSP, default_config(func, DSP, True))
+    default, _ = apply_config(func, DSP, {**default_config(func, DSP, True), "gemm_tile": "4x1"})
     assert "mc_gemm_p4_rq_dsp_s16" in _calls(default)
     assert _calls(scheduled) - _calls(default) == {"mc_gemm_p4_rq_dsp_s16_cols"}
     assert "mc_gemm_p4_rq_dsp_s16" not in _calls(scheduled)
@@ -128,7 +130,7 @@ def test_interleave_columns_refuses_a_function_without_the_kernel(convs):
     from microcompile.schedule.gemm_intrin import interleave_columns
 
     _, func, _ = convs["pw40"]
-    default, _ = apply_config(func, DSP, default_config(func, DSP, True))
+    default, _ = apply_config(func, DSP, {**default_config(func, DSP, True), "gemm_tile": "4x1"})
     with pytest.raises(ScheduleError, match="found 0 of mc_gemm_p4x2_rq_dsp_s16"):
         interleave_columns(default, "mc_gemm_p4x2_rq_dsp_s16")
 

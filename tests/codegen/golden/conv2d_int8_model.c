@@ -17,12 +17,20 @@
  *     knob("max_cols", 32)
  *     knob("col_bytes_max", 2048)
  *     knob("wide_weights", 0)
+ *     knob("pad_split", "rows")
  *     fuse("oh", "ow")
  *     cache_read("xv", null, null)
- *     unswitch("ic_c")
  *     tensorize("oh_ow", "mc_gemm_rq_c_s8")
+ *     partition("oh_ow_c", 4, 8)
+ *     unswitch("ic_c")
+ *     unswitch("ic_c_p1")
+ *     unswitch("ic_c_p2")
  *     unroll("ic_c")
  *     unroll("ic_c_u")
+ *     unroll("ic_c_p1")
+ *     unroll("ic_c_p1_u")
+ *     unroll("ic_c_p2")
+ *     unroll("ic_c_p2_u")
  */
 static const mc_gemm_rq_params_t mc_k0_conv2d_params0 = {.m = 2, .n = 12, .k = 18, .lda = 18, .ldb = 18, .ldy = 2, .out_offset = -42, .act_min = -42, .act_max = 127};
 static void mc_k0_conv2d(uint8_t *arena)
@@ -30,12 +38,12 @@ static void mc_k0_conv2d(uint8_t *arena)
     const int8_t *x = (const int8_t *)(arena + 0u);  /* x [1,3,4,2] int8 s=0.0243857 zp=23 */
     int8_t *y = (int8_t *)(arena + 32u);  /* out [1,3,4,2] int8 s=0.0174046 zp=-42 */
     int8_t *xv_cache = (int8_t *)(arena + 64u);  /* xv for each (oh_ow, kh, kw, ic) */
-    for (int32_t oh_ow_c = 0; oh_ow_c < 12; ++oh_ow_c) {
+    for (int32_t oh_ow_c = 0; oh_ow_c < 4; ++oh_ow_c) {
         for (int32_t kh_c = 0; kh_c < 3; ++kh_c) {
             for (int32_t kw_c = 0; kw_c < 3; ++kw_c) {
                 const int32_t ih_c = ((oh_ow_c / 4) - 1) + kh_c;
                 const int32_t iw_c = ((oh_ow_c % 4) - 1) + kw_c;
-                if ((((ih_c >= 0) && (ih_c < 3)) && (iw_c >= 0)) && (iw_c < 4)) {
+                if (((ih_c >= 0) && (iw_c >= 0)) && (iw_c < 4)) {
                     #pragma GCC unroll 2
                     for (int32_t ic_c = 0; ic_c < 2; ++ic_c) {
                         xv_cache[(oh_ow_c * 18) + ((kh_c * 6) + ((kw_c * 2) + ic_c))] = x[(ih_c * 8) + ((iw_c * 2) + ic_c)];
@@ -44,6 +52,44 @@ static void mc_k0_conv2d(uint8_t *arena)
                     #pragma GCC unroll 2
                     for (int32_t ic_c_u = 0; ic_c_u < 2; ++ic_c_u) {
                         xv_cache[(oh_ow_c * 18) + ((kh_c * 6) + ((kw_c * 2) + ic_c_u))] = 23;
+                    }
+                }
+            }
+        }
+    }
+    for (int32_t oh_ow_c_p1 = 0; oh_ow_c_p1 < 4; ++oh_ow_c_p1) {
+        for (int32_t kh_c_p1 = 0; kh_c_p1 < 3; ++kh_c_p1) {
+            for (int32_t kw_c_p1 = 0; kw_c_p1 < 3; ++kw_c_p1) {
+                const int32_t ih_c_p1 = (((oh_ow_c_p1 + 4) / 4) - 1) + kh_c_p1;
+                const int32_t iw_c_p1 = (((oh_ow_c_p1 + 4) % 4) - 1) + kw_c_p1;
+                if ((iw_c_p1 >= 0) && (iw_c_p1 < 4)) {
+                    #pragma GCC unroll 2
+                    for (int32_t ic_c_p1 = 0; ic_c_p1 < 2; ++ic_c_p1) {
+                        xv_cache[((oh_ow_c_p1 + 4) * 18) + ((kh_c_p1 * 6) + ((kw_c_p1 * 2) + ic_c_p1))] = x[(ih_c_p1 * 8) + ((iw_c_p1 * 2) + ic_c_p1)];
+                    }
+                } else {
+                    #pragma GCC unroll 2
+                    for (int32_t ic_c_p1_u = 0; ic_c_p1_u < 2; ++ic_c_p1_u) {
+                        xv_cache[((oh_ow_c_p1 + 4) * 18) + ((kh_c_p1 * 6) + ((kw_c_p1 * 2) + ic_c_p1_u))] = 23;
+                    }
+                }
+            }
+        }
+    }
+    for (int32_t oh_ow_c_p2 = 0; oh_ow_c_p2 < 4; ++oh_ow_c_p2) {
+        for (int32_t kh_c_p2 = 0; kh_c_p2 < 3; ++kh_c_p2) {
+            for (int32_t kw_c_p2 = 0; kw_c_p2 < 3; ++kw_c_p2) {
+                const int32_t ih_c_p2 = (((oh_ow_c_p2 + 8) / 4) - 1) + kh_c_p2;
+                const int32_t iw_c_p2 = (((oh_ow_c_p2 + 8) % 4) - 1) + kw_c_p2;
+                if (((ih_c_p2 < 3) && (iw_c_p2 >= 0)) && (iw_c_p2 < 4)) {
+                    #pragma GCC unroll 2
+                    for (int32_t ic_c_p2 = 0; ic_c_p2 < 2; ++ic_c_p2) {
+                        xv_cache[((oh_ow_c_p2 + 8) * 18) + ((kh_c_p2 * 6) + ((kw_c_p2 * 2) + ic_c_p2))] = x[(ih_c_p2 * 8) + ((iw_c_p2 * 2) + ic_c_p2)];
+                    }
+                } else {
+                    #pragma GCC unroll 2
+                    for (int32_t ic_c_p2_u = 0; ic_c_p2_u < 2; ++ic_c_p2_u) {
+                        xv_cache[((oh_ow_c_p2 + 8) * 18) + ((kh_c_p2 * 6) + ((kw_c_p2 * 2) + ic_c_p2_u))] = 23;
                     }
                 }
             }
