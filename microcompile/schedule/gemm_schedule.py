@@ -76,6 +76,7 @@ from ..tir.nodes import For, LetStmt, Load, PrimFunc, Select, Store, substitute,
 from .copy_intrin import WIDEN_KERNEL
 from .knobs import declare_knob
 from ..tir.intrinsics_gemm import PANEL_ROWS, gemm_kernel_name, rq_kernel_name
+from ..tir.intrinsics_gemm_mixed import MIXED_KERNEL
 from .loop_xform import proven, unswitch, value_range
 from .tensorize import affine
 from .primitives import ScheduleError, find_loop
@@ -96,6 +97,12 @@ COL_BYTES_MAX = {"dsp": 1024, "c": 2048, "mve": 2048}
 FC_ACC_ROWS_DOMAIN = declare_knob("acc_rows", (4, 8, 16, 32, 64, 1 << 30),
                                   "fully_connected: output units per int32 accumulator tile (last: all)")
 FC_ACC_ROWS = 64
+# A fully connected layer with int16 weights on DSP: its int8 input row read in place by the
+# mixed kernel (default: no scratch, so the arena never refuses it) or widened into scratch.
+FC_INPUT_DOMAIN = declare_knob("fc_input", ("int8", "int16"),
+                               "fully_connected with int16 weights (dsp): the input row read as int8 in place, "
+                               "or widened to int16 in scratch")
+FC_INPUT = "int8"
 # A call costs about as much as copying 8 elements one by one (measured on mps2-an386).
 WIDEN_MIN_RUN_DOMAIN = declare_knob("widen_min_run", (4, 8, 16, 1 << 30),
                                     "conv2d on DSP: shortest im2col copy run widened by a call (last: never)")
@@ -487,14 +494,17 @@ def _finish_copies(sch: Schedule, target, widen_min_run: int, wide: bool) -> Non
 
 
 def schedule_dense_gemm(func: PrimFunc, target=None, wide: bool | None = None,
-                        acc_rows: int = FC_ACC_ROWS) -> Schedule | None:
+                        acc_rows: int = FC_ACC_ROWS, fc_input: str = FC_INPUT) -> Schedule | None:
     """The GEMV/GEMM schedule of an int8 fully_connected, or None when it does not apply.
     `wide`: int16 weights (on DSP cores; None: as True; the driver chooses per kernel against
     the flash budget, schedule/widening.py).
-    `acc_rows` (FC_ACC_ROWS_DOMAIN): output units per accumulator tile, for one input row."""
+    `acc_rows` (FC_ACC_ROWS_DOMAIN): output units per accumulator tile, for one input row.
+    `fc_input` (FC_INPUT_DOMAIN), with int16 weights: "int8" reads the input row in place
+    (mc_gemm_p4_dsp_s16_s8, no scratch), "int16" widens it into scratch first (mc_gemm_p4_dsp_s16)."""
     if func.attrs.get("op") != "fully_connected":
         return None
     assert acc_rows in FC_ACC_ROWS_DOMAIN, acc_rows
+    assert fc_input in FC_INPUT_DOMAIN, fc_input
     loops = _loops(func)
     at = next((n for n in ("r", "u") if n in loops), None)
     if at is None:
@@ -504,13 +514,19 @@ def schedule_dense_gemm(func: PrimFunc, target=None, wide: bool | None = None,
     tight = wide is False           # chosen for a board with no flash to spare: no padded panels
     if wide is None:
         wide = w is not None
-    # On a DSP core int16 operands feed SMLAD with no extraction (1.4 instead of 2 instructions
-    # per MAC) at the price of int16 weights in flash; plain-C cores gain nothing from that.
-    for dtype in (("s16", "s8") if variant == "dsp" and wide else ("s8",)):
+    # On a DSP core int16 weights feed SMLAD with no extraction at the price of their flash
+    # (plain-C cores gain nothing from that): with the input read in place as int8 ("s16_s8",
+    # 13 instructions per 16 MACs, no scratch) or widened into scratch ("s16", 13 per 16 plus
+    # the copy); int8 weights take 21 per 16.
+    dtypes = ("s8",)
+    if variant == "dsp" and wide:
+        dtypes = ("s16_s8", "s16", "s8") if fc_input == "int8" else ("s16", "s8")
+    for dtype in dtypes:
         sch = Schedule(func)
         try:
-            sch.knob("wide_weights", int(dtype == "s16"))
+            sch.knob("wide_weights", int(dtype != "s8"))
             sch.knob("acc_rows", acc_rows)
+            sch.knob("fc_input", "int16" if dtype == "s16" else "int8")
             tile_at = at
             units = loops["u"].extent if "u" in loops else 1
             if at == "u" and acc_rows < units:
@@ -523,9 +539,13 @@ def schedule_dense_gemm(func: PrimFunc, target=None, wide: bool | None = None,
             sch.cache_write("acc", tile_at)
             if dtype == "s16":
                 sch.cache_read("xv", None, "int16")
+            if dtype != "s8":
                 sch.pack_constant("w", "int16")
-            rows = units if tile_at == at else chunk
-            _tensorize(sch, f"{tile_at}_1", target, dtype, packed=not (tight and _p4_pads(rows, w.shape[1], dtype)))
+            if dtype == "s16_s8":
+                sch.tensorize(f"{tile_at}_1", MIXED_KERNEL)
+            else:
+                rows = units if tile_at == at else chunk
+                _tensorize(sch, f"{tile_at}_1", target, dtype, packed=not (tight and _p4_pads(rows, w.shape[1], dtype)))
         except ScheduleError:
             continue
         return sch

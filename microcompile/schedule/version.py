@@ -16,6 +16,9 @@ Records written before the version existed have none and count as version 0.
        folded findings (im2col blocks within a conv's arena slack, schedule/blocks.py)
     2  conv2d knobs pointwise, pad_split, cache_read_at, cache_write_at; pad_split's default is
        auto (the interior rows' im2col copy without a row test wherever it applies)
+    3  fully_connected knob fc_input; with int16 weights on DSP cores the default reads the
+       int8 input in place (mc_gemm_p4_dsp_s16_s8) instead of widening it into scratch, so the
+       arena no longer keeps large layers' weights int8
 """
 
-SCHEDULE_VERSION = 2
+SCHEDULE_VERSION = 3
