@@ -77,6 +77,19 @@ static inline __attribute__((always_inline)) const int16_t *mixed_panel(int32_t 
     return w;
 }
 
+/* The last, partial panel of a column (its padding rows are zero) through a copy of its sums;
+ * one group per trip (no unrolled loop: flash) and out of line, so that the panel loop's
+ * registers are allocated as if it were not there. */
+static __attribute__((noinline)) void mixed_partial_panel(int32_t *c, int32_t rows, const int16_t *w,
+                                                          const int8_t *x, const int8_t *x4, int32_t k3)
+{
+    int32_t s[4] = {0, 0, 0, 0};
+
+    memcpy(s, c, (size_t)rows * 4);
+    mixed_panel(s, w, x, x, x4, k3);
+    memcpy(c, s, (size_t)rows * 4);
+}
+
 void mc_gemm_p4_dsp_s16_s8(int32_t *c, const int16_t *a, const int8_t *b, const mc_gemm_params_t *params)
 {
     const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldc = params->ldc;
@@ -89,12 +102,7 @@ void mc_gemm_p4_dsp_s16_s8(int32_t *c, const int16_t *a, const int8_t *b, const 
 
         for (; cj != cend; cj += 4)
             w = mixed_panel(cj, w, col, col32, col4, k3);
-        if (m4 != m) {         /* the last, partial panel (its padding rows are zero) */
-            int32_t s[4] = {0, 0, 0, 0};
-
-            memcpy(s, cj, (size_t)(m - m4) * 4);
-            mixed_panel(s, w, col, col32, col4, k3);
-            memcpy(cj, s, (size_t)(m - m4) * 4);
-        }
+        if (m4 != m)
+            mixed_partial_panel(cj, m - m4, w, col, col4, k3);
     }
 }
