@@ -15,10 +15,23 @@ conv2d (any kernel size, stride, dilation, padding; 1x1 included):
     pack_constant(w, int16)      weights widened in flash so SMLAD reads pairs directly
     tensorize(p_i_1, mc_gemm_nt_<variant>_s16)
 
-fully_connected: cache_write(acc), then on DSP cores cache_read(xv, None, int16) and
-pack_constant(w, int16) and tensorize with mc_gemm_nt_dsp_s16 (SMLAD on pairs: 11
-instructions per 8 MACs, weights twice the flash); elsewhere, or when that does not apply
-(asymmetric weights), tensorize with mc_gemm_nt_<variant>_s8 (SXTB16 on both operands).
+fully_connected: cache_write(acc) (an int32 tile of `acc_rows` units: the layer's single
+rounding is not the requantizing kernels'), then, on DSP cores with int16 weights (`wide`):
+
+    pack_constant(w, int16)      weights widened in flash
+    tensorize(<tile>_1, mc_gemm_p4_dsp_s16_s8)   (knob fc_input = "int8", the default)
+                                 the int8 input row read in place, no scratch: the weights
+                                 packed in panels of four rows with each group of four k
+                                 permuted to (k0,k2),(k1,k3), so SXTB16 of one input word meets
+                                 them (13 instructions per 16 MACs; tir/intrinsics_gemm_mixed.py,
+                                 runtime_c/kernels/dsp/mc_gemm_mixed_dsp.c)
+    or (fc_input = "int16") cache_read(xv, None, int16) and mc_gemm_p4_dsp_s16: an int16 copy
+                                 of the input in scratch (as large as the input twice, which the
+                                 driver refuses where it would raise the arena)
+
+with int8 weights (no flash to spare) mc_gemm_p4_dsp_s8 (SXTB16 on both operands: 21 per 16),
+row-major mc_gemm_nt_dsp_s8 where panels would add padding; on other cores
+mc_gemm_nt_<variant>_s8.
 
 On Helium (MVE) cores nothing is widened: conv2d caches its im2col columns as int8
 (cache_read(xv, p_o) keeps the dtype), keeps its int8 weights, and both conv2d and
@@ -38,7 +51,7 @@ per-kernel choice (schedule/widening.py); int8 ones use the same kernels on int8
 Knobs (declared with their domains in schedule/knobs.py, recorded in the trace): `max_cols`
 (COLS_DOMAIN), `col_bytes_max` (COL_BYTES_DOMAIN: the im2col buffer's size cap), `acc_rows`
 (FC_ACC_ROWS_DOMAIN), `widen_min_run` (WIDEN_MIN_RUN_DOMAIN: the shortest copy run worth a call),
-`wide_weights`. Whether a kernel's weights are widened is decided per kernel against the board's
+`wide_weights`, `fc_input` (FC_INPUT_DOMAIN). Whether a kernel's weights are widened is decided per kernel against the board's
 flash (and the arena) by schedule/widening.py and the driver, for every size of layer alike.
 The conv2d placement knobs below are recorded only when they leave their
 default (the first value), so the default trace is unchanged; a value that cannot be carried
