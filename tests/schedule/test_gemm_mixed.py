@@ -2,7 +2,7 @@
 place; runtime_c/kernels/dsp/mc_gemm_mixed_dsp.c): its packing follows mc_gemm_mixed.h, its
 Python semantics equal the plain GEMM, the default fully connected schedule on DSP cores takes
 it with int16 weights (no scratch copy of the input) and keeps results on the loop-IR
-interpreter, and on the Cortex-M4 twin random layers (every m % 4 and k % 16, per-tensor and
+interpreter, and on the Cortex-M4, M7 and M33 twins random layers (every m % 4 and k % 16, per-tensor and
 per-channel weights, random input offsets, several input rows) equal LiteRT byte for byte."""
 
 from __future__ import annotations
@@ -101,14 +101,15 @@ def test_fc_input_knob_chooses_the_widened_copy_and_is_refused_without_int16_wei
 
 
 @pytest.mark.qemu
-def test_mixed_kernel_on_cortex_m4_matches_litert(tmp_path):
+@pytest.mark.parametrize("board", ["mps2-an386", "mps2-an500", "mps2-an505"])    # Cortex-M4, M7, M33
+def test_mixed_kernel_on_dsp_cores_matches_litert(board, tmp_path):
     from qemu_cases import deploy_graph, merge_graphs
     graphs = [_fc(40 + i, rows, k, units, pc, bias=i % 3 != 1) for i, (rows, k, units, pc) in enumerate(SHAPES)]
     g = merge_graphs(graphs, "mixed_gemm")
     inputs = {}
     for i, sub in enumerate(graphs):
         inputs.update({f"g{i}.{name}": a for name, a in random_inputs(sub, 60 + i).items()})
-    report = deploy_graph(g, inputs, "mps2-an386", tmp_path)       # asserts LiteRT equality
+    report = deploy_graph(g, inputs, board, tmp_path)       # asserts LiteRT equality
     assert report["verified"], report["outputs"]
     model_c = (tmp_path / "project" / "model" / "model.c").read_text()
     assert model_c.count(f"{MIXED_KERNEL}(") == len(graphs), "every layer runs the mixed kernel"
