@@ -539,7 +539,8 @@ def schedule_dense_gemm(func: PrimFunc, target=None, wide: bool | None = None,
         try:
             sch.knob("wide_weights", int(dtype != "s8"))
             sch.knob("acc_rows", acc_rows)
-            sch.knob("fc_input", "int16" if dtype == "s16" else "int8")
+            if dtype == "s16":          # recorded only when not the default, as conv2d's placements
+                sch.knob("fc_input", "int16")
             tile_at = at
             units = loops["u"].extent if "u" in loops else 1
             if at == "u" and acc_rows < units:
