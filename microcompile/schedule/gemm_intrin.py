@@ -49,7 +49,11 @@ def _int32_load(e):
     return None
 
 
-def _match_gemm(dtype: str):
+def _match_gemm(dtype: str, b_dtype: str | None = None):
+    """The GEMM nest's operands and shape; A (the rows) of `dtype`, B (the columns) of
+    `b_dtype` (default: the same)."""
+    b_dtype = b_dtype or dtype
+
     def match(loop: For) -> dict | None:
         chain, body = perfect_nest(loop)
         while isinstance(body, LetStmt):          # a named operand (let xv = x[...]) is read in place
@@ -63,7 +67,7 @@ def _match_gemm(dtype: str):
         if not (isinstance(prod, BinOp) and prod.op == "mul"):
             return None
         x, y = _int32_load(prod.a), _int32_load(prod.b)
-        if x is None or y is None or x.buffer.dtype != dtype or y.buffer.dtype != dtype:
+        if x is None or y is None or sorted((x.buffer.dtype, y.buffer.dtype)) != sorted((dtype, b_dtype)):
             return None
         names = {f.var.name for f in chain}
         parts = [affine(e, names) for e in (ci, x.index, y.index)]
@@ -97,6 +101,8 @@ def _match_gemm(dtype: str):
         a, abase, ac = (x, xbase, xc) if m_role == "cx" else (y, ybase, yc)
         b, bbase, bc = (y, ybase, yc) if m_role == "cx" else (x, xbase, xc)
         mloop, nloop = side[m_role], side[n_role]
+        if a.buffer.dtype != dtype or b.buffer.dtype != b_dtype:
+            return None
         return {"c": c, "cbase": cbase, "a": a.buffer, "abase": abase, "b": b.buffer, "bbase": bbase,
                 "m": mloop.extent, "n": nloop.extent if nloop else 1, "k": k,
                 "lda": ac[mloop.var.name], "ldb": bc[nloop.var.name] if nloop else k,

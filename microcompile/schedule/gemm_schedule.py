@@ -15,10 +15,23 @@ conv2d (any kernel size, stride, dilation, padding; 1x1 included):
     pack_constant(w, int16)      weights widened in flash so SMLAD reads pairs directly
     tensorize(p_i_1, mc_gemm_nt_<variant>_s16)
 
-fully_connected: cache_write(acc), then on DSP cores cache_read(xv, None, int16) and
-pack_constant(w, int16) and tensorize with mc_gemm_nt_dsp_s16 (SMLAD on pairs: 11
-instructions per 8 MACs, weights twice the flash); elsewhere, or when that does not apply
-(asymmetric weights), tensorize with mc_gemm_nt_<variant>_s8 (SXTB16 on both operands).
+fully_connected: cache_write(acc) (an int32 tile of `acc_rows` units: the layer's single
+rounding is not the requantizing kernels'), then, on DSP cores with int16 weights (`wide`):
+
+    pack_constant(w, int16)      weights widened in flash
+    tensorize(<tile>_1, mc_gemm_p4_dsp_s16_s8)   (knob fc_input = "int8", the default)
+                                 the int8 input row read in place, no scratch: the weights
+                                 packed in panels of four rows with each group of four k
+                                 permuted to (k0,k2),(k1,k3), so SXTB16 of one input word meets
+                                 them (13 instructions per 16 MACs; tir/intrinsics_gemm_mixed.py,
+                                 runtime_c/kernels/dsp/mc_gemm_mixed_dsp.c)
+    or (fc_input = "int16") cache_read(xv, None, int16) and mc_gemm_p4_dsp_s16: an int16 copy
+                                 of the input in scratch (as large as the input twice, which the
+                                 driver refuses where it would raise the arena)
+
+with int8 weights (no flash to spare) mc_gemm_p4_dsp_s8 (SXTB16 on both operands: 21 per 16),
+row-major mc_gemm_nt_dsp_s8 where panels would add padding; on other cores
+mc_gemm_nt_<variant>_s8.
 
 On Helium (MVE) cores nothing is widened: conv2d caches its im2col columns as int8
 (cache_read(xv, p_o) keeps the dtype), keeps its int8 weights, and both conv2d and
@@ -38,7 +51,7 @@ per-kernel choice (schedule/widening.py); int8 ones use the same kernels on int8
 Knobs (declared with their domains in schedule/knobs.py, recorded in the trace): `max_cols`
 (COLS_DOMAIN), `col_bytes_max` (COL_BYTES_DOMAIN: the im2col buffer's size cap), `acc_rows`
 (FC_ACC_ROWS_DOMAIN), `widen_min_run` (WIDEN_MIN_RUN_DOMAIN: the shortest copy run worth a call),
-`wide_weights`, `gemm_loop_order` (GEMM_LOOP_ORDER_DOMAIN: the requantizing int16 DSP kernel's
+`wide_weights`, `fc_input` (FC_INPUT_DOMAIN), `gemm_loop_order` (GEMM_LOOP_ORDER_DOMAIN: the requantizing int16 DSP kernel's
 order, chunks of 8 weight panels outermost or the columns; recorded when not the default),
 `gemm_tile` (GEMM_TILE_DOMAIN: its register tile, 4x1 or 4x2 on pair-interleaved im2col columns).
 Whether a kernel's weights are widened is decided per kernel against the board's
@@ -80,6 +93,7 @@ from .copy_intrin import WIDEN_KERNEL
 from .knobs import declare_knob
 from ..tir.intrinsics_gemm import (PANEL_ROWS, RQ_CHUNK, RQ_COLS_PANELS, RQ_LOOP_ORDERS, RQ_TILES,
                                    gemm_kernel_name, rq_kernel_name)
+from ..tir.intrinsics_gemm_mixed import MIXED_KERNEL
 from .loop_xform import proven, unswitch, value_range
 from .tensorize import affine
 from .primitives import ScheduleError, find_loop
@@ -100,6 +114,12 @@ COL_BYTES_MAX = {"dsp": 1024, "c": 2048, "mve": 2048}
 FC_ACC_ROWS_DOMAIN = declare_knob("acc_rows", (4, 8, 16, 32, 64, 1 << 30),
                                   "fully_connected: output units per int32 accumulator tile (last: all)")
 FC_ACC_ROWS = 64
+# A fully connected layer with int16 weights on DSP: its int8 input row read in place by the
+# mixed kernel (default: no scratch, so the arena never refuses it) or widened into scratch.
+FC_INPUT_DOMAIN = declare_knob("fc_input", ("int8", "int16"),
+                               "fully_connected with int16 weights (dsp): the input row read as int8 in place, "
+                               "or widened to int16 in scratch")
+FC_INPUT = "int8"
 # A call costs about as much as copying 8 elements one by one (measured on mps2-an386).
 WIDEN_MIN_RUN_DOMAIN = declare_knob("widen_min_run", (4, 8, 16, 1 << 30),
                                     "conv2d on DSP: shortest im2col copy run widened by a call (last: never)")
@@ -584,14 +604,17 @@ def _finish_copies(sch: Schedule, target, widen_min_run: int, wide: bool) -> Non
 
 
 def schedule_dense_gemm(func: PrimFunc, target=None, wide: bool | None = None,
-                        acc_rows: int = FC_ACC_ROWS) -> Schedule | None:
+                        acc_rows: int = FC_ACC_ROWS, fc_input: str = FC_INPUT) -> Schedule | None:
     """The GEMV/GEMM schedule of an int8 fully_connected, or None when it does not apply.
     `wide`: int16 weights (on DSP cores; None: as True; the driver chooses per kernel against
     the flash budget, schedule/widening.py).
-    `acc_rows` (FC_ACC_ROWS_DOMAIN): output units per accumulator tile, for one input row."""
+    `acc_rows` (FC_ACC_ROWS_DOMAIN): output units per accumulator tile, for one input row.
+    `fc_input` (FC_INPUT_DOMAIN), with int16 weights: "int8" reads the input row in place
+    (mc_gemm_p4_dsp_s16_s8, no scratch), "int16" widens it into scratch first (mc_gemm_p4_dsp_s16)."""
     if func.attrs.get("op") != "fully_connected":
         return None
     assert acc_rows in FC_ACC_ROWS_DOMAIN, acc_rows
+    assert fc_input in FC_INPUT_DOMAIN, fc_input
     loops = _loops(func)
     at = next((n for n in ("r", "u") if n in loops), None)
     if at is None:
@@ -601,13 +624,20 @@ def schedule_dense_gemm(func: PrimFunc, target=None, wide: bool | None = None,
     tight = wide is False           # chosen for a board with no flash to spare: no padded panels
     if wide is None:
         wide = w is not None
-    # On a DSP core int16 operands feed SMLAD with no extraction (1.4 instead of 2 instructions
-    # per MAC) at the price of int16 weights in flash; plain-C cores gain nothing from that.
-    for dtype in (("s16", "s8") if variant == "dsp" and wide else ("s8",)):
+    # On a DSP core int16 weights feed SMLAD with no extraction at the price of their flash
+    # (plain-C cores gain nothing from that): with the input read in place as int8 ("s16_s8",
+    # 13 instructions per 16 MACs, no scratch) or widened into scratch ("s16", 13 per 16 plus
+    # the copy); int8 weights take 21 per 16.
+    dtypes = ("s8",)
+    if variant == "dsp" and wide:
+        dtypes = ("s16_s8", "s16", "s8") if fc_input == "int8" else ("s16", "s8")
+    for dtype in dtypes:
         sch = Schedule(func)
         try:
-            sch.knob("wide_weights", int(dtype == "s16"))
+            sch.knob("wide_weights", int(dtype != "s8"))
             sch.knob("acc_rows", acc_rows)
+            if dtype == "s16":          # recorded only when not the default, as conv2d's placements
+                sch.knob("fc_input", "int16")
             tile_at = at
             units = loops["u"].extent if "u" in loops else 1
             if at == "u" and acc_rows < units:
@@ -620,9 +650,13 @@ def schedule_dense_gemm(func: PrimFunc, target=None, wide: bool | None = None,
             sch.cache_write("acc", tile_at)
             if dtype == "s16":
                 sch.cache_read("xv", None, "int16")
+            if dtype != "s8":
                 sch.pack_constant("w", "int16")
-            rows = units if tile_at == at else chunk
-            _tensorize(sch, f"{tile_at}_1", target, dtype, packed=not (tight and _p4_pads(rows, w.shape[1], dtype)))
+            if dtype == "s16_s8":
+                sch.tensorize(f"{tile_at}_1", MIXED_KERNEL)
+            else:
+                rows = units if tile_at == at else chunk
+                _tensorize(sch, f"{tile_at}_1", target, dtype, packed=not (tight and _p4_pads(rows, w.shape[1], dtype)))
         except ScheduleError:
             continue
         return sch

@@ -23,7 +23,7 @@ Families (matched in this order, the first whose `applies` holds):
                       (panels | columns: the int16 DSP kernel's outer loop, chunks of 8 weight panels
                       or the columns), gemm_tile (auto | 4x1 | 4x2: its register tile, 4x2 on pair-interleaved
                       im2col columns), unroll_max_extent
-    fully_connected   int8 GEMV/GEMM (gemm_schedule.py): acc_rows, wide_weights, unroll_max_extent
+    fully_connected   int8 GEMV/GEMM (gemm_schedule.py): acc_rows, wide_weights, fc_input, unroll_max_extent
     depthwise_conv2d  (depthwise_intrin.py): depthwise_kernel, wide_weights, unroll_max_extent
     add               int8 ADD rescale tables (tabulate.py): tables, unroll_max_extent
     loops             everything else (pooling, elementwise, softmax, copies, float kernels):
@@ -39,8 +39,8 @@ from typing import Callable
 from ..tir.nodes import For, PrimFunc, walk
 from .default import UNROLL_MAX_EXTENT_DOMAIN, default_unroll, unroll_short_loops
 from .depthwise_intrin import schedule_depthwise
-from .gemm_schedule import (COL_BYTES_MAX, EPILOGUE_DOMAIN, FC_ACC_ROWS, FC_ACC_ROWS_DOMAIN, WIDEN_MIN_RUN,
-                            schedule_conv2d_gemm, schedule_dense_gemm)
+from .gemm_schedule import (COL_BYTES_MAX, EPILOGUE_DOMAIN, FC_ACC_ROWS, FC_ACC_ROWS_DOMAIN, FC_INPUT,
+                            WIDEN_MIN_RUN, schedule_conv2d_gemm, schedule_dense_gemm)
 from .knobs import KNOBS, Knob, declare_knob
 from .primitives import ScheduleError
 from .tabulate import schedule_add_tables
@@ -248,11 +248,12 @@ def _fc_applies(func, target) -> bool:
 
 
 def _fc_knobs(func, target):
-    return _knobs("acc_rows", "wide_weights", "unroll_max_extent")
+    return _knobs("acc_rows", "wide_weights", "fc_input", "unroll_max_extent")
 
 
 def _fc_default(func, target, wide):
-    return {"acc_rows": FC_ACC_ROWS, "wide_weights": int(bool(wide)), "unroll_max_extent": default_unroll(func)}
+    return {"acc_rows": FC_ACC_ROWS, "wide_weights": int(bool(wide)), "fc_input": FC_INPUT,
+            "unroll_max_extent": default_unroll(func)}
 
 
 @knob_family("fully_connected", _fc_applies, _fc_knobs, _fc_default)
@@ -266,7 +267,11 @@ def _fc_schedule(func, target, config):
     if config["wide_weights"] and kernel_set(target) != "dsp":
         raise InvalidConfig(f"fully_connected: wide_weights=1 (int16 weights) has no effect on the "
                             f"{kernel_set(target)} kernels")
-    return schedule_dense_gemm(func, target, wide=bool(config["wide_weights"]), acc_rows=rows)
+    if config["fc_input"] != FC_INPUT and not config["wide_weights"]:
+        raise InvalidConfig(f"fully_connected: fc_input={config['fc_input']} (an int16 copy of the input) needs "
+                            "wide_weights=1 (int16 weights)")
+    return schedule_dense_gemm(func, target, wide=bool(config["wide_weights"]), acc_rows=rows,
+                               fc_input=config["fc_input"])
 
 
 # ---------------------------------------------------------------- depthwise_conv2d

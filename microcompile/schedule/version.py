@@ -18,6 +18,9 @@ Records written before the version existed have none and count as version 0.
        auto (the interior rows' im2col copy without a row test wherever it applies)
     3  conv2d knobs gemm_loop_order and gemm_tile; gemm_tile's default is auto (4x2 where offered
        and the input channels are widened by calls)
+       fully_connected knob fc_input; with int16 weights on DSP cores the default reads the
+       int8 input in place (mc_gemm_p4_dsp_s16_s8) instead of widening it into scratch, so the
+       arena no longer keeps large layers' weights int8
 """
 
 SCHEDULE_VERSION = 3

@@ -11,7 +11,8 @@ buys speed, so they take part in the same choice.
 
 "Fastest first" is the estimated instructions saved per extra byte of flash: about
 GAIN_PER_MAC instructions per multiply-accumulate (measured on mps2-an386: the GEMM panel
-kernel takes 26 instructions per 32 MACs on int16 against 21 per 16 on int8, the depthwise
+kernel takes 26 instructions per 32 MACs on int16 against 21 per 16 on int8, and a fully
+connected layer's mixed kernel, int16 weights on its int8 input, 53 per 64; the depthwise
 kernel 4.7 instructions per MAC against 5.3 for its int8 loops), so a layer whose weights
 are reused over many pixels goes first. Ties go to the larger layer, then to graph order.
 """

@@ -6,4 +6,5 @@ from . import intrinsics  # noqa: F401
 
 # The micro-kernel families, each declaring its intrinsics with @intrinsic.
 from . import intrinsics_copy, intrinsics_depthwise, intrinsics_elementwise, intrinsics_gemm  # noqa: F401,E402
+from . import intrinsics_gemm_mixed  # noqa: F401,E402
 from . import intrinsics_recurrent, intrinsics_s16  # noqa: F401,E402

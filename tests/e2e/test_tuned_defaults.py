@@ -28,8 +28,8 @@ BOARD = "mps2-an386"
 
 def _two_fc_graph() -> Graph:
     """x[1,1024] -> fc (64 units) -> fc (512 units): the first layer sets the arena's peak (its
-    1 KiB input), so the second, whose int16 weights take 64 KiB (over the old 32 KiB cap), can
-    widen without raising it."""
+    1 KiB input), so an int16 copy of that input would raise it; the second's int16 weights take
+    64 KiB (over the old 32 KiB cap)."""
     base = dict(cases("fully_connected", "int8", 1, seed=2)[0], bias=False, keep_num_dims=False)
     g1 = build_graph(dict(base, in_shape=(1, 1024), units=64))
     g2 = build_graph(dict(base, in_shape=(1, 64), units=512, seed=base["seed"] + 1))
@@ -50,17 +50,23 @@ def _plan(graph, board=BOARD, flash_budget=None):
 def test_a_large_fully_connected_layer_widens_when_the_flash_allows():
     g = _two_fc_graph()
     kernels, plan, _, widened, _ = _plan(g)
-    assert "fc2" in widened and widened["fc2"] == 512 * 64          # int16 copy: one more byte per weight
-    fc2 = next(f for n, f, _ in kernels if n.name == "fc2")
-    assert any(b.dtype == "int16" and b.scope == "const" for b in fc2.buffers)
-    # the first layer's int16 input copy (2 KiB) would raise the arena: it stays int8
-    assert "fc1" not in widened
-    # a budget with no room for the 32 KiB extra keeps int8 weights, and the arena is the same
+    # int16 weights: one more byte per weight; the first layer too, as the mixed kernel reads its
+    # int8 input in place (an int16 copy of it, 2 KiB, would have raised the arena)
+    assert widened == {"fc1": 1024 * 64, "fc2": 512 * 64}
+    for name in ("fc1", "fc2"):
+        f = next(f for n, f, _ in kernels if n.name == name)
+        assert any(b.dtype == "int16" and b.scope == "const" for b in f.buffers)
+        assert not any(b.dtype == "int16" and b.scope == "scratch" for b in f.buffers)
     weights = sum(b.nbytes for _, f, _ in kernels for b in f.buffers if b.scope == "const")
-    _, tight_plan, _, tight, _ = _plan(g, flash_budget=weights - 512 * 64 + 16 * 1024 + 1024 * 2 + 8192)
-    assert "fc2" not in tight
-    assert tight_plan.arena_bytes == plan.arena_bytes
-    # and the schedule itself no longer caps the int16 copy (its `wide` default is the DSP's)
+    narrow = weights - 1024 * 64 - 512 * 64
+    # room for the 32 KiB extra of fc2 but not the 64 KiB of fc1: fc2 alone; no room: neither;
+    # the arena is the same in all three
+    _, mid_plan, _, mid, _ = _plan(g, flash_budget=narrow + 40 * 1024 + 1024 * 2 + 8192 + 1024)
+    assert mid == {"fc2": 512 * 64}
+    _, tight_plan, _, tight, _ = _plan(g, flash_budget=narrow + 16 * 1024 + 1024 * 2 + 8192)
+    assert tight == {}
+    assert tight_plan.arena_bytes == mid_plan.arena_bytes == plan.arena_bytes
+    # and the schedule itself no longer caps the int16 weights (its `wide` default is the DSP's)
     board = load_board(BOARD)
     pg = pipeline.run(g)
     func = lower_node(pg, next(n for n in pg.nodes if n.name == "fc2"), board.target)

@@ -69,7 +69,7 @@ PLANS = {
     "default conv (dsp)": ("conv", "default"),
     "default conv 1x1 stride 2": ("conv1x1s2", "default"),
     "default fc (c)": ("fc", "default_c"),
-    "default fc (dsp, int16 operands)": ("fc", "default"),
+    "default fc (dsp, int16 weights, int8 input in place)": ("fc", "default"),
 }
 
 
@@ -181,8 +181,9 @@ QEMU_GEMM_CASES = {
     "conv m7 k72": ("conv", dict(cin=8, cout=7, hw=5, stride=2), "s16"),
     "conv 1x1 m6 k12": ("conv", dict(cin=12, cout=6, kernel=1, padding="VALID"), "s16"),
     "conv m4 k90 (widened runs of 10)": ("conv", dict(cin=10, cout=4, rect=False), "s16"),
-    "fc m6 k10": ("fc", dict(in_shape=(3, 10), units=6), "s16"),
-    "fc m13 k37": ("fc", dict(in_shape=(2, 37), units=13, bias=True, per_channel=True), "s16"),
+    # int16 weights: the int8 input read in place (the mixed kernel, tests/schedule/test_gemm_mixed.py)
+    "fc m6 k10": ("fc", dict(in_shape=(3, 10), units=6), "s16_s8"),
+    "fc m13 k37": ("fc", dict(in_shape=(2, 37), units=13, bias=True, per_channel=True), "s16_s8"),
     # int8 weights (a board with no flash or arena to spare): int8 operands, in panels where
     # that adds no padding, else row-major
     "fc m127 k130 int8 weights": ("fc", dict(in_shape=(1, 130), units=127, bias=True), "s8"),
@@ -200,7 +201,7 @@ def test_packed_dsp_gemm_kernels_on_cortex_m4(name, tmp_path):
     if kind == "conv":
         base = dict(base, hw=6, cin=3, kernel=3, stride=1, dilation=1, batch=1, padding="SAME")
     g = build_graph({**base, **over})
-    f2, _ = default_schedule(lower_node(g, g.nodes[0]), DSP, wide=dtype == "s16")
+    f2, _ = default_schedule(lower_node(g, g.nodes[0]), DSP, wide=dtype != "s8")
     # convolutions requantize in the kernel (no int32 tile); fully connected layers (single
     # rounding) keep their tile
     padded = kind == "fc" and dtype == "s8" and (over["units"] % 4 or over["in_shape"][-1] % 4)
