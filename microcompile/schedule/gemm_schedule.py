@@ -345,38 +345,23 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
     if w is None or w.dtype != "int8":
         return None
     wide = wide and _variant(target) == "dsp"     # plain-C and Helium cores multiply int8 as they are
+    options = dict(max_cols=max_cols, col_bytes_max=col_bytes_max, widen_min_run=widen_min_run, wide=wide, cols=cols,
+                   epilogue=epilogue, pointwise=pointwise, pad_split=pad_split, cache_read_at=cache_read_at,
+                   cache_write_at=cache_write_at, loop_order=loop_order, tile=tile)
     if tile == "auto":
-        options = dict(max_cols=max_cols, col_bytes_max=col_bytes_max, widen_min_run=widen_min_run, wide=wide,
-                       cols=cols, epilogue=epilogue, pointwise=pointwise, pad_split=pad_split,
-                       cache_read_at=cache_read_at, cache_write_at=cache_write_at, loop_order=loop_order)
         x = next((b for b in func.buffers if b.name == "x"), None)
         loops = _loops(func)
         pixels = (loops["oh"].extent if "oh" in loops else 1) * (loops["ow"].extent if "ow" in loops else 1)
-        depth = w.size // w.shape[0]
-        block = cols or _pick_cols(pixels, depth, max_cols, col_bytes_max, 2)
+        block = cols or _pick_cols(pixels, w.size // w.shape[0], max_cols, col_bytes_max, 2)
         # blocks of 2-3 columns measured slower with 4x2 (ResNet's 16-channel 3x3 convs: +1.1%)
-        if (wide and epilogue != "tile" and loop_order == "panels" and pointwise == "copy" and cache_read_at == "block"
-                and x is not None and x.shape and x.shape[-1] >= widen_min_run and block >= 4):
-            try:
-                sch = schedule_conv2d_gemm(func, target, tile="4x2", **options)
-                if sch is not None:
-                    return sch
-            except ScheduleError:
-                pass
-        return schedule_conv2d_gemm(func, target, tile="4x1", **options)
+        try_first = (wide and epilogue != "tile" and loop_order == "panels" and pointwise == "copy"
+                     and cache_read_at == "block" and x is not None and x.shape and x.shape[-1] >= widen_min_run
+                     and block >= 4)
+        return _first_that_applies(func, target, options, "tile", "4x2" if try_first else None, "4x1")
     if pad_split == "auto":
         # rows where the kernel allows it (a padded conv with a block inside the interior rows)
-        options = dict(max_cols=max_cols, col_bytes_max=col_bytes_max, widen_min_run=widen_min_run, wide=wide,
-                       cols=cols, epilogue=epilogue, pointwise=pointwise, cache_read_at=cache_read_at,
-                       cache_write_at=cache_write_at, loop_order=loop_order, tile=tile)
-        if pointwise != "direct":
-            try:
-                sch = schedule_conv2d_gemm(func, target, pad_split="rows", **options)
-                if sch is not None:
-                    return sch
-            except ScheduleError:
-                pass
-        return schedule_conv2d_gemm(func, target, pad_split="none", **options)
+        return _first_that_applies(func, target, options, "pad_split", "rows" if pointwise != "direct" else None,
+                                   "none")
     places = _Places(pointwise, pad_split, cache_read_at, cache_write_at)
     places.check(func, wide, epilogue)
     choices = (True, False)
@@ -401,6 +386,19 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
         raise ScheduleError(f"gemm_loop_order={loop_order}, gemm_tile={tile}: the requantizing kernel does not apply "
                             f"to {func.name}")
     return None
+
+
+def _first_that_applies(func, target, options: dict, knob: str, first: str | None, fallback: str) -> Schedule | None:
+    """An "auto" knob: the schedule with `knob` = `first` where it applies (no ScheduleError, not
+    None), else with `fallback`."""
+    if first is not None:
+        try:
+            sch = schedule_conv2d_gemm(func, target, **{**options, knob: first})
+            if sch is not None:
+                return sch
+        except ScheduleError:
+            pass
+    return schedule_conv2d_gemm(func, target, **{**options, knob: fallback})
 
 
 def _knob_refusal(w, target, wide: bool, epilogue: str | None, loop_order: str, tile: str) -> str | None:
@@ -467,6 +465,9 @@ def _partition_interior(sch: Schedule, places: _Places, loop: str, unit: int, ro
     """pad_split=rows: cut `loop` (each iteration `unit` output pixels; `row` pixels per output
     row) at the bounds of the iterations that lie wholly in the interior rows."""
     r0, r1 = places.rows
+    if loop not in _loops(sch.func):
+        # e.g. a copy whose pixel loop was unrolled away (a plane of a few pixels)
+        raise KnobRefused(f"pad_split=rows: the im2col copy has no loop {loop} to cut")
     n = _loops(sch.func)[loop].extent
     b0, b1 = -(-r0 * row // unit), (r1 * row) // unit
     if b0 >= b1:
