@@ -47,17 +47,20 @@ from microcompile.tune import COST_MODELS, check_cost_model, read_records
 
 # TFLM + CMSIS-NN instructions on the same QEMU set-up at -O2 (BENCHMARK.md).
 PEER = {"kws_ref_model": 7_697_361, "pretrainedResnet_quant": 29_860_944, "ad01_int8": 582_955}
+# TFLM's arena_used_bytes for the same models (BENCHMARK.md; benchmarks/mlperf_tiny.py prints them).
+TFLM_ARENA = {"kws_ref_model": 22_820, "pretrainedResnet_quant": 54_996, "ad01_int8": 2_580}
 GOAL = 0.45
 QUIET = lambda s: None  # noqa: E731
 
 
 def _deploy(path, board, out, records=None):
-    r = driver.deploy(path, board, out, emulate=True, progress=QUIET, records=records).report
-    return r["instructions"], r["verified"]
+    """(instructions, bit-exact, arena bytes) of one inference on the QEMU twin."""
+    d = driver.deploy(path, board, out, emulate=True, progress=QUIET, records=records)
+    return d.report["instructions"], d.report["verified"], d.compiled.plan.arena_bytes
 
 
 def _tune(path, board, records: Path, trials: int, jobs: int, *, strategy="model", cost_model="ridge",
-          batch=False):
+          batch=False, arena_budget="default"):
     """Tune into `records` (resuming it when it exists) up to `trials`; returns (TuneResult, workloads,
     wall seconds over every run that measured this file)."""
     clock = records.with_name(records.name + ".time.json")
@@ -65,7 +68,7 @@ def _tune(path, board, records: Path, trials: int, jobs: int, *, strategy="model
     start = time.monotonic()
     result, workloads = tuning.tune_model(path, board, records, budget=tuning.Budget(trials, None), emulate=True,
                                           jobs=jobs, strategy=strategy, cost_model=cost_model, progress=QUIET,
-                                          bar=False, batch=batch, resume=True)
+                                          bar=False, batch=batch, resume=True, arena_budget=arena_budget)
     if result.trials:                 # this run measured something: its time counts
         spent += time.monotonic() - start
     if not result.interrupted:
@@ -137,6 +140,9 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", action="store_true", help="tune with --batch (a candidate of every workload per "
                                                          "firmware)")
     ap.add_argument("--records-dir", type=Path, help="keep the records (and resume them on the next run) here")
+    ap.add_argument("--arena-budget", default="default", metavar="default|tflm|none|BYTES",
+                    help="tune's arena budget: default (the default schedules' arena: tuning costs no RAM), tflm "
+                         "(TFLM's arena for the model, BENCHMARK.md), none, or bytes")
     ap.add_argument("--no-curve", action="store_true", help="skip the random search and the curves")
     ap.add_argument("--plot", type=Path, help="draw the curves to this file (.png/.svg; needs matplotlib)")
     args = ap.parse_args(argv)
@@ -154,11 +160,24 @@ def main(argv=None) -> int:
         return 2
 
 
+def _arena_budget(text: str, name: str):
+    """--arena-budget for model `name`: "default" and None pass through to tune_model; tflm: TFLM's."""
+    t = text.strip().lower()
+    if t == "default":
+        return "default"
+    if t == "none":
+        return None
+    if t == "tflm":
+        return TFLM_ARENA[name]
+    from microcompile.memory_report import parse_bytes
+    return parse_bytes(text, "--arena-budget")
+
+
 def _run(args) -> int:
     header = (f"{'model':<24} {'default':>11} {'ratio':>6} {'tuned':>11} {'ratio':>6} {'<=0.45':>6} {'trials':>6} "
-              f"{'jobs 1 (s)':>10} {f'jobs {args.jobs} (s)':>11} {'bit-exact':>9}")
+              f"{'jobs 1 (s)':>10} {f'jobs {args.jobs} (s)':>11} {'bit-exact':>9} {'arena default/tuned':>19}")
     print(f"board {args.board} (QEMU), cost model {args.cost_model}, seed 0"
-          + (", batch" if args.batch else ""), flush=True)
+          + (", batch" if args.batch else "") + f", arena budget {args.arena_budget}", flush=True)
     print(header)
     print("-" * len(header), flush=True)
     all_ok, curves = True, []
@@ -169,12 +188,13 @@ def _run(args) -> int:
             path = args.models / f"{name}.tflite"
             if (args.only and name not in args.only) or not path.is_file():
                 continue
-            default, ok0 = _deploy(path, args.board, Path(tmp) / name / "default")
+            default, ok0, arena0 = _deploy(path, args.board, Path(tmp) / name / "default")
             trials = args.trials
             if trials is None:
                 _, workloads = tuning.lowered_workloads(path, driver.load_board(args.board))
                 trials = args.per_workload * len(workloads)
-            common = dict(cost_model=args.cost_model, batch=args.batch)
+            common = dict(cost_model=args.cost_model, batch=args.batch,
+                          arena_budget=_arena_budget(args.arena_budget, name))
             r1 = keep / f"{name}.jobs1.jsonl"
             rn = keep / f"{name}.jobs{args.jobs}.jsonl"
             res1, workloads, t1 = _tune(path, args.board, r1, trials, 1, **common)
@@ -182,15 +202,15 @@ def _run(args) -> int:
                 resn, _, tn = _tune(path, args.board, rn, trials, args.jobs, **common)
             else:
                 rn, resn, tn = r1, res1, t1
-            tuned, ok = _deploy(path, args.board, Path(tmp) / name / "tuned", records=rn)
+            tuned, ok, arena = _deploy(path, args.board, Path(tmp) / name / "tuned", records=rn)
             all_ok &= bool(ok and ok0)
             measured = resn.trials + resn.resumed
             print(f"{name:<24} {default:>11,} {default / peer:>6.3f} {tuned:>11,} {tuned / peer:>6.3f} "
                   f"{'yes' if tuned <= GOAL * peer else 'NO':>6} {measured:>6} {t1:>10.1f} {tn:>11.1f} "
-                  f"{'yes' if ok and ok0 else 'NO':>9}", flush=True)
+                  f"{'yes' if ok and ok0 else 'NO':>9} {f'{arena0:,} / {arena:,}':>19}", flush=True)
             if not args.no_curve:
                 rr = keep / f"{name}.random.jsonl"
-                _tune(path, args.board, rr, trials, 1, strategy="random", batch=args.batch)
+                _tune(path, args.board, rr, trials, 1, strategy="random", **{**common, "cost_model": "ridge"})
                 curves.append((name, _curve(r1, workloads), _curve(rr, workloads)))
     for name, model, rand in curves:
         print(f"\nbest-so-far kernel instructions of {name} (sum over workloads of kernels x best count; "

@@ -222,6 +222,13 @@ def _cmd_profile(args) -> int:
     return 0
 
 
+def _arena_budget(text: str | None):
+    """--arena-budget: absent -> "default" (the default schedules' arena), "none" -> None, else bytes."""
+    if text is None:
+        return "default"
+    return None if text.strip().lower() == "none" else parse_bytes(text, "--arena-budget")
+
+
 def _cmd_tune(args) -> int:
     from . import tuning
 
@@ -231,6 +238,7 @@ def _cmd_tune(args) -> int:
                                           strategy=args.strategy, seed=args.seed, timeout=args.timeout,
                                           work_dir=args.project_dir,
                                           scratch_budget=parse_bytes(args.scratch_budget, "--scratch-budget"),
+                                          arena_budget=_arena_budget(args.arena_budget),
                                           executor=args.executor, address=args.address, batch=args.batch,
                                           cost_model=args.cost_model)
     print(tuning.format_result(result, workloads))
@@ -418,6 +426,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "trees as AutoTVM; needs microcompile[xgboost])")
     t.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
     t.add_argument("--scratch-budget", metavar="BYTES", help="reject schedules whose scratch exceeds this")
+    t.add_argument("--arena-budget", metavar="BYTES|none",
+                   help="reject candidates whose firmware plans a larger arena (default: the default schedules' "
+                        "arena, so tuning costs no RAM; none: only the board's memory bounds it)")
     t.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="local: --jobs threads with a QEMU each (default); ray: Ray tasks on a cluster "
                         "(needs microcompile[ray])")

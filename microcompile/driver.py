@@ -18,7 +18,7 @@ import numpy as np
 
 from . import memory, memory_report, project
 from .codegen import emit_artifact
-from .errors import DeviceError, UserError, shown
+from .errors import ArenaBudgetError, DeviceError, UserError, shown
 from .files import check_output_file, load_arrays, write_file
 from .frontend import load_model
 from .ir import Graph, NP_DTYPES, ops
@@ -266,7 +266,7 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
                    quantize: str | None = None, calibration=None, input_shapes: dict | None = None,
                    arena_region: str | None = None, weights_region: str | None = None,
                    agent: bool = False, flash_budget: int | None = None, activations: str = "int8",
-                   tuned: dict | None = None, records=None) -> Built:
+                   tuned: dict | None = None, records=None, arena_budget: int | None = None) -> Built:
     """Compile `model_path` for `board`, write and build its project, and check that it fits
     (project.FitError, with what does not fit and what would help, when it does not).
     `arena_region` / `weights_region` move the arena / the weights to another memory bank.
@@ -279,7 +279,9 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
     memory; the .tflite of it is left in project_dir/<model>_int8.tflite (or _16x8) when
     TFLite can express it.
     `tuned` ({workload key: Trace}) or `records` (a tuning records file: the best valid record
-    per workload for this board's core and toolchain) replace default schedules."""
+    per workload for this board's core and toolchain) replace default schedules.
+    `arena_budget` (bytes): ArenaBudgetError, before the project is written and built, when the
+    planned arena is larger (the tuner's bound on what a candidate may cost in RAM)."""
 
     board = load_board(board) if isinstance(board, str) else board
     selection = None
@@ -312,6 +314,9 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
         inputs = load_inputs(compiled.graph, input_path, arrays)
         progress(f"[compile] {len(compiled.kernels)} kernels, arena {compiled.plan.arena_bytes} bytes "
                  f"(lower bound {compiled.plan.lower_bound})")
+        if arena_budget is not None and compiled.plan.arena_bytes > arena_budget:
+            raise ArenaBudgetError(f"arena {compiled.plan.arena_bytes:,} bytes is over the arena budget of "
+                                   f"{arena_budget:,} bytes", hint="--arena-budget BYTES (or none) allows more")
         if not board.is_host:
             project.check_manifest_fits(compiled.manifest, board, where, widened_weight_bytes(compiled))
         test_inputs = None if agent else [inputs[n] for n in compiled.graph.inputs]

@@ -36,6 +36,10 @@ class BoardError(UserError):
     """Unknown board, or the model does not fit the board's memory."""
 
 
+class ArenaBudgetError(BoardError):
+    """The planned arena is over the budget the caller set (`tune --arena-budget`)."""
+
+
 class DeviceError(UserError):
     """No probe attached, or the device/emulator did not answer as expected."""
 

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from . import driver, project
-from .errors import DeviceError, UserError
+from .errors import ArenaBudgetError, DeviceError, UserError
 from .ir.compare import compare
 from .lower import lower_node
 from .reference import interp
@@ -63,8 +63,10 @@ class Measurer:
     no longer flashes (the probe's tool fails) or whose port vanished is an Outcome "lost"."""
 
     def __init__(self, model_path, board: Board, work_dir: Path, compiled, *, emulate: bool, port: str | None = None,
-                 timeout: float, input_path=None, boards: list[BoardLink] | None = None):
+                 timeout: float, input_path=None, boards: list[BoardLink] | None = None,
+                 arena_budget: int | None = None):
         self.model_path, self.board, self.work_dir = Path(model_path), board, Path(work_dir)
+        self.arena_budget = arena_budget       # bytes: a firmware whose arena is larger is not built
         self.emulate, self.timeout = emulate, timeout
         # A real board per slot (tune/boards.py); QEMU twins and the host need none.
         self.boards = boards or [BoardLink(None, port)]
@@ -91,10 +93,12 @@ class Measurer:
             return [Outcome("retry" if len(items) > 1 else "failed", error=error)] * len(items)
         try:
             built = driver.build_firmware(self.model_path, self.board, project_dir, emulate=self.emulate,
-                                          progress=quiet, agent=True,
+                                          progress=quiet, agent=True, arena_budget=self.arena_budget,
                                           tuned={w.key: trace for w, _, trace in items})
         except ScheduleError as e:
             return everyone(f"schedule: the trace does not replay: {e}")
+        except ArenaBudgetError as e:
+            return everyone(f"arena: {e.message} (--arena-budget)")
         except project.FitError as e:
             return everyone(f"does not fit: {_first_line(e)}")
         except UserError as e:
@@ -211,13 +215,16 @@ def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emu
                port: str | None = None, ports: list[str] | None = None, probes: list[str] | None = None,
                jobs: int = 1, resume: bool = False, strategy: str = "model",
                seed: int = 0, timeout: float = 10.0, work_dir=None, scratch_budget: int | None = None,
-               input_path=None, progress: Progress = print, bar: bool = True, executor: str = "local",
+               arena_budget: int | str | None = "default", input_path=None, progress: Progress = print, bar: bool = True, executor: str = "local",
                address: str | None = None, batch: bool = False, cost_model: str = "ridge"):
     """Tune every workload of `model_path` on `board_name` and append the records to
     `records_path`; returns (tune.TuneResult, workloads). `executor`: "local" (`jobs` threads,
     each with its own QEMU) or "ray" (`jobs` Ray tasks at a time on the cluster at `address`).
     `batch`: each firmware measures one candidate of every workload (tune.tune's batch mode).
     `cost_model`: "ridge" or "xgboost" (the model search's cost model; tune/search.py).
+    `arena_budget`: bytes a candidate's firmware may plan for its arena ("default": the default
+    schedules' arena, so tuning buys no speed with RAM unless asked; None: no bound but the
+    board's memory); a larger one fails with the reason, before it is built.
     Real boards: `ports` and `probes` (or `port`) name them, one job per board (tune/boards.py);
     with --jobs 1 and none given, the one attached board."""
     board = load_board(board_name)
@@ -259,10 +266,16 @@ def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emu
     compiled, workloads = lowered_workloads(model_path, board)
     sizes = ", ".join(f"{w.key.split(':')[0]} x{len(w.nodes)} ({w.space.size} points)" for w in workloads)
     progress(f"[tune] {len(compiled.kernels)} kernels, {len(workloads)} workloads: {sizes}")
+    if arena_budget == "default":
+        arena_budget = compiled.plan.arena_bytes
+        progress(f"[tune] arena budget {arena_budget:,} bytes (the default schedules' arena; --arena-budget BYTES "
+                 f"or none allows more)")
+    elif arena_budget is not None:
+        progress(f"[tune] arena budget {arena_budget:,} bytes (--arena-budget)")
     own = work_dir is None
     work = Path(tempfile.mkdtemp(prefix="microcompile-tune-")) if own else Path(work_dir)
     measurer = Measurer(model_path, board, work, compiled, emulate=emulate, timeout=timeout,
-                        input_path=input_path, boards=boards)
+                        input_path=input_path, boards=boards, arena_budget=arena_budget)
     from tqdm import tqdm
 
     pool = None

@@ -219,3 +219,41 @@ def test_batch_mode_pins_a_wrong_answer_on_its_kernel(dscnn, tmp_path):
     assert "kernel conv_2d_2" in by[(target.key, "wrong")]["error"]
     assert all(r["status"] == "ok" for k, r in by.items() if k != (target.key, "wrong")), recs
     assert not _qemu_running(str(tmp_path)), "a QEMU was left running"
+
+
+@pytest.mark.qemu
+def test_a_candidate_over_the_arena_budget_fails_before_it_is_built(dscnn, tmp_path):
+    """tune's arena budget (by default the default schedules' arena): a candidate whose firmware
+    plans a larger arena (e.g. an int32 accumulator tile) fails with the reason and
+    is not built; without a budget the same candidate is measured."""
+    from microcompile.schedule import InvalidConfig
+
+    compiled, workloads = tuning.lowered_workloads(dscnn, BOARD)
+    budget = compiled.plan.arena_bytes
+
+    def larger_arena():
+        for w in workloads:
+            for change in ({"cache_read_at": "plane"}, {"epilogue": "tile"}, {"col_bytes_max": 8192, "cols": 0},
+                           {"acc_rows": 1 << 30}):
+                config = {**w.default, **change}
+                if set(config) != set(w.default):
+                    continue
+                try:
+                    _, trace = apply_config(w.func, BOARD.target, config)
+                except InvalidConfig:
+                    continue
+                c = driver.compile_model(dscnn, BOARD, tmp_path / "c", tuned={w.key: trace})
+                if c.plan.arena_bytes > budget:
+                    return w, config, trace
+    found = larger_arena()
+    assert found, "no knob value of the DS-CNN raises its arena"
+    w, config, trace = found
+    tight = tuning.Measurer(dscnn, BOARD, tmp_path / "a", compiled, emulate=True, timeout=5.0, arena_budget=budget)
+    out = tight(0, w, config, trace)
+    assert out.status == "failed" and out.error.startswith("arena: arena ")
+    assert f"over the arena budget of {budget:,} bytes" in out.error
+    assert not (tmp_path / "a" / "job0" / "firmware.elf").exists()          # refused before the build
+    free = tuning.Measurer(dscnn, BOARD, tmp_path / "b", compiled, emulate=True, timeout=5.0, arena_budget=None)
+    out = free(0, w, config, trace)
+    assert out.status == "ok" and out.count > 0, out.error
+    assert not _qemu_running(str(tmp_path)), "a QEMU was left running"

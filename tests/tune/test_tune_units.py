@@ -341,3 +341,16 @@ def test_records_of_another_schedule_version_are_ignored_with_a_note():
     assert sorted(n.split(" (")[0] for n in notes) == sorted(
         [f"1 record(s) from schedule version {SCHEDULE_VERSION - 1} not resumed",
          "1 record(s) from schedule version 0 not resumed"])   # the unversioned one
+
+
+def test_the_arena_budget_flag():
+    """--arena-budget: absent is the default schedules' arena, `none` lifts it, else bytes (a
+    bad value is a UserError naming the flag)."""
+    from microcompile.cli import _arena_budget
+    from microcompile.errors import UserError
+
+    assert _arena_budget(None) == "default"
+    assert _arena_budget("none") is None and _arena_budget("NONE") is None
+    assert _arena_budget("40000") == 40000 and _arena_budget("48K") == 48 * 1024
+    with pytest.raises(UserError, match="--arena-budget"):
+        _arena_budget("lots")
