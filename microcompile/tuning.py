@@ -98,7 +98,9 @@ class Measurer:
         except ScheduleError as e:
             return everyone(f"schedule: the trace does not replay: {e}")
         except ArenaBudgetError as e:
-            return everyone(f"arena: {e.message} (--arena-budget)")
+            if len(items) == 1:
+                return [Outcome("failed", error=f"arena: {e.message} (--arena-budget)")]
+            return self._over_budget(slot, items)
         except project.FitError as e:
             return everyone(f"does not fit: {_first_line(e)}")
         except UserError as e:
@@ -157,6 +159,31 @@ class Measurer:
             else:
                 counts = [prof.counts[index[n]] for n in ns]
                 out.append(Outcome("ok", count=int(round(sum(counts) / len(counts))), unit=prof.unit))
+        return out
+
+
+    def _over_budget(self, slot: int, items: list) -> list[Outcome]:
+        """A batch whose firmware plans an arena over the budget: the candidates over it on their
+        own fail (found by compiling each alone, no build), the others are measured together."""
+        out: list[Outcome | None] = [None] * len(items)
+        fine = []
+        with tempfile.TemporaryDirectory(prefix="microcompile-arena-") as tmp:
+            for i, (w, _, trace) in enumerate(items):
+                try:
+                    arena = driver.compile_model(self.model_path, self.board, Path(tmp) / str(i),
+                                                 tuned={w.key: trace}).plan.arena_bytes
+                except ScheduleError as e:
+                    out[i] = Outcome("failed", error=f"schedule: the trace does not replay: {e}")
+                    continue
+                if arena > self.arena_budget:
+                    out[i] = Outcome("failed", error=f"arena: arena {arena:,} bytes is over the arena budget of "
+                                                     f"{self.arena_budget:,} bytes (--arena-budget)")
+                else:
+                    fine.append(i)
+        if len(fine) == len(items):        # each fits alone, not together: measure them one by one
+            return [Outcome("retry", error="arena: together over the arena budget")] * len(items)
+        for i, o in zip(fine, self.batch(slot, [items[i] for i in fine]) if fine else []):
+            out[i] = o
         return out
 
 
