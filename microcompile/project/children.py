@@ -16,9 +16,9 @@ that none outlives it, however microcompile ends:
   of ours runs; the kernel sends each child `death_signal` instead (prctl PR_SET_PDEATHSIG,
   set between fork and exec). The default SIGKILL suits QEMU; make gets SIGTERM so that it
   stops its compilers (a compiler already running finishes its file, a second at most).
-  The signal follows the *thread* that started the child: start long-lived children (an
-  agent's QEMU) from the main thread; children started from other threads get no
-  parent-death signal (the rest still applies).
+  The signal follows the *thread* that forked the child, so a child asked for on another
+  thread (tune --jobs N starts its QEMUs from worker threads, which end before the process)
+  is forked by one spawner thread that lives as long as the process.
 - `kill_all()` kills every child still running (the CLI calls it on its way out).
 
 macOS has no parent-death signal: there the process groups and the cleanup on every exit
@@ -47,11 +47,17 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
+from queue import SimpleQueue
 
 GRACE_S = 3.0              # between SIGTERM and SIGKILL when a group is stopped
 _PR_SET_PDEATHSIG = 1
 _LIVE: set[subprocess.Popen] = set()
 _POSIX = os.name == "posix"
+_LINUX = sys.platform.startswith("linux")
+_SPAWNER: threading.Thread | None = None     # forks the children asked for on other threads
+_SPAWN_REQUESTS: SimpleQueue = SimpleQueue()
+_SPAWNER_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -61,8 +67,8 @@ def spawn(cmd, *, death_signal: int = signal.SIGKILL, **popen_kwargs) -> Iterato
     The child lives as long as the block: leaving it, normally or by an exception, stops
     the child's whole process group if the child still runs, reaps it and closes its pipes."""
     if _POSIX:
-        popen_kwargs.update(start_new_session=True, preexec_fn=_parent_death(death_signal))
-    proc = subprocess.Popen(cmd, **popen_kwargs)
+        popen_kwargs.update(start_new_session=True)
+    proc = _start(cmd, death_signal, popen_kwargs)
     _LIVE.add(proc)
     try:
         yield proc
@@ -138,9 +144,42 @@ def _killpg(pgid: int, sig: int) -> None:
         pass   # the group is gone already
 
 
+def _start(cmd, death_signal: int, popen_kwargs: dict) -> subprocess.Popen:
+    """Popen on a thread that lives as long as the process (Linux: the parent-death signal
+    follows the forking thread): the main thread, or else the spawner thread."""
+    if not _LINUX:
+        return subprocess.Popen(cmd, **popen_kwargs)
+    if threading.current_thread() in (threading.main_thread(), _SPAWNER):
+        return subprocess.Popen(cmd, preexec_fn=_parent_death(death_signal), **popen_kwargs)
+    return _on_spawner(lambda: subprocess.Popen(cmd, preexec_fn=_parent_death(death_signal), **popen_kwargs))
+
+
+def _on_spawner(fn):
+    """Run `fn` on the spawner thread (started once, a daemon: it ends with the process) and
+    return its result or raise its exception."""
+    global _SPAWNER
+    with _SPAWNER_LOCK:
+        if _SPAWNER is None:
+            _SPAWNER = threading.Thread(target=_spawner_loop, name="microcompile-spawner", daemon=True)
+            _SPAWNER.start()
+    done: Future = Future()
+    _SPAWN_REQUESTS.put((fn, done))
+    return done.result()
+
+
+def _spawner_loop() -> None:
+    while True:
+        fn, done = _SPAWN_REQUESTS.get()
+        try:
+            done.set_result(fn())
+        except BaseException as e:  # noqa: BLE001 - handed to the thread that asked
+            done.set_exception(e)
+
+
 def _parent_death(sig: int):
-    """preexec_fn for Popen: ask the kernel to send `sig` to the child when we die (Linux)."""
-    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
+    """preexec_fn for Popen: ask the kernel to send `sig` to the child when we die (Linux).
+    Only on a thread that lives as long as the process (see _start)."""
+    if not _LINUX or threading.current_thread() not in (threading.main_thread(), _SPAWNER):
         return None
     prctl = _libc().prctl    # looked up before the fork: the child only calls it
     parent = os.getpid()

@@ -114,3 +114,33 @@ def test_children_die_when_microcompile_is_killed_with_sigkill(tmp_path):
         assert wait_gone(pids) == [], "a child outlived a SIGKILLed microcompile"
     finally:
         parent.kill()
+
+
+def test_children_started_from_worker_threads_die_with_a_sigkilled_microcompile():
+    """tune --jobs N starts its QEMUs from worker threads, which end before the process does (a
+    parent-death signal follows the thread that forked): they are forked by one spawner thread
+    that lives as long as the process, so a SIGKILL still takes them down; and a child started
+    from a worker thread outlives that thread while its block lasts."""
+    code = textwrap.dedent(f"""
+        import sys, threading, time
+        sys.path.insert(0, {str(children.__file__.rsplit('/microcompile/', 1)[0])!r})
+        from microcompile.project import children
+        started = []
+        def worker():
+            cm = children.spawn(["sleep", "300"])
+            started.append((cm, cm.__enter__()))
+        t = threading.Thread(target=worker)
+        t.start(); t.join()                      # the worker thread has ended
+        time.sleep(0.5)
+        print(started[0][1].pid, flush=True)
+        time.sleep(300)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(parent.stdout.readline())
+        assert alive(pid), "the child died with the worker thread that started it"
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=30)
+        assert wait_gone([pid]) == [], "a child started from a worker thread outlived a SIGKILLed microcompile"
+    finally:
+        parent.kill()
