@@ -354,3 +354,20 @@ def test_the_arena_budget_flag():
     assert _arena_budget("40000") == 40000 and _arena_budget("48K") == 48 * 1024
     with pytest.raises(UserError, match="--arena-budget"):
         _arena_budget("lots")
+
+
+def test_importing_microcompile_keeps_blas_to_one_thread():
+    """OpenBLAS's thread pool and tune --jobs's forks from worker threads do not mix (a fork
+    during the cost model's fit left it waiting for pool threads that were gone): importing
+    microcompile before numpy sets OPENBLAS_NUM_THREADS=1 unless the user set it."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import os, microcompile, numpy; print(os.environ['OPENBLAS_NUM_THREADS'])"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "1"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**env, "OPENBLAS_NUM_THREADS": "4"}, check=True)
+    assert out.stdout.strip() == "4"
