@@ -161,16 +161,12 @@ def main(argv=None) -> int:
 
 
 def _arena_budget(text: str, name: str):
-    """--arena-budget for model `name`: "default" and None pass through to tune_model; tflm: TFLM's."""
+    """--arena-budget for model `name`: tflm is TFLM's arena for it, default tune's default; the
+    rest as `tune` reads it."""
     t = text.strip().lower()
-    if t == "default":
-        return "default"
-    if t == "none":
-        return None
     if t == "tflm":
         return TFLM_ARENA[name]
-    from microcompile.memory_report import parse_bytes
-    return parse_bytes(text, "--arena-budget")
+    return tuning.parse_arena_budget(None if t == "default" else text)
 
 
 def _run(args) -> int:

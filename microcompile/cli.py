@@ -222,13 +222,6 @@ def _cmd_profile(args) -> int:
     return 0
 
 
-def _arena_budget(text: str | None):
-    """--arena-budget: absent -> "default" (the default schedules' arena), "none" -> None, else bytes."""
-    if text is None:
-        return "default"
-    return None if text.strip().lower() == "none" else parse_bytes(text, "--arena-budget")
-
-
 def _cmd_tune(args) -> int:
     from . import tuning
 
@@ -238,7 +231,7 @@ def _cmd_tune(args) -> int:
                                           strategy=args.strategy, seed=args.seed, timeout=args.timeout,
                                           work_dir=args.project_dir,
                                           scratch_budget=parse_bytes(args.scratch_budget, "--scratch-budget"),
-                                          arena_budget=_arena_budget(args.arena_budget),
+                                          arena_budget=tuning.parse_arena_budget(args.arena_budget),
                                           executor=args.executor, address=args.address, batch=args.batch,
                                           cost_model=args.cost_model)
     print(tuning.format_result(result, workloads))

@@ -314,9 +314,7 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
         inputs = load_inputs(compiled.graph, input_path, arrays)
         progress(f"[compile] {len(compiled.kernels)} kernels, arena {compiled.plan.arena_bytes} bytes "
                  f"(lower bound {compiled.plan.lower_bound})")
-        if arena_budget is not None and compiled.plan.arena_bytes > arena_budget:
-            raise ArenaBudgetError(f"arena {compiled.plan.arena_bytes:,} bytes is over the arena budget of "
-                                   f"{arena_budget:,} bytes", hint="--arena-budget BYTES (or none) allows more")
+        check_arena(compiled, arena_budget)
         if not board.is_host:
             project.check_manifest_fits(compiled.manifest, board, where, widened_weight_bytes(compiled))
         test_inputs = None if agent else [inputs[n] for n in compiled.graph.inputs]
@@ -339,6 +337,13 @@ def build_firmware(model_path: str | Path, board: str | Board, project_dir: str 
         if not fit.fits:
             raise project.FitError(fit, compiled.manifest["model"])
     return Built(board, compiled, inputs, sizes, fit, project_dir, Path(model_path))
+
+
+def check_arena(compiled: Compiled, budget: int | None) -> None:
+    """ArenaBudgetError when `compiled` plans a larger arena than `budget` bytes (None: no bound)."""
+    if budget is not None and compiled.plan.arena_bytes > budget:
+        raise ArenaBudgetError(f"arena {compiled.plan.arena_bytes:,} bytes is over the arena budget of "
+                               f"{budget:,} bytes", hint="--arena-budget BYTES (or none) allows more")
 
 
 def deploy(model_path: str | Path, board_name: str | Board, project_dir: str | Path, *, emulate: bool = False,

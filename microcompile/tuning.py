@@ -99,7 +99,7 @@ class Measurer:
             return everyone(f"schedule: the trace does not replay: {e}")
         except ArenaBudgetError as e:
             if len(items) == 1:
-                return [Outcome("failed", error=f"arena: {e.message} (--arena-budget)")]
+                return [Outcome("failed", error=_arena_reason(e))]
             return self._over_budget(slot, items)
         except project.FitError as e:
             return everyone(f"does not fit: {_first_line(e)}")
@@ -170,14 +170,12 @@ class Measurer:
         with tempfile.TemporaryDirectory(prefix="microcompile-arena-") as tmp:
             for i, (w, _, trace) in enumerate(items):
                 try:
-                    arena = driver.compile_model(self.model_path, self.board, Path(tmp) / str(i),
-                                                 tuned={w.key: trace}).plan.arena_bytes
+                    driver.check_arena(driver.compile_model(self.model_path, self.board, Path(tmp) / str(i),
+                                                            tuned={w.key: trace}), self.arena_budget)
                 except ScheduleError as e:
                     out[i] = Outcome("failed", error=f"schedule: the trace does not replay: {e}")
-                    continue
-                if arena > self.arena_budget:
-                    out[i] = Outcome("failed", error=f"arena: arena {arena:,} bytes is over the arena budget of "
-                                                     f"{self.arena_budget:,} bytes (--arena-budget)")
+                except ArenaBudgetError as e:
+                    out[i] = Outcome("failed", error=_arena_reason(e))
                 else:
                     fine.append(i)
         if len(fine) == len(items):        # each fits alone, not together: measure them one by one
@@ -185,6 +183,10 @@ class Measurer:
         for i, o in zip(fine, self.batch(slot, [items[i] for i in fine]) if fine else []):
             out[i] = o
         return out
+
+
+def _arena_reason(e: ArenaBudgetError) -> str:
+    return f"arena: {e.message} (--arena-budget)"
 
 
 def _build_reason(e: Exception) -> str:
@@ -197,6 +199,16 @@ def _build_reason(e: Exception) -> str:
 def _first_line(e: Exception, lines: int = 1) -> str:
     text = getattr(e, "message", None) or str(e)
     return " | ".join(text.strip().splitlines()[:lines])
+
+
+def parse_arena_budget(text: str | None):
+    """--arena-budget: absent -> "default" (the default schedules' arena, as tune_model takes
+    it), "none" -> None, else bytes ("48K", "40000")."""
+    from .memory_report import parse_bytes
+
+    if text is None:
+        return "default"
+    return None if text.strip().lower() == "none" else parse_bytes(text, "--arena-budget")
 
 
 def parse_budget(trials: int | None, budget: str | None) -> Budget:

@@ -149,9 +149,9 @@ def _start(cmd, death_signal: int, popen_kwargs: dict) -> subprocess.Popen:
     follows the forking thread): the main thread, or else the spawner thread."""
     if not _LINUX:
         return subprocess.Popen(cmd, **popen_kwargs)
-    if threading.current_thread() in (threading.main_thread(), _SPAWNER):
+    def popen():
         return subprocess.Popen(cmd, preexec_fn=_parent_death(death_signal), **popen_kwargs)
-    return _on_spawner(lambda: subprocess.Popen(cmd, preexec_fn=_parent_death(death_signal), **popen_kwargs))
+    return popen() if threading.current_thread() in (threading.main_thread(), _SPAWNER) else _on_spawner(popen)
 
 
 def _on_spawner(fn):
@@ -177,10 +177,8 @@ def _spawner_loop() -> None:
 
 
 def _parent_death(sig: int):
-    """preexec_fn for Popen: ask the kernel to send `sig` to the child when we die (Linux).
-    Only on a thread that lives as long as the process (see _start)."""
-    if not _LINUX or threading.current_thread() not in (threading.main_thread(), _SPAWNER):
-        return None
+    """preexec_fn for Popen: ask the kernel to send `sig` to the child when we die (Linux; for
+    Popen on a thread that lives as long as the process, which _start sees to)."""
     prctl = _libc().prctl    # looked up before the fork: the child only calls it
     parent = os.getpid()
 

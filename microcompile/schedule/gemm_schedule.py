@@ -230,6 +230,12 @@ def _tensorize(sch: Schedule, loop: str, target, dtype: str, packed: bool = True
     sch.tensorize(loop, gemm_kernel_name(_variant(target), dtype))
 
 
+def output_pixels(func: PrimFunc) -> int:
+    """The output plane of a lowered conv2d (its oh and ow loops): the GEMM's columns."""
+    loops = _loops(func)
+    return (loops["oh"].extent if "oh" in loops else 1) * (loops["ow"].extent if "ow" in loops else 1)
+
+
 def _pick_cols(pixels: int, depth: int, max_cols: int, col_bytes_max: int, elem: int = 2) -> int:
     """The largest divisor of `pixels` within max_cols whose im2col columns fit the cap."""
     for t in range(min(max_cols, pixels), 0, -1):
@@ -350,9 +356,7 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
                    cache_write_at=cache_write_at, loop_order=loop_order, tile=tile)
     if tile == "auto":
         x = next((b for b in func.buffers if b.name == "x"), None)
-        loops = _loops(func)
-        pixels = (loops["oh"].extent if "oh" in loops else 1) * (loops["ow"].extent if "ow" in loops else 1)
-        block = cols or _pick_cols(pixels, w.size // w.shape[0], max_cols, col_bytes_max, 2)
+        block = cols or _pick_cols(output_pixels(func), w.size // w.shape[0], max_cols, col_bytes_max, 2)
         # blocks of 2-3 columns measured slower with 4x2 (ResNet's 16-channel 3x3 convs: +1.1%)
         try_first = (wide and epilogue != "tile" and loop_order == "panels" and pointwise == "copy"
                      and cache_read_at == "block" and x is not None and x.shape and x.shape[-1] >= widen_min_run

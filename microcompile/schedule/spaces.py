@@ -40,7 +40,7 @@ from ..tir.nodes import For, PrimFunc, walk
 from .default import UNROLL_MAX_EXTENT_DOMAIN, default_unroll, unroll_short_loops
 from .depthwise_intrin import schedule_depthwise
 from .gemm_schedule import (COL_BYTES_MAX, EPILOGUE_DOMAIN, FC_ACC_ROWS, FC_ACC_ROWS_DOMAIN, FC_INPUT,
-                            WIDEN_MIN_RUN, schedule_conv2d_gemm, schedule_dense_gemm)
+                            WIDEN_MIN_RUN, output_pixels, schedule_conv2d_gemm, schedule_dense_gemm)
 from .knobs import KNOBS, Knob, declare_knob
 from .primitives import ScheduleError
 from .tabulate import schedule_add_tables
@@ -218,10 +218,7 @@ def _conv_schedule(func, target, config):
                             "kernels")
     cols = config["cols"] or None
     if cols is not None:
-        loops = _loops(func)
-        pixels = 1
-        for n in ("oh", "ow"):
-            pixels *= loops[n].extent if n in loops else 1
+        pixels = output_pixels(func)
         w = next(b for b in func.buffers if b.name == "w")
         depth = w.size // w.shape[0]
         col_bytes = cols * depth * (2 if wide else 1)

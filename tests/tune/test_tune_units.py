@@ -346,7 +346,7 @@ def test_records_of_another_schedule_version_are_ignored_with_a_note():
 def test_the_arena_budget_flag():
     """--arena-budget: absent is the default schedules' arena, `none` lifts it, else bytes (a
     bad value is a UserError naming the flag)."""
-    from microcompile.cli import _arena_budget
+    from microcompile.tuning import parse_arena_budget as _arena_budget
     from microcompile.errors import UserError
 
     assert _arena_budget(None) == "default"
