@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import UserError, shown
+from .escape import terminal
 from .frontend import parse_input_shapes
 from .memory_report import parse_bytes
 
@@ -34,6 +35,12 @@ EXIT_MISMATCH = 1
 EXIT_INTERNAL = 3
 EXIT_BROKEN_PIPE = 128 + 13     # what a shell shows for a process killed by SIGPIPE
 _STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+def _print(*parts, file=None, **kw) -> None:
+    """print, with every control, bidi or invisible character escaped (escape.terminal): the
+    text may quote names from a model, which must not move the cursor or recolour the terminal."""
+    print(*(terminal(str(p), keep_newlines=True) for p in parts), file=file or sys.stdout, **kw)
 
 
 class Terminated(BaseException):
@@ -57,7 +64,7 @@ def _cmd_deploy(args) -> int:
     if args.dump_ir:
         from .ir.printer import print_graph
 
-        dump = lambda name, g: print(f"--- after {name} ---\n{print_graph(g)}")  # noqa: E731
+        dump = lambda name, g: _print(f"--- after {name} ---\n{print_graph(g)}")  # noqa: E731
     project_dir = args.project_dir or Path("build") / Path(args.model).stem
     result = driver.deploy(args.model, args.board, project_dir, emulate=args.emulate,
                            input_path=args.input, dump_ir=dump, quantize=args.quantize,
@@ -72,9 +79,9 @@ def _cmd_deploy(args) -> int:
         _save_outputs(result.outputs, args.output)
     if args.report:
         driver.write_report(r, args.report)
-    print(_summary(r))
+    _print(_summary(r))
     if result.fit is not None:
-        print(result.fit.format())
+        _print(result.fit.format())
     return 0 if r["verified"] else EXIT_MISMATCH
 
 
@@ -131,27 +138,27 @@ def _cmd_inspect(args) -> int:
     except UnsupportedOpError as e:
         lister = list_onnx_ops if Path(args.model).suffix.lower() == ".onnx" else list_tflite_ops
         rows = lister(args.model)
-        print(f"{args.model}: {len(rows)} ops")
+        _print(f"{args.model}: {len(rows)} ops")
         for index, op, output, supported in rows:
-            print(f"  {index:>4}  {op:<24} {output:<40} {'' if supported else 'UNSUPPORTED'}")
-        print(f"error: {e}", file=sys.stderr)
+            _print(f"  {index:>4}  {shown(op, 24):<24} {shown(output, 40):<40} {'' if supported else 'UNSUPPORTED'}")
+        _print(f"error: {e}", file=sys.stderr)
         return e.exit_code
-    print(format_table(layer_table(graph)))
+    _print(format_table(layer_table(graph)))
     if graph.notes:   # what the reader accepted but the user should know
-        print("\nnotes from the reader:\n" + "\n".join(f"  {note}" for note in graph.notes))
+        _print("\nnotes from the reader:\n" + "\n".join(f"  {terminal(note)}" for note in graph.notes))
     optimized = pipeline.run(graph)
     effects = format_pass_effects(pass_effects(graph, optimized), len(graph.nodes), len(optimized.nodes))
     if effects:
-        print("\n" + effects)
+        _print("\n" + effects)
     if args.memory or args.plot:
         from . import driver, memory_report
 
         compiled = driver.plan_model(args.model, args.board, input_shapes=parse_input_shapes(args.input_shape),
                                      flash_budget=parse_bytes(args.flash_budget, "--flash-budget"))
-        print(f"\nmemory on {args.board}:\n" + memory_report.format_memory(compiled))
+        _print(f"\nmemory on {args.board}:\n" + memory_report.format_memory(compiled))
         if args.plot:
             memory_report.plot_memory(compiled, args.plot)
-            print(f"wrote {args.plot}")
+            _print(f"wrote {args.plot}")
     return 0
 
 
@@ -164,7 +171,7 @@ def _cmd_verify(args) -> int:
                                   input_path=args.input, port=args.port, timeout=args.timeout)
     if args.report:
         driver.write_report(result.report, args.report)
-    print(result.table)
+    _print(result.table)
     return 0 if result.report["verified"] else EXIT_MISMATCH
 
 
@@ -194,7 +201,7 @@ def _cmd_run(args) -> int:
         lines.append(f"accuracy     top-1 {100 * r['top1_accuracy']:.2f}% against the labels")
     lines.append(f"{r['unit']:<12} {r['count_per_inference']:,} per inference (median)")
     lines.append(f"project      {r['project_dir']}")
-    print("\n".join(lines))
+    _print("\n".join(lines))
     return 0 if r["verified"] else EXIT_MISMATCH
 
 
@@ -211,7 +218,7 @@ def _cmd_profile(args) -> int:
                                   input_path=args.input, timeout=args.timeout, records=args.records)
     footer = [f"arena {result.arena_bytes:,} bytes, flash {result.sizes.flash:,} bytes, "
               f"RAM {result.sizes.ram:,} bytes (static; agent frame buffers and stack included)"]
-    print(profile_report.format_table(result.rows, result.unit, result.total, result.plain_total, footer))
+    _print(profile_report.format_table(result.rows, result.unit, result.total, result.plain_total, footer))
     if args.json:
         driver.write_report(result.report, args.json)
     if args.csv:
@@ -234,8 +241,8 @@ def _cmd_tune(args) -> int:
                                           arena_budget=tuning.parse_arena_budget(args.arena_budget),
                                           executor=args.executor, address=args.address, batch=args.batch,
                                           cost_model=args.cost_model)
-    print(tuning.format_result(result, workloads))
-    print(f"records      {args.records} (deploy/run/profile --records {args.records})")
+    _print(tuning.format_result(result, workloads))
+    _print(f"records      {args.records} (deploy/run/profile --records {args.records})")
     return 130 if result.interrupted else 0
 
 
@@ -264,9 +271,9 @@ def _cmd_quantize(args) -> int:
     result = driver.quantize_model(args.model, args.calibration, args.output, method=args.method, io=args.io,
                                    keep_float=keep, input_shapes=parse_input_shapes(args.input_shape),
                                    activations=args.activations)
-    print(format_sqnr_table(result.quantized.layers, args.sqnr_threshold))
+    _print(format_sqnr_table(result.quantized.layers, args.sqnr_threshold))
     scheme = "16x8: int16 activations, int8 weights" if args.activations == "int16" else "int8"
-    print(f"wrote {result.output_path} ({scheme}, {args.io} inputs/outputs, calibration method {result.method})")
+    _print(f"wrote {result.output_path} ({scheme}, {args.io} inputs/outputs, calibration method {result.method})")
     return 0
 
 
@@ -294,11 +301,11 @@ def _cmd_boards(args) -> int:
             "tested_on_hardware": False,
         })
     if args.json:
-        print(json.dumps(rows, indent=2))
+        _print(json.dumps(rows, indent=2))
         return 0
     for r in rows:
         if r["name"] == "host":
-            print(f"{'host':<17} the build machine (native gcc; tests)")
+            _print(f"{'host':<17} the build machine (native gcc; tests)")
             continue
         banks = ", ".join(f"{m['name']} {_kib(m['size'])}" for m in r["memory"])
         if r["emulator_only"]:
@@ -309,9 +316,9 @@ def _cmd_boards(args) -> int:
             where = "no twin: compiled and linked only"
         alias = f" (alias {', '.join(r['aliases'])})" if r["aliases"] else ""
         runners = ", ".join(r["runners"]) or "-"
-        print(f"{r['name']:<17} {r['core']:<13} {r['kernels']:<4} {banks}")
-        print(f"{'':<17} {r['description']}{alias}; flash: {runners}; {where}")
-    print("\nkernels: c = portable C, dsp = Armv7E-M DSP (SMLAD), mve = Helium. No board has been run on "
+        _print(f"{r['name']:<17} {r['core']:<13} {r['kernels']:<4} {banks}")
+        _print(f"{'':<17} {r['description']}{alias}; flash: {runners}; {where}")
+    _print("\nkernels: c = portable C, dsp = Armv7E-M DSP (SMLAD), mve = Helium. No board has been run on "
           "silicon: the real boards are compiled, linked and fit-checked, and run only through their QEMU twin.")
     return 0
 
@@ -324,7 +331,7 @@ def _cmd_flash(args) -> int:
     from .project import flash
 
     result = flash(args.firmware, board=args.board, probe=args.probe)
-    print(f"flashed {result.board} with {result.runner}" + (f" (probe {result.probe})" if result.probe else ""))
+    _print(f"flashed {result.board} with {result.runner}" + (f" (probe {result.probe})" if result.probe else ""))
     return 0
 
 
@@ -520,15 +527,15 @@ def main(argv=None) -> int:
             args = build_parser().parse_args(argv)
             return args.fn(args)
         except UserError as e:
-            print(f"error: {e.message}", file=sys.stderr)
+            _print(f"error: {e.message}", file=sys.stderr)
             if e.hint:
-                print(f"hint: {e.hint}", file=sys.stderr)
+                _print(f"hint: {e.hint}", file=sys.stderr)
             return e.exit_code
         except KeyboardInterrupt:
-            print("error: stopped by SIGINT (Ctrl-C)", file=sys.stderr)
+            _print("error: stopped by SIGINT (Ctrl-C)", file=sys.stderr)
             return 128 + signal.SIGINT
         except Terminated as t:
-            print(f"error: stopped by {signal.Signals(t.signum).name}", file=sys.stderr)
+            _print(f"error: stopped by {signal.Signals(t.signum).name}", file=sys.stderr)
             return 128 + t.signum
         except BrokenPipeError:
             _stdout_gone()
@@ -578,14 +585,14 @@ def _internal_error(argv: list[str]) -> int:
               f"python: {sys.version.split()[0]} on {platform.platform()}\ntime: {time.strftime('%Y-%m-%d %H:%M:%S')}"
               f"\n\n{traceback.format_exc()}")
     log = _write_crash_log(report)
-    print(f"internal error in microcompile {__version__}: {type(exc).__name__}: {shown(str(exc), 200)}",
+    _print(f"internal error in microcompile {__version__}: {type(exc).__name__}: {shown(str(exc), 200)}",
           file=sys.stderr)
-    print(f"command: {shown(command, 300)}", file=sys.stderr)
+    _print(f"command: {shown(command, 300)}", file=sys.stderr)
     if log is not None:
-        print(f"crash log: {log}", file=sys.stderr)
+        _print(f"crash log: {log}", file=sys.stderr)
     else:   # no writable temporary directory: the traceback itself is the last resort
-        print(report, file=sys.stderr)
-    print("hint: this is a bug in microcompile, not a mistake of yours; rerunning the same command reproduces "
+        _print(report, file=sys.stderr)
+    _print("hint: this is a bug in microcompile, not a mistake of yours; rerunning the same command reproduces "
           "it. Please report it with the crash log.", file=sys.stderr)
     return EXIT_INTERNAL
 

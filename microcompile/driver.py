@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ import numpy as np
 from . import memory, memory_report, project
 from .codegen import emit_artifact
 from .errors import ArenaBudgetError, DeviceError, UserError, shown
+from .escape import json_text, say
 from .files import check_output_file, load_arrays, write_file
 from .frontend import load_model
 from .ir import Graph, NP_DTYPES, ops
@@ -261,7 +261,7 @@ def widened_weight_bytes(compiled: Compiled) -> int:
 
 
 def build_firmware(model_path: str | Path, board: str | Board, project_dir: str | Path, *, emulate: bool = False,
-                   input_path=None, progress: Progress = print,
+                   input_path=None, progress: Progress = say,
                    dump_ir: Callable[[str, Graph], None] | None = None, trace: bool = False,
                    quantize: str | None = None, calibration=None, input_shapes: dict | None = None,
                    arena_region: str | None = None, weights_region: str | None = None,
@@ -347,7 +347,7 @@ def check_arena(compiled: Compiled, budget: int | None) -> None:
 
 
 def deploy(model_path: str | Path, board_name: str | Board, project_dir: str | Path, *, emulate: bool = False,
-           input_path=None, progress: Progress = print,
+           input_path=None, progress: Progress = say,
            dump_ir: Callable[[str, Graph], None] | None = None, trace: bool = False,
            quantize: str | None = None, calibration=None, input_shapes: dict | None = None,
            arena_region: str | None = None, weights_region: str | None = None, probe: str | None = None,
@@ -428,7 +428,7 @@ class VerifyResult:
 
 
 def verify_layers(model_path: str | Path, board_name: str, project_dir: str | Path, *, emulate: bool = False,
-                  input_path=None, progress: Progress = print, port: str | None = None,
+                  input_path=None, progress: Progress = say, port: str | None = None,
                   timeout: float = 10.0) -> VerifyResult:
     """Compare every layer's device tensor with our reference interpreter and with LiteRT's
     reference kernels (when installed). `verified` is True only when every layer (and so every
@@ -483,7 +483,7 @@ def _layers(compiled: Compiled, run) -> list[dict]:
 
 def write_report(report: dict, path: str | Path) -> None:
     """Write the JSON report atomically (missing parent directories are created)."""
-    write_file(path, (json.dumps(report, indent=2, sort_keys=True) + "\n").encode(), "report")
+    write_file(path, (json_text(report, indent=2, sort_keys=True) + "\n").encode(), "report")
 
 
 @dataclass
@@ -619,7 +619,7 @@ def _serial_port(board: Board, port: str | None) -> str:
 
 @contextmanager
 def open_session(project_dir: str | Path, board: Board | str, *, emulate: bool = False, port: str | None = None,
-                 timeout: float = 10.0, probe: str | None = None, progress: Progress = print):
+                 timeout: float = 10.0, probe: str | None = None, progress: Progress = say):
     """A device.Session with the project's agent firmware running: a host process, the QEMU twin
     (always stopped on leaving), or the board on its serial port, flashed first when it does
     not run this build. The session checks the build id."""
@@ -731,7 +731,7 @@ class RunModelResult:
 
 def run_model(model_path: str | Path, board_name: str, project_dir: str | Path, *, emulate: bool = False,
               port: str | None = None, input_path=None, repeat: int | None = None, labels_path=None,
-              timeout: float = 10.0, progress: Progress = print, records=None) -> RunModelResult:
+              timeout: float = 10.0, progress: Progress = say, records=None) -> RunModelResult:
     """Build (or reuse) the agent firmware, start the twin or flash the board, run one input or
     `repeat` inputs of a batch over one session, and compare each with the reference interpreter.
     With `labels_path` (class indices, or one-hot rows) the report has the top-1 accuracy."""
@@ -806,7 +806,7 @@ class ProfileResult:
 
 def profile_model(model_path: str | Path, board_name: str, project_dir: str | Path, *, emulate: bool = False,
                   port: str | None = None, input_path=None, timeout: float = 10.0,
-                  progress: Progress = print, records=None) -> ProfileResult:
+                  progress: Progress = say, records=None) -> ProfileResult:
     """Per-kernel counts of one inference over the agent: one run without the hooks (the total
     `deploy` reports), one with them (per kernel), on the same input."""
     from . import profile_report

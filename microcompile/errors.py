@@ -5,6 +5,8 @@ big) raises a `UserError`. The CLI prints its message and hint and exits with co
 it never shows a traceback for these. Anything else is a bug in microcompile.
 """
 
+from .escape import terminal
+
 
 class UserError(Exception):
     """A problem the user can fix. `hint` says how."""
@@ -45,6 +47,9 @@ class DeviceError(UserError):
 
 
 def shown(text: str, limit: int = 60) -> str:
-    """`text` as it may appear in a message: a user's 5,000-character typo is cut, not echoed."""
+    """`text` (a name from a model, a path, a user's typo) as it may appear in a message: cut
+    when long (a 5,000-character typo is not echoed) and with control, bidi and invisible
+    characters escaped (escape.terminal), so that a name cannot forge a line or move the cursor."""
     text = str(text)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+    cut = text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+    return terminal(cut)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import UserError
+from .escape import terminal
 from .memory import MemoryPlan
 from .project.mapfile import prefix_bytes, symbols_bytes
 
@@ -185,4 +186,5 @@ def plot_memory(compiled, path: str | Path) -> None:
 
 
 def _short(name: str, n: int = 32) -> str:
+    name = terminal(name)
     return name if len(name) <= n else "…" + name[-(n - 1):]

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from . import driver, project
 from .errors import ArenaBudgetError, DeviceError, UserError
+from .escape import say
 from .ir.compare import compare
 from .lower import lower_node
 from .reference import interp
@@ -254,7 +255,7 @@ def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emu
                port: str | None = None, ports: list[str] | None = None, probes: list[str] | None = None,
                jobs: int = 1, resume: bool = False, strategy: str = "model",
                seed: int = 0, timeout: float = 10.0, work_dir=None, scratch_budget: int | None = None,
-               arena_budget: int | str | None = "default", input_path=None, progress: Progress = print, bar: bool = True, executor: str = "local",
+               arena_budget: int | str | None = "default", input_path=None, progress: Progress = say, bar: bool = True, executor: str = "local",
                address: str | None = None, batch: bool = False, cost_model: str = "ridge"):
     """Tune every workload of `model_path` on `board_name` and append the records to
     `records_path`; returns (tune.TuneResult, workloads). `executor`: "local" (`jobs` threads,

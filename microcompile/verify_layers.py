@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .escape import terminal
 from .frontend.tflite.reader import unique_tensor_names
 from .ir import Graph, ops
 from .reference import interp
@@ -136,7 +137,7 @@ def compare_layers(graph: Graph, kernel_nodes: list, device: dict[str, np.ndarra
 def short_layer_name(name: str, width: int = 40) -> str:
     """A TFLite tensor name for a table cell: the converter joins every name a fused tensor
     had with ';', the first is the layer's own; long paths keep their informative tail."""
-    name = name.split(";")[0]
+    name = terminal(name.split(";")[0])
     return name if len(name) <= width else "..." + name[-(width - 3):]
 
 

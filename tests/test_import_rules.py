@@ -28,7 +28,7 @@ ALLOWED = {
     "tune": {"ir", "tir", "reference", "frontend", "transform", "quantize", "lower", "schedule", "memory",
              "codegen", "target", "project", "device"},
 }
-COMMON = {"errors", "files", "resources", "microcompile"}   # "microcompile": the version in __init__;
+COMMON = {"errors", "files", "resources", "escape", "templating", "microcompile"}   # "microcompile": the version in __init__;
 # "files": how every stage reads the files a user names (regular files only, a size limit)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..escape import c_comment
 from ..tir import intrinsics
 from ..tir.nodes import (Address, ParamStruct, Allocate, BinOp, Call, Cast, Evaluate, FloatImm, For, IfThenElse, IntImm,
                          LetStmt, Load, PrimFunc, Select, SeqStmt, Store, Var, scratch_layout, walk)
@@ -60,11 +61,6 @@ def int64_literal(v: int) -> str:
     if -2**31 < v < 2**31:
         return str(v)
     return "(-9223372036854775807LL - 1)" if v == -2**63 else f"{v}LL"
-
-
-def comment(text: str) -> str:
-    """Text safe inside a /* */ comment."""
-    return text.replace("*/", "* /")
 
 
 def _strip(s: str) -> str:
@@ -188,7 +184,7 @@ class CEmitter:
         # Each distinct parameter struct of a micro-kernel call is a static const in flash.
         structs = list(dict.fromkeys(n for n in walk(f.body) if isinstance(n, ParamStruct)))
         ctx = _Ctx(dict(self.const_symbols), {s: f"{c_name}_params{i}" for i, s in enumerate(structs)})
-        lines = ["/*"] + [comment(f" * {h}".rstrip()) for h in header] + [" */"]
+        lines = ["/*"] + [f" * {c_comment(h)}".rstrip() for h in header] + [" */"]
         for s in structs:
             fields = ", ".join(f".{k} = {int_literal(v)}" for k, v in s.fields)
             lines.append(f"static const {s.ctype} {ctx.structs[s]} = {{{fields}}};")
@@ -200,7 +196,7 @@ class CEmitter:
             ctx.names[id(b)] = b.name
             qual = "" if id(b) in written else "const "
             ctype = C_TYPES[b.dtype]
-            note = f"  /* {comment(b.comment)} */" if b.comment else ""
+            note = f"  /* {c_comment(b.comment)} */" if b.comment else ""
             # State lives in the model's state buffer (model.c's mc_state), not the arena.
             base = STATE_BUFFER if b.scope == "state" else "arena"
             decls.append(f"    {qual}{ctype} *{b.name} = ({qual}{ctype} *)({base} + {arena_offsets[b.name]}u);{note}")

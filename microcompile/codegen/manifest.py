@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from ..escape import json_text
 
 # 2: kernels carry their schedule "trace". 3: "data" (model_weights.bin), "memory" (the plan).
 SCHEMA_VERSION = 3
@@ -35,5 +36,5 @@ def build_manifest(model: str, arena_bytes: int, weights_bytes: int, inputs: lis
 
 def write_manifest(manifest: dict, out_dir: Path) -> Path:
     path = Path(out_dir) / "manifest.json"
-    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    path.write_text(json_text(manifest, indent=2, sort_keys=True) + "\n")
     return path

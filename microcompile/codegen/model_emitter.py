@@ -10,14 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-import jinja2
-
 from .. import __version__
+from ..escape import c_identifier
 from ..tir import intrinsics
 from ..ir.graph import Graph, Node
 from ..tir.nodes import Call, PrimFunc, walk
 from ..resources import resource_dir
-from .c_emitter import CEmitter, comment, float_literal, kernel_arena_offsets, schedule_comment
+from ..templating import environment, generated
+from .c_emitter import CEmitter, float_literal, kernel_arena_offsets, schedule_comment
 from .manifest import build_manifest, tensor_entry, write_manifest
 from .weights import ALIGN, BIN_NAME, WeightArray, write_weights
 
@@ -41,25 +41,13 @@ class MemoryPlan(Protocol):
     def state_offset(self, tensor_name: str) -> int: ...
 
 
-def c_string(s: str) -> str:
-    """A C string literal of `s` (UTF-8; anything not plain printable ASCII as octal escapes)."""
-    out = []
-    for byte in s.encode("utf-8"):
-        ch = chr(byte)
-        if ch in '"\\?' or not 32 <= byte < 127:
-            out.append(f"\\{byte:03o}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
 @dataclass(frozen=True)
 class _Kernel:
     name: str      # k<i>_<op>
-    c_name: str    # mc_k<i>_<op>
+    c_name: str    # mc_k<i>_<op> (generated: a C identifier)
     op: str
     macs: int
-    code: str
+    code: str      # generated C, every name in it escaped by the emitter
 
 
 # A constant's role (its buffer name in the lowering) as it reads in a symbol name.
@@ -69,8 +57,7 @@ _ROLES = {"w": "weights", "mult": "requant_mult", "shift": "requant_shift", "rsh
 def weight_symbol(kernel: str, buffer_name: str) -> str:
     """The C symbol of a kernel's constant: mc_<kernel>_<role>, e.g. mc_k0_conv2d_weights, so
     that model_weights.c and the map file say which layer owns which bytes."""
-    role = _ROLES.get(buffer_name, buffer_name)
-    return f"mc_{kernel}_{''.join(ch if ch.isalnum() else '_' for ch in role)}"
+    return c_identifier(f"mc_{kernel}_{_ROLES.get(buffer_name, buffer_name)}")
 
 
 def _collect_weights(kernels: list[tuple[Node, PrimFunc]]) -> list[WeightArray]:
@@ -104,11 +91,11 @@ def _tensor_row(g: Graph, name: str, plan: MemoryPlan, symbol: str) -> tuple[dic
     t = g.tensors[name]
     q = t.quant
     entry = tensor_entry(t, plan.offset(name))
-    row = {"name": c_string(name), "dtype": _MC_DTYPES[t.dtype], "offset": entry["offset"],
-           "bytes": entry["bytes"], "ndim": len(t.shape), "shape_symbol": symbol,
+    row = {"name": name, "dtype": generated(_MC_DTYPES[t.dtype]), "offset": entry["offset"],
+           "bytes": entry["bytes"], "ndim": len(t.shape), "shape_symbol": generated(symbol),
            "shape_len": max(len(t.shape), 1),   # C has no zero-length arrays: a scalar gets { 0 }
-           "shape": ", ".join(str(d) for d in t.shape) or "0",
-           "scale": float_literal(q.scale[0]) if q is not None else "0.0f",
+           "shape": generated(", ".join(str(d) for d in t.shape) or "0"),
+           "scale": generated(float_literal(q.scale[0]) if q is not None else "0.0f"),
            "zero_point": int(q.zero_point[0]) if q is not None else 0}
     return row, entry
 
@@ -137,7 +124,7 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
         trace = traces[i] if traces is not None else None
         code = emitter.function(f, f"mc_{name}", kernel_arena_offsets(f, plan, node.name),
                                 _header_lines(name, node, f, trace))
-        rendered.append(_Kernel(name, f"mc_{name}", node.op, int(f.attrs.get("macs", 0)), code))
+        rendered.append(_Kernel(name, generated(f"mc_{name}"), node.op, int(f.attrs.get("macs", 0)), generated(code)))
         headers |= {intrinsics.get(c.name).header for c in walk(f.body) if isinstance(c, Call)}
     inputs, outputs, tensors, man_in, man_out = [], [], [], [], []
     for rows, entries, names, prefix in ((inputs, man_in, graph.inputs, "in"),
@@ -151,26 +138,27 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
     weights_bytes = blob.size
     state_bytes = int(getattr(plan, "state_bytes", 0))
     # Initial state, as TFLite resets variable tensors: zero, or the zero point's byte for int8.
-    state_inits = [{"name": comment(name), "offset": plan.state_offset(name), "bytes": t.nbytes,
+    state_inits = [{"name": name, "offset": plan.state_offset(name), "bytes": t.nbytes,
                     "fill": (t.quant.zero_point[0] & 0xFF) if t.dtype == "int8" and t.quant is not None else 0}
                    for name, t in graph.tensors.items() if t.variable]
     if state_bytes:
         headers.add("string.h")
     values = {
-        "model": graph.name, "version": __version__, "arena_bytes": int(plan.arena_bytes),
+        "model": graph.name, "version": generated(__version__), "arena_bytes": int(plan.arena_bytes),
         "weights_bytes": weights_bytes, "kernels": rendered,
-        "externs": [w.extern for w in weights], "weights": blob.rows, "sha256": blob.sha256,
-        "bin_name": BIN_NAME, "align": ALIGN,
-        "system_headers": sorted(headers & _SYSTEM_HEADERS),
-        "headers": sorted(headers - _SYSTEM_HEADERS),
+        "externs": [generated(w.extern) for w in weights],
+        "weights": [dict(r, symbol=generated(r["symbol"]), macro=generated("MC_CONST8" if r["align8"] else "MC_CONST"))
+                    for r in blob.rows],
+        "sha256": generated(blob.sha256), "bin_name": generated(BIN_NAME), "align": ALIGN,
+        "system_headers": [generated(h) for h in sorted(headers & _SYSTEM_HEADERS)],
+        "headers": [generated(h) for h in sorted(headers - _SYSTEM_HEADERS)],
         "tensors": tensors, "inputs": inputs, "outputs": outputs,
         "kernel_tables": [rendered] if rendered else [],
-        "kernels_ref": "mc_kernels" if rendered else "0",
+        "kernels_ref": generated("mc_kernels" if rendered else "0"),
+        "reset_state_ref": generated("mc_reset_state_fn" if state_bytes else "0"),
         "state_bytes": state_bytes, "state_inits": state_inits,
     }
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates") / "model")),
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             autoescape=False)
+    env = environment(resource_dir("templates") / "model")
     for template, filename in (("model.h.j2", "model.h"), ("model.c.j2", "model.c"),
                                ("model_weights.h.j2", "model_weights.h"),
                                ("model_weights.c.j2", "model_weights.c")):

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..tir.nodes import Buffer
-from .c_emitter import C_TYPES, comment
+from ..escape import c_comment
+from .c_emitter import C_TYPES
 
 ALIGN = 4                       # LDM and word loads of int16/int32 constants need 4
 BIN_NAME = "model_weights.bin"
@@ -44,7 +45,7 @@ class WeightArray:
 
     @property
     def extern(self) -> str:
-        return f"extern {self.declaration};  /* {comment(self.buffer.comment)} */"
+        return f"extern {self.declaration};  /* {c_comment(self.buffer.comment)} */"
 
     def data(self) -> bytes:
         b = self.buffer
@@ -72,7 +73,7 @@ def write_weights(weights: list[WeightArray], path) -> WeightBlob:
                 f.write(chunk)
                 digest.update(chunk)
             offset += len(pad)
-            rows.append({"symbol": w.symbol, "offset": offset, "bytes": len(data), "comment": comment(w.buffer.comment),
+            rows.append({"symbol": w.symbol, "offset": offset, "bytes": len(data), "comment": w.buffer.comment,
                          "align8": w.buffer.dtype in ("int64", "float64")})   # int64_t / double (16x8): 8-aligned
             offset += len(data)
     return WeightBlob(rows, offset, digest.hexdigest())

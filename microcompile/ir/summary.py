@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from ..escape import terminal
 from .graph import Graph, QuantParams, Tensor
 from . import ops
 
@@ -78,7 +79,7 @@ def format_table(rows: list[dict]) -> str:
     for r in rows:
         dtypes = sorted({t["dtype"] for t in r["inputs"] + r["outputs"]})
         body.append((
-            str(r["index"]), r["name"], r["op"],
+            str(r["index"]), terminal(r["name"]), r["op"],
             ", ".join(_shape_text(t["shape"]) for t in r["inputs"]),
             ", ".join(_shape_text(t["shape"]) for t in r["outputs"]),
             "/".join(dtypes), r["activation"] if r["activation"] not in ("", "NONE") else "",
@@ -126,7 +127,7 @@ def format_pass_effects(effects: dict[str, list], n_before: int, n_after: int) -
     if not any(effects.values()) and n_before == n_after:
         return ""
     out = [f"after graph passes: {n_after} layers from {n_before}"]
-    out += [f"  {node}: fused {' + '.join(layers)}" for node, layers in effects["fused"]]
-    out += [f"  {layer}: folded to a constant at compile time" for layer in effects["folded"]]
-    out += [f"  {layer}: removed (no output depends on it)" for layer in effects["removed"]]
+    out += [f"  {terminal(node)}: fused {' + '.join(map(terminal, layers))}" for node, layers in effects["fused"]]
+    out += [f"  {terminal(layer)}: folded to a constant at compile time" for layer in effects["folded"]]
+    out += [f"  {terminal(layer)}: removed (no output depends on it)" for layer in effects["removed"]]
     return "\n".join(out)

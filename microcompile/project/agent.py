@@ -13,8 +13,8 @@ import hashlib
 from pathlib import Path
 
 from microcompile.codegen.c_emitter import float_literal
-from microcompile.codegen.model_emitter import c_string
 from microcompile.project.trace import trace_entries
+from microcompile.templating import generated
 
 CHUNK_MIN = 256     # info pages and profile pages fit, whatever the model
 CHUNK_MAX = 1024    # RAM: two frames of this; larger tensors go in chunks
@@ -44,24 +44,21 @@ def largest_tensor(manifest: dict) -> int:
     return max(sizes, default=0)
 
 
-def _comment(text: str) -> str:
-    return text.replace("*/", "* /").replace("\n", " ")
-
-
 def template_values(manifest: dict, board_name: str, build: str) -> dict:
     chunk = chunk_bytes(manifest)
     tensors = []
     for e in trace_entries(manifest):
         s = e.spec
         tensors.append({
-            "name": c_string(s["name"]), "dtype": _C_DTYPES[s["dtype"]], "offset": s["offset"],
+            "name": s["name"], "dtype": generated(_C_DTYPES[s["dtype"]]), "offset": s["offset"],
             "bytes": s["bytes"], "ndim": len(s["shape"]), "shape_len": max(len(s["shape"]), 1),
-            "shape": ", ".join(str(d) for d in s["shape"]) or "0",
-            "scale": float_literal(float(s.get("scale", 0.0))), "zero_point": int(s.get("zero_point", 0)),
+            "shape": generated(", ".join(str(d) for d in s["shape"]) or "0"),
+            "scale": generated(float_literal(float(s.get("scale", 0.0)))), "zero_point": int(s.get("zero_point", 0)),
             "kernel": e.kernel,
-            "comment": _comment(f"{manifest['kernels'][e.kernel]['name']} output {e.output}")})
-    return {"model": manifest["model"], "board": board_name, "model_name": c_string(manifest["model"]),
-            "build_id_hex": build, "build_id_bytes": ", ".join(f"0x{build[i:i + 2]}" for i in range(0, 16, 2)),
+            "comment": f"{manifest['kernels'][e.kernel]['name']} output {e.output}"})
+    return {"model": manifest["model"], "board": generated(board_name),
+            "build_id_hex": generated(build),
+            "build_id_bytes": generated(", ".join(f"0x{build[i:i + 2]}" for i in range(0, 16, 2))),
             "chunk_bytes": chunk, "frame_bytes": chunk + FRAME_EXTRA, "largest_tensor": largest_tensor(manifest),
             "num_kernels_or_1": max(len(manifest["kernels"]), 1),
             "num_inputs_or_1": max(len(manifest["inputs"]), 1), "tensors": tensors}

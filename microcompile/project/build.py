@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from microcompile.errors import BoardError, ToolchainError
+from microcompile.escape import say
 from microcompile.project import children
 from microcompile.project.fit import FitError, fit_report
 from microcompile.project.generate import read_marker
@@ -102,7 +103,7 @@ def _overflow_error(project_dir: Path, lines: list[str], marker: dict, jobs: int
     return FitError(report, marker.get("model", "model"))
 
 
-def build(project_dir: str | Path, progress: Callable[[str], None] = print,
+def build(project_dir: str | Path, progress: Callable[[str], None] = say,
           platform: str | None = None, jobs: int | None = None) -> SizeReport:
     """Run make in a generated project, streaming its `[build] ...` lines to `progress`.
 

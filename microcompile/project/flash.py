@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from microcompile.errors import BoardError, DeviceError, ToolchainError, UserError
+from microcompile.escape import say
 from microcompile.project import children
 from microcompile.project.build import ARM_INSTALL, build
 from microcompile.project.fit import FitError, FitReport, fit_report
@@ -71,7 +72,7 @@ def _files_from_elf(elf: Path, board: Board, tmp: Path) -> dict[str, Path]:
 
 
 def flash(target: str | Path, board: Board | str | None = None, probe: str | None = None,
-          progress: Callable[[str], None] = print, show_bar: bool = True) -> FlashResult:
+          progress: Callable[[str], None] = say, show_bar: bool = True) -> FlashResult:
     """Flash a project directory or a firmware.elf to `board` through `probe` (a probe id, or
     None to find the one attached). Checks the fit first (FitError when it does not fit); raises
     DeviceError, with what to do, when no runner, no probe, several probes, the wrong chip or a

@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import jinja2
 import numpy as np
 
 from microcompile.errors import BoardError, UserError
+from microcompile.escape import json_text, make_shell_word
+from microcompile.templating import environment, generated
 from microcompile.files import check_output_dir
 from microcompile.project.agent import build_id as agent_build_id
 from microcompile.project.agent import template_values as agent_values
@@ -50,10 +51,8 @@ def check_fits(manifest: dict, board: Board, where: Placement | None = None) -> 
     check_manifest_fits(manifest, board, where or placement(board))
 
 
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(resource_dir("templates") / "project"),
-                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                              autoescape=False)
+def _env():
+    return environment(resource_dir("templates") / "project")
 
 
 def _input_bytes(spec: dict, array: np.ndarray) -> bytes:
@@ -68,7 +67,7 @@ def _input_bytes(spec: dict, array: np.ndarray) -> bytes:
 
 
 def _hex_rows(data: bytes, per_row: int = 16) -> list[str]:
-    return [", ".join(f"0x{b:02x}" for b in data[i:i + per_row]) for i in range(0, len(data), per_row)]
+    return [generated(", ".join(f"0x{b:02x}" for b in data[i:i + per_row])) for i in range(0, len(data), per_row)]
 
 
 def _board_sources(sources, include_dirs) -> tuple[list[str], list[str]]:
@@ -80,7 +79,7 @@ def _flash_command(board: Board) -> tuple[str, str]:
     for name in board.flash_runners:
         cmd = make_command(board, name)
         if cmd is not None:
-            return name, " ".join(_sh_quote(a) for a in cmd)
+            return name, " ".join(make_shell_word(a) for a in cmd)
     return "(none)", ""
 
 
@@ -95,14 +94,10 @@ def _bank_rows(board: Board, unbounded: bool = False) -> list[dict]:
     rows = []
     for b in board.mcu.banks:
         length = min(0x10000000, 0x100000000 - b.origin) if unbounded else b.size
-        rows.append({"name": b.name, "attrs": "rx" if b.kind == "flash" else "rwx", "origin": f"0x{b.origin:08X}",
-                     "length": f"0x{length:08X}",
+        rows.append({"name": generated(b.name, "ld"), "attrs": generated("rx" if b.kind == "flash" else "rwx", "ld"),
+                     "origin": generated(f"0x{b.origin:08X}", "ld"), "length": generated(f"0x{length:08X}", "ld"),
                      "comment": f"{_kib(b.size)} KiB {b.kind}" + (f": {b.note}" if b.note else "")})
     return rows
-
-
-def _sh_quote(arg: str) -> str:
-    return arg if arg and all(c.isalnum() or c in "-_./=:@" for c in arg) else "'" + arg.replace("'", "'\\''") + "'"
 
 
 class _Writer:
@@ -175,7 +170,7 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
     inputs = []
     for spec, array in zip(manifest["inputs"], test_inputs):
         data = _input_bytes(spec, array)
-        inputs.append({"name": spec["name"], "dtype": spec["dtype"], "shape": list(spec["shape"]),
+        inputs.append({"name": spec["name"], "dtype": generated(spec["dtype"]), "shape": generated(str(list(spec["shape"]))),
                        "bytes": len(data), "rows": _hex_rows(data)})
     for name in manifest["sources"] + manifest["headers"] + manifest.get("data", []):
         if not (artifact_dir / name).is_file():
@@ -209,10 +204,10 @@ def _write_all(out_dir: Path, previous: list[str], artifact_dir: Path, manifest:
 
 
 def _write_marker(out_dir: Path, marker: dict) -> None:
-    (out_dir / MARKER).write_text(json.dumps(marker, indent=2, sort_keys=True) + "\n")
+    (out_dir / MARKER).write_text(json_text(marker, indent=2, sort_keys=True) + "\n")
 
 
-def _write_project(w: _Writer, env: jinja2.Environment, artifact_dir: Path, manifest: dict, board: Board,
+def _write_project(w: _Writer, env, artifact_dir: Path, manifest: dict, board: Board,
                    inputs: list[dict], emulated: bool, trace: bool, agent: bool, where: Placement) -> dict:
     """Write every file of the project through `w`; returns the marker's facts about it
     (default PLATFORM, agent build and its id, placement)."""
@@ -247,12 +242,21 @@ def _write_project(w: _Writer, env: jinja2.Environment, artifact_dir: Path, mani
                 if f"board/{inc}/{header.name}" not in w.files:
                     w.copy(f"board/{inc}/{header.name}", header)
 
-    model_srcs = " ".join(f"model/{s}" for s in manifest["sources"])
-    app_srcs = "main.c" if agent else "main.c test_input.c"
+    # Every value of the Makefile and the linker script is microcompile's or the board data's
+    # (files we name, flags, bank names): generated text; a name from the model never goes there.
+    def make(text: str):
+        return generated(text, "make")
+
+    def ld(text: str):
+        return generated(text, "ld")
+
+    model_srcs = make(" ".join(f"model/{s}" for s in manifest["sources"]))
+    app_srcs = make("main.c" if agent else "main.c test_input.c")
     if board.is_host:
         srcs, incs = _board_sources(board.mcu.sources, board.mcu.include_dirs)
         w.text("Makefile", env.get_template("Makefile.host.j2").render(
-            board_srcs=" ".join(srcs), board_incs=" ".join(incs), model_srcs=model_srcs, app_srcs=app_srcs))
+            board_srcs=make(" ".join(srcs)), board_incs=make(" ".join(incs)), model_srcs=model_srcs,
+            app_srcs=app_srcs))
         platform = "host"
     else:
         platform = "twin" if emulated else "board"
@@ -263,23 +267,25 @@ def _write_project(w: _Writer, env: jinja2.Environment, artifact_dir: Path, mani
         runner, flash_command = _flash_command(board)
         bin_sections = BIN_SECTIONS + ((".weights",) if where.weights == where.code else ())
         w.text("Makefile", env.get_template("Makefile.j2").render(
-            board=board.name, mcu=board.mcu.name, platform=platform, machine=emu.machine if emu else "",
-            cpuflags=" ".join(board.target.cflags), board_srcs=" ".join(srcs), twin_srcs=" ".join(tsrcs),
-            board_incs=" ".join(incs), twin_incs=" ".join(tincs), model_srcs=model_srcs, app_srcs=app_srcs,
-            board_defs=" ".join(board.c_defines()), twin_defs=" ".join(emu.c_defines() if emu else board.c_defines()),
-            bin_sections=" ".join(f"-j {s}" for s in bin_sections),
-            flash_runner_name=runner, flash_command=flash_command, qemu_command=qemu))
+            board=make(board.name), mcu=make(board.mcu.name), platform=make(platform),
+            machine=make(emu.machine if emu else ""), cpuflags=make(" ".join(board.target.cflags)),
+            board_srcs=make(" ".join(srcs)), twin_srcs=make(" ".join(tsrcs)),
+            board_incs=make(" ".join(incs)), twin_incs=make(" ".join(tincs)), model_srcs=model_srcs, app_srcs=app_srcs,
+            board_defs=make(" ".join(board.c_defines())),
+            twin_defs=make(" ".join(emu.c_defines() if emu else board.c_defines())),
+            bin_sections=make(" ".join(f"-j {s}" for s in bin_sections)),
+            flash_runner_name=make(runner), flash_command=make(flash_command), qemu_command=make(qemu)))
         for name, unbounded in (("linker.ld", False), ("linker.measure.ld", True)):
             w.text(name, env.get_template("linker.ld.j2").render(
-                mcu=board.mcu.name, banks=_bank_rows(board, unbounded), code=where.code, ram=where.ram,
-                weights=where.weights, arena=where.arena, stack_bytes=where.stack_bytes,
+                mcu=ld(board.mcu.name), banks=_bank_rows(board, unbounded), code=ld(where.code), ram=ld(where.ram),
+                weights=ld(where.weights), arena=ld(where.arena), stack_bytes=where.stack_bytes,
                 heap_bytes=where.heap_bytes, measuring=unbounded))
 
     build = agent_build_id(artifact_dir, manifest)
     if agent:
         w.text("main.c", env.get_template("agent_main.c.j2").render(**agent_values(manifest, board.name, build)))
     else:
-        w.text("main.c", env.get_template("main.c.j2").render(model=manifest["model"], board=board.name))
+        w.text("main.c", env.get_template("main.c.j2").render(model=manifest["model"], board=generated(board.name)))
         w.text("test_input.h", env.get_template("test_input.h.j2").render(inputs=inputs))
         w.text("test_input.c", env.get_template("test_input.c.j2").render(inputs=inputs))
         w.text("trace.h", env.get_template("trace.h.j2").render(enabled=int(trace), tensors=trace_rows(manifest)))

@@ -33,15 +33,11 @@ def trace_entries(manifest: dict) -> list[TraceEntry]:
             for j, spec in enumerate(kernel.get("outputs", []))]
 
 
-def _c_comment(text: str) -> str:
-    return text.replace("*/", "* /").replace("\n", " ")
-
-
 def template_rows(manifest: dict) -> list[dict]:
     """The rows of trace.h.j2's table (a placeholder row when there is nothing to trace)."""
     rows = [{"kernel": e.kernel, "offset": e.spec["offset"], "bytes": e.spec["bytes"],
-             "comment": _c_comment(f"{manifest['kernels'][e.kernel]['name']} output {e.output}: "
-                                   f"{e.spec['name']} {e.spec['dtype']} {e.spec['shape']}")}
+             "comment": f"{manifest['kernels'][e.kernel]['name']} output {e.output}: "
+                        f"{e.spec['name']} {e.spec['dtype']} {e.spec['shape']}"}
             for e in trace_entries(manifest)]
     return rows or [{"kernel": NO_KERNEL, "offset": 0, "bytes": 0, "comment": "placeholder: no kernels"}]
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import shown
 from ..ir import Graph
 from ..reference import interp
 from .ptq import dequantize_array, quantize_array
@@ -81,11 +82,12 @@ def layer_sqnr(fgraph: Graph, qgraph: Graph, samples: list[dict[str, np.ndarray]
 
 
 def format_sqnr_table(rows: list[LayerSQNR], threshold_db: float = DEFAULT_THRESHOLD_DB) -> str:
-    width = max([len(r.node) for r in rows] + [5])
+    names = [shown(r.node, 60) for r in rows]
+    width = max([len(n) for n in names] + [5])
     lines = [f"{'layer':<{width}}  {'op':<18} {'SQNR dB':>8}"]
-    for r in rows:
+    for r, name in zip(rows, names):
         flag = "  << below threshold" if r.sqnr_db < threshold_db else ""
-        lines.append(f"{r.node:<{width}}  {r.op:<18} {r.sqnr_db:>8.1f}{flag}")
+        lines.append(f"{name:<{width}}  {r.op:<18} {r.sqnr_db:>8.1f}{flag}")
     low = sum(r.sqnr_db < threshold_db for r in rows)
     lines.append(f"{len(rows)} layers, {low} below {threshold_db:g} dB (int8 vs float32 on the calibration data)")
     return "\n".join(lines)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
+from ..escape import json_text, say
 from ..errors import UserError
 from ..project import toolchain_version
 from ..schedule import Trace, kernel_set
@@ -74,7 +75,7 @@ class RecordWriter:
         self._f = open(self.path, "a", encoding="utf-8")
 
     def write(self, rec: dict) -> None:
-        self._f.write(json.dumps(rec, sort_keys=True) + "\n")
+        self._f.write(json_text(rec, sort_keys=True) + "\n")
         self._f.flush()
         os.fsync(self._f.fileno())
 
@@ -181,7 +182,7 @@ def environment(board) -> Environment:
     return Environment(board.name, t.core, kernel_set(t), tuple(t.cflags), toolchain_version(board))
 
 
-def load_selection(path, board, progress=print) -> Selection:
+def load_selection(path, board, progress=say) -> Selection:
     """The best valid record per workload of the records file `path` for `board`; reports the
     notes (lines skipped, records of another core or toolchain ignored) through `progress`."""
     records, notes = read_records(path)

@@ -20,7 +20,7 @@ from op_cases import build_graph, cases
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lower"))
 from lower_cases import hybrid_conv_graph  # noqa: E402
 from microcompile.codegen.c_emitter import float_literal
-from microcompile.codegen.model_emitter import c_string
+from microcompile.escape import c_string
 from microcompile.ir import Graph, Node, QuantParams, Tensor, verify
 from microcompile.ir.compare import compare
 from microcompile.reference import interp

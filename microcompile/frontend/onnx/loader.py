@@ -38,7 +38,8 @@ _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "Rando
 def _read(path_or_model):
     import onnx
     if isinstance(path_or_model, onnx.ModelProto):
-        return path_or_model, path_or_model.graph.name or "onnx_model"
+        model = _text_names(path_or_model)
+        return model, model.graph.name or "onnx_model"
     path = Path(os.fspath(path_or_model))
     data = read_file(path, "model file", MODEL_BYTES_MAX, ModelFormatError)
     try:
@@ -53,7 +54,40 @@ def _read(path_or_model):
         except Exception as e:
             raise ModelFormatError(f"{path}: cannot read its external weight files ({type(e).__name__}: "
                                    f"{shown(str(e), 200)})", hint="keep the weight files next to the model") from None
-    return model, path.stem
+    return _text_names(model), path.stem
+
+
+def _text_names(model):
+    """`model` with every name a str. protobuf hands back a proto2 string field that is not
+    valid UTF-8 as bytes, which the converters cannot use as names; such a name becomes its
+    UTF-8 reading with U+FFFD for the bad bytes (as the TFLite reader does). A model passed in
+    is copied, not changed. Two names that become one are refused: values are found by name."""
+    def text(v):
+        return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
+
+    g = model.graph
+    values = [*(v.name for v in (*g.input, *g.output, *g.value_info, *g.initializer)),
+              *(x for n in g.node for x in (*n.input, *n.output))]
+    fields = [g.name, *(x for n in g.node for x in (n.name, n.op_type, n.domain)), *(o.domain for o in model.opset_import)]
+    if not any(isinstance(v, bytes) for v in (*values, *fields)):
+        return model
+    if len({text(v) for v in values}) != len(set(values)):
+        raise ModelFormatError("the ONNX model has value names that are not valid UTF-8 and become equal once read "
+                               "as UTF-8", hint="rename its values (onnx.helper), or re-export the model")
+    import onnx
+    fixed = onnx.ModelProto()
+    fixed.CopyFrom(model)
+    g = fixed.graph
+    g.name = text(g.name)
+    for o in fixed.opset_import:
+        o.domain = text(o.domain)
+    for v in (*g.input, *g.output, *g.value_info, *g.initializer):
+        v.name = text(v.name)
+    for n in g.node:
+        n.name, n.op_type, n.domain = text(n.name), text(n.op_type), text(n.domain)
+        n.input[:] = [text(x) for x in n.input]
+        n.output[:] = [text(x) for x in n.output]
+    return fixed
 
 
 def _check(model) -> None:

@@ -1,0 +1,306 @@
+"""Names from a model never become code: the property test over both readers.
+
+Every tensor (and, for ONNX, node and graph) name of a model is replaced by random bytes
+(hostile_names: every ASCII control character, `\\ * / " ? %`, newlines, NUL, invalid UTF-8,
+bidi and zero-width marks, and whole payloads such as `*\\<newline>/ int x; /*`). Then:
+
+- the model compiles to C and to a whole project (self-test and agent firmware) without
+  an error, and its reference outputs equal those of the same model with plain names;
+- after the C preprocessor (`cc -E`, which drops comments and splices lines) and with string
+  literals taken out, every generated .c file is token for token the one of the model with
+  plain names (numbers aside: arena offsets may differ): no byte of a name is anywhere but in
+  a comment or a string literal;
+- `inspect` prints no control, bidi or invisible character;
+- a sample is built with -Wall -Wextra -Werror and run: on the host board for each reader,
+  and on the Cortex-M4 twin under QEMU, and its outputs match.
+
+2,000 names per reader in the default run (NAMES_PER_READER); `slow` runs many more.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "e2e"))
+
+from cli_run import REPO, run_cli, run_cli_inprocess  # noqa: E402
+from multi_op_models import _Model, quantize_graph  # noqa: E402
+from names import NAME_BYTES, hostile_names, patch, placeholder  # noqa: E402
+
+from microcompile import driver, project  # noqa: E402
+from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
+from microcompile.ir import Graph, verify  # noqa: E402
+from microcompile.reference import interp  # noqa: E402
+from microcompile.target import load_board  # noqa: E402
+
+NAMES_PER_READER = 2000
+SLOW_NAMES_PER_READER = 30000
+CHAIN_OPS = 40                 # ops per chain model: about 2 names each
+HOST = load_board("host")
+
+
+# --- the models, with placeholder names ---------------------------------------------------------
+
+def _chain_tflite(seed: int, int8: bool) -> Graph:
+    """A chain of cheap ops (conv, depthwise, fc, add/mul by constants, activations, reshape,
+    pool, concat, softmax): many tensors, so many names, for little compile time."""
+    rng = random.Random(seed)
+    m = _Model(f"chain{seed}", seed)
+    x = m.input("x", (1, 4, 4, 3))
+    x = m.conv(x, 4, 3, "c0", act="NONE" if int8 else "RELU")
+    for k in range(CHAIN_OPS - 6):
+        # (No RELU in int8: a map it zeroes gets a near-zero scale from quantize_graph's ranges.)
+        kind = rng.choice(["add", "mul", "tanh", "logistic", "dw", "conv1", "concat"] + ([] if int8 else ["relu"]))
+        if kind in ("add", "mul") and int8:      # (quantize_graph leaves constant operands float)
+            x = m.op("add", (x, m.op("tanh", (m.conv(x, m.tensors[x].shape[3], 1, f"n{k}c"),), f"n{k}t")), f"n{k}")
+        elif kind in ("add", "mul"):
+            c = m.const(f"k{k}", np.float32(rng.uniform(0.5, 1.5)) * np.ones((1, 1, 1, m.tensors[x].shape[3]),
+                                                                           np.float32))
+            x = m.op(kind, (x, c), f"n{k}")
+        elif kind == "dw":
+            x = m.depthwise(x, 3, f"n{k}", act="NONE" if int8 else "RELU6")
+        elif kind == "conv1":
+            x = m.conv(x, 4, 1, f"n{k}")
+        elif kind == "concat":
+            a = m.conv(x, 2, 1, f"n{k}a")
+            x = m.op("concatenation", (a, m.conv(x, 2, 1, f"n{k}b")), f"n{k}", axis=3)
+        else:
+            x = m.op(kind, (x,), f"n{k}")
+    p = m.op("reshape", (m.avgpool(x, 2, "pool"),), "flat", shape=(1, 16))
+    g = m.graph([m.op("softmax", (m.fc(p, 5, "fc"),), "probs", beta=1.0)])
+    return quantize_graph(g, g.name + "_int8") if int8 else g
+
+
+def _rename(g: Graph, length: int = NAME_BYTES) -> tuple[Graph, list[str]]:
+    """`g` with every tensor named placeholder(i, length); the placeholders in order."""
+    new = {name: placeholder(i, length) for i, name in enumerate(g.tensors)}
+    tensors = {new[k]: t.replace(name=new[k]) for k, t in g.tensors.items()}
+    nodes = tuple(n.replace(inputs=tuple(new.get(i, i) for i in n.inputs), outputs=tuple(new[o] for o in n.outputs))
+                  for n in g.nodes)
+    return verify(Graph(g.name, tensors, nodes, tuple(new[i] for i in g.inputs),
+                        tuple(new[o] for o in g.outputs))), list(new.values())
+
+
+def _tflite_model(seed: int, int8: bool, length: int = NAME_BYTES) -> tuple[bytes, list[str]]:
+    g, names = _rename(_chain_tflite(seed, int8), length)
+    return write_tflite(g), names
+
+
+def _onnx_model(seed: int, length: int = NAME_BYTES) -> tuple[bytes, list[str]]:
+    """A float ONNX chain (Conv, Relu, Add, Mul, Sigmoid, Tanh, MaxPool, Flatten, Gemm, Softmax)
+    with placeholder node, value, initializer and graph names."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    pick = random.Random(seed)
+    k = iter(range(10**6))
+    nodes, inits = [], []
+
+    def name() -> str:
+        return placeholder(next(k), length)
+
+    def init(arr) -> str:
+        n = name()
+        inits.append(numpy_helper.from_array(np.asarray(arr, np.float32), n))
+        return n
+
+    x = name()
+    graph_in = helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 3, 6, 6])
+    cur, ch = x, 3
+    for i in range(CHAIN_OPS // 2):
+        kind = pick.choice(["Conv", "Relu", "Add", "Mul", "Sigmoid", "Tanh"])
+        out = name()
+        if kind == "Conv":
+            w, b = init(rng.normal(0, 0.5, (4, ch, 3, 3))), init(rng.normal(0, 0.1, 4))
+            nodes.append(helper.make_node("Conv", [cur, w, b], [out], name=name(), pads=[1, 1, 1, 1]))
+            ch = 4
+        elif kind in ("Add", "Mul"):
+            nodes.append(helper.make_node(kind, [cur, init(rng.uniform(0.5, 1.5, (1, ch, 1, 1)))], [out], name=name()))
+        else:
+            nodes.append(helper.make_node(kind, [cur], [out], name=name()))
+        cur = out
+    pooled, flat, logits, probs = name(), name(), name(), name()
+    nodes += [helper.make_node("MaxPool", [cur], [pooled], name=name(), kernel_shape=[2, 2], strides=[2, 2]),
+              helper.make_node("Flatten", [pooled], [flat], name=name()),
+              helper.make_node("Gemm", [flat, init(rng.normal(0, 0.3, (5, ch * 9))), init(rng.normal(0, 0.1, 5))],
+                               [logits], name=name(), transB=1),
+              helper.make_node("Softmax", [logits], [probs], name=name())]
+    graph_name = name()
+    g = helper.make_graph(nodes, graph_name, [graph_in], [helper.make_tensor_value_info(probs, TensorProto.FLOAT,
+                                                                                         [1, 5])], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    return model.SerializeToString(), [placeholder(i, length) for i in range(next(k))]
+
+
+# --- the checks -----------------------------------------------------------------------------------
+
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
+_TOKEN = re.compile(r"[A-Za-z_]\w*|\d[\w.]*|\S")
+
+
+def _code_tokens(project_dir: Path) -> dict[str, list[str]]:
+    """Each generated .c file of a project after the preprocessor, string literals taken out,
+    as tokens."""
+    incs = [f"-I{project_dir / d}" for d in (".", "model", "runtime/include", "runtime/agent", "runtime/kernels")]
+    incs += [f"-I{d}" for d in (project_dir / "board").rglob("*") if d.is_dir()]
+    out = {}
+    for rel in ("model/model.c", "model/model_weights.c", "main.c", "test_input.c"):
+        if not (project_dir / rel).is_file():
+            continue
+        pre = subprocess.run(["cc", "-E", "-P", "-std=c99", "-Wall", "-Wextra", "-Werror", "-Wcomment",
+                              "-Wtrigraphs", *incs, str(project_dir / rel)], capture_output=True, text=True)
+        assert pre.returncode == 0, f"{rel}: {pre.stderr[:3000]}"
+        # Numbers are compared as "0": the memory planner breaks ties by name, so arena offsets
+        # may differ; a name that got out would still add or change a token.
+        out[rel] = ["0" if t[0].isdigit() else t for t in _TOKEN.findall(_STRING.sub('""', pre.stdout))]
+    return out
+
+
+def _compile(model: Path, tmp: Path, tag: str, agent: bool) -> tuple[dict, dict]:
+    """Compile `model` for the host board and generate its project; its code tokens and its
+    reference outputs for a fixed input."""
+    art = tmp / f"art-{tag}"
+    compiled = driver.compile_model(model, HOST, art)
+    g = compiled.graph
+    feed = {n: np.random.default_rng(0).uniform(-1, 1, g.tensors[n].shape).astype(g.tensors[n].dtype)
+            if g.tensors[n].dtype == "float32" else
+            np.random.default_rng(0).integers(-128, 128, g.tensors[n].shape).astype(np.int8) for n in g.inputs}
+    outs = interp.run(g, feed)
+    proj = tmp / f"proj-{tag}"
+    project.generate(art, HOST, proj, None if agent else [feed[n] for n in g.inputs], agent=agent)
+    return _code_tokens(proj), [outs[o] for o in g.outputs]
+
+
+def _check_model(data: bytes, placeholders: list[str], suffix: str, seed: int, tmp: Path, agent: bool) -> int:
+    """Compile the model with plain and with hostile names and compare; returns names used."""
+    hostile = hostile_names(random.Random(seed), len(placeholders))
+    plain, evil = tmp / f"plain{suffix}", tmp / f"evil{suffix}"
+    plain.write_bytes(data)
+    evil.write_bytes(patch(data, dict(zip(placeholders, hostile))))
+    plain_code, plain_out = _compile(plain, tmp, "plain", agent)
+    evil_code, evil_out = _compile(evil, tmp, "evil", agent)
+    assert evil_code == plain_code, "hostile names changed the code outside comments and string literals"
+    for a, b in zip(plain_out, evil_out):
+        np.testing.assert_array_equal(a, b)
+    shown = run_cli_inprocess("inspect", evil)
+    assert shown.returncode == 0, shown.stderr
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]",
+                         shown.stdout + shown.stderr)
+    return len(placeholders)
+
+
+def _run_reader(make, suffix: str, total: int, tmp_path_factory) -> None:
+    done, seed = 0, 0
+    while done < total:
+        data, placeholders = make(seed)
+        tmp = tmp_path_factory.mktemp(f"names{suffix[1:]}{seed}")
+        done += _check_model(data, placeholders, suffix, 1000 + seed, tmp, agent=seed % 3 == 2)
+        seed += 1
+
+
+def test_tflite_names_never_become_code(tmp_path_factory):
+    _run_reader(lambda s: _tflite_model(s, int8=s % 2 == 1), ".tflite", NAMES_PER_READER, tmp_path_factory)
+
+
+def test_onnx_names_never_become_code(tmp_path_factory):
+    _run_reader(_onnx_model, ".onnx", NAMES_PER_READER, tmp_path_factory)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix", [".tflite", ".onnx"])
+def test_many_more_names(suffix, tmp_path_factory):
+    make = (lambda s: _tflite_model(100 + s, int8=s % 2 == 1)) if suffix == ".tflite" else \
+        (lambda s: _onnx_model(100 + s))
+    _run_reader(make, suffix, SLOW_NAMES_PER_READER, tmp_path_factory)
+
+
+# --- built and run ---------------------------------------------------------------------------------
+
+def _file_name(rng: random.Random) -> str:
+    """A hostile file stem (the model's name for a TFLite file): any byte but NUL and '/'."""
+    stem = bytes(b for b in hostile_names(rng, 1)[0] if b not in (0, ord("/"))) or b"x"
+    return os.fsdecode(stem)
+
+
+@pytest.mark.parametrize("case", ["tflite_float", "tflite_int8", "onnx"])
+def test_hostile_names_build_with_werror_and_match_on_the_host(case, tmp_path):
+    rng = random.Random(hash(case) & 0xFFFF)
+    data, placeholders = _onnx_model(7) if case == "onnx" else _tflite_model(7, int8=case == "tflite_int8")
+    suffix = ".onnx" if case == "onnx" else ".tflite"
+    model = tmp_path / (_file_name(rng) + suffix)
+    model.write_bytes(patch(data, dict(zip(placeholders, hostile_names(rng, len(placeholders))))))
+    for agent in ((), ("--agent",)):
+        p = run_cli("deploy", model, "--board", "host", *agent, "-o", tmp_path / f"p{len(agent)}", timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "outputs match reference: yes" in p.stdout
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", p.stdout + p.stderr)
+        assert not list(tmp_path.rglob("mc_injected*")) and not (tmp_path / "injected").exists()
+
+
+@pytest.mark.qemu
+def test_hostile_names_build_and_match_on_the_cortex_m4_twin(tmp_path):
+    rng = random.Random(11)
+    data, placeholders = _tflite_model(8, int8=True)
+    model = tmp_path / (_file_name(rng) + ".tflite")
+    model.write_bytes(patch(data, dict(zip(placeholders, hostile_names(rng, len(placeholders))))))
+    p = run_cli("deploy", model, "--board", "mps2-an386", "--emulate", "-o", tmp_path / "p", timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "outputs match reference: yes" in p.stdout
+
+
+# --- the cases seen: each failed before names were escaped ---------------------------------------
+
+_CONSTRUCTOR = (b"*\\\n/ __attribute__((constructor)) static void mc_pwn(void) { extern int system(const char *); "
+                b"system(\"touch INJECTED\"); } /*")
+SEEN = {
+    "constructor": _CONSTRUCTOR,                                      # ran system() during deploy --board host
+    "error": b"*\\\n/\n#error injected\n/*",                           # #error fired
+    "include": b"*\\\n/\n#include \"/etc/hostname\"\n/*",              # printed a file into the build log
+    "global": b"*\\\n/ int mc_injected_global = 42; /*",              # landed in model.o
+    "tf_name": b"model/conv2d/*",                                     # -Werror=comment: make failed
+    "bidi": "layer\u202e\u2066zero\u200bwidth".encode(),               # -Werror=bidi-chars: make failed
+    "terminal": b"\x1b[2J\x1b[31mred\x1b]0;title\x07",                  # inspect printed the escapes raw
+}
+
+
+@pytest.mark.parametrize("where", ["tflite tensor", "onnx tensor", "onnx node"])
+@pytest.mark.parametrize("payload", sorted(SEEN))
+def test_a_name_seen_in_the_wild_stays_a_name(where, payload, tmp_path):
+    name = SEEN[payload]
+    if where.startswith("tflite"):
+        data, placeholders = _tflite_model(3, int8=False, length=len(name))
+        target = placeholders[5]                   # an activation between two layers
+    else:
+        import onnx
+        data, _ = _onnx_model(3, length=len(name))
+        second = onnx.load_model_from_string(data).graph.node[1]
+        target = second.output[0] if where == "onnx tensor" else second.name
+    model = tmp_path / f"m.{where.split()[0]}"
+    model.write_bytes(patch(data, {target: name}))
+    # Run in tmp_path, where the injected `touch INJECTED` would leave its file.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    p = run_cli("deploy", model, "--board", "host", "-o", tmp_path / "p", cwd=tmp_path, env=env, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "outputs match reference: yes" in p.stdout
+    assert not (tmp_path / "INJECTED").exists() and not (tmp_path / "p" / "INJECTED").exists()
+    syms = subprocess.run(["nm", tmp_path / "p" / "build" / "host" / "model" / "model.o"], capture_output=True,
+                          text=True, check=True).stdout
+    assert "mc_injected" not in syms and "mc_pwn" not in syms
+    hostname = Path("/etc/hostname").read_text().strip() if Path("/etc/hostname").is_file() else None
+    if hostname:
+        assert hostname not in p.stdout + p.stderr
+    shown = run_cli_inprocess("inspect", model, "--memory")     # the memory table lists tensors by name
+    assert shown.returncode == 0, shown.stderr
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f\u200b\u202e\u2066]", shown.stdout + shown.stderr)
+
