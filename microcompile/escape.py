@@ -32,7 +32,6 @@ Stdlib only: every stage may import this module.
 from __future__ import annotations
 
 import json
-import keyword
 import re
 import unicodedata
 
