@@ -52,6 +52,13 @@ _C_KEYWORDS = frozenset(
 _IDENT_BAD = re.compile(r"[^A-Za-z0-9_]")
 
 
+def valid_text(text: str) -> str:
+    """`text` as valid Unicode: a file name's undecodable bytes (os.fsdecode's surrogate
+    escapes) become U+FFFD, so the name can be written as UTF-8 (a .tflite, JSON, C)."""
+    return str(text).encode("utf-8", "surrogatepass").decode("utf-8", "replace") \
+        if any("\ud800" <= ch <= "\udfff" for ch in str(text)) else str(text)
+
+
 def c_comment(text: str, limit: int | None = COMMENT_NAME_MAX) -> str:
     """`text` as it may stand inside a C or linker script /* */ comment, whatever surrounds
     it: every character outside the allow-list becomes `_`, and so does a `/` at either end;

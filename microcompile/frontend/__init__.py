@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from ..errors import ModelFormatError, UserError
+from ..escape import valid_text
 from ..files import MODEL_BYTES_MAX, read_file
 from ..ir import Graph
 from .tflite.reader import FILE_IDENTIFIER, list_ops, load_tflite
@@ -40,7 +41,7 @@ def load_model(path, input_shapes: dict | None = None) -> Graph:
     # No known extension: read the file once (a regular file, permissions, size) and sniff it.
     data = read_file(path, "model file", MODEL_BYTES_MAX, ModelFormatError)
     if data[4:8] == FILE_IDENTIFIER:
-        return load_tflite(data, name=path.stem, label=str(path))
+        return load_tflite(data, name=valid_text(path.stem), label=str(path))
     raise UserError(f"cannot tell the format of {path} (extension {ext or 'none'!r})",
                     hint="microcompile reads .tflite and .onnx models")
 

@@ -240,12 +240,20 @@ def test_hostile_names_build_with_werror_and_match_on_the_host(case, tmp_path):
     suffix = ".onnx" if case == "onnx" else ".tflite"
     model = tmp_path / (_file_name(rng) + suffix)
     model.write_bytes(patch(data, dict(zip(placeholders, hostile_names(rng, len(placeholders))))))
-    for agent in ((), ("--agent",)):
-        p = run_cli("deploy", model, "--board", "host", *agent, "-o", tmp_path / f"p{len(agent)}", timeout=300)
+    models = [model]
+    if case != "tflite_int8":   # quantize keeps the names: its .tflite is deployed too
+        shape = (1, 3, 6, 6) if case == "onnx" else (1, 4, 4, 3)
+        np.save(tmp_path / "calib.npy", np.random.default_rng(0).uniform(-1, 1, (8, *shape[1:])).astype(np.float32))
+        q = run_cli("quantize", model, "--calibration", tmp_path / "calib.npy", "-o", tmp_path / "q.tflite",
+                    timeout=300)
+        assert q.returncode == 0, q.stdout + q.stderr
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", q.stdout + q.stderr)
+        models.append(tmp_path / "q.tflite")
+    for k, (m, agent) in enumerate((m, a) for m in models for a in ((), ("--agent",))):
+        p = run_cli("deploy", m, "--board", "host", *agent, "-o", tmp_path / f"p{k}", timeout=300)
         assert p.returncode == 0, p.stdout + p.stderr
         assert "outputs match reference: yes" in p.stdout
         assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", p.stdout + p.stderr)
-        assert not list(tmp_path.rglob("mc_injected*")) and not (tmp_path / "injected").exists()
 
 
 @pytest.mark.qemu
@@ -304,3 +312,17 @@ def test_a_name_seen_in_the_wild_stays_a_name(where, payload, tmp_path):
     assert shown.returncode == 0, shown.stderr
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f\u200b\u202e\u2066]", shown.stdout + shown.stderr)
 
+
+
+def test_onnx_names_that_are_not_utf8_and_collide_are_refused(tmp_path):
+    """Two value names that differ only in invalid UTF-8 read alike (U+FFFD): refused, since
+    ONNX values are found by name (a silently merged pair would wire the wrong tensor)."""
+    data, placeholders = _onnx_model(5)
+    import onnx
+    g = onnx.load_model_from_string(data).graph
+    a, b = g.node[0].output[0], g.node[1].output[0]
+    model = tmp_path / "m.onnx"
+    model.write_bytes(patch(data, {a: b"\xff" * NAME_BYTES, b: b"\xfe" * NAME_BYTES}))
+    p = run_cli_inprocess("inspect", model)
+    assert p.returncode == 2
+    assert "value names that are not valid UTF-8 and become equal" in p.stderr

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import ModelFormatError, UnsupportedOpError, UserError, shown
+from ...escape import valid_text
 from ...files import MODEL_BYTES_MAX, read_file
 from ...ir import Graph, VerifyError, verify
 from ...ir.verify import MISFIT
@@ -54,7 +55,7 @@ def _read(path_or_model):
         except Exception as e:
             raise ModelFormatError(f"{path}: cannot read its external weight files ({type(e).__name__}: "
                                    f"{shown(str(e), 200)})", hint="keep the weight files next to the model") from None
-    return _text_names(model), path.stem
+    return _text_names(model), valid_text(path.stem)
 
 
 def _text_names(model):

@@ -32,6 +32,7 @@ from typing import Callable
 import numpy as np
 
 from ...errors import ModelFormatError, UnsupportedOpError, UserError
+from ...escape import valid_text
 from ...files import MODEL_BYTES_MAX, read_file
 from ...ir import NP_DTYPES, Graph, Node, QuantParams, Tensor, VerifyError, ops, verify
 from ...ir.verify import MISFIT, node_problem
@@ -550,7 +551,7 @@ def load_tflite(path_or_bytes, name: str | None = None, label: str | None = None
     raw = _parse_checked(buf, label)
     _check_supported(raw)
     if name is None:
-        name = Path(label).stem if label != "<bytes>" else "model"
+        name = valid_text(Path(label).stem) if label != "<bytes>" else "model"
     try:
         g = _build(raw, name, label)
         return validate(verify(g), label)
