@@ -1,4 +1,4 @@
-"""Command line: parses arguments, calls the driver, prints results. No logic of its own.
+"""Command line: parses arguments, calls the Python API (`microcompile.api`), prints results.
 
 `main` is the one error boundary (README, "Errors"). Exit codes:
   0 ok; 1 the device's outputs differ from the reference; 2 a user error (UserError: the
@@ -24,12 +24,11 @@ import time
 import traceback
 from pathlib import Path
 
-import numpy as np
-
 from .errors import UserError, shown
 from .escape import terminal
 from .frontend import parse_input_shapes
-from .memory_report import parse_bytes
+from .progress import Progress
+from .report.memory import parse_bytes
 
 EXIT_MISMATCH = 1
 EXIT_INTERNAL = 3
@@ -43,6 +42,10 @@ def _print(*parts, file=None, **kw) -> None:
     print(*(terminal(str(p), keep_newlines=True) for p in parts), file=file or sys.stdout, **kw)
 
 
+# The CLI's progress: step lines on stdout, bars on stderr when it is a terminal.
+_PROGRESS = Progress()
+
+
 class Terminated(BaseException):
     """SIGTERM or SIGHUP arrived (`timeout`, a CI cancel, a closed terminal). Raised in the
     main thread like KeyboardInterrupt, so every `finally` on the way out runs: child
@@ -54,61 +57,65 @@ class Terminated(BaseException):
 
 
 def _cmd_deploy(args) -> int:
-    from . import driver
+    from . import api
 
     if args.calibration and not args.quantize:
         raise UserError("--calibration is only used with --quantize int8",
                         hint="add --quantize int8 to quantize the model first, or drop --calibration")
+    if args.quantize and not args.calibration:
+        raise UserError("--quantize int8 needs --calibration", hint="pass a .npz/.npy of input samples or a directory")
     _check_outputs(args)
+    project_dir = api.check_project_dir(args.project_dir or Path("build") / Path(args.model).stem)
     dump = None
     if args.dump_ir:
         from .ir.printer import print_graph
 
         dump = lambda name, g: _print(f"--- after {name} ---\n{print_graph(g)}")  # noqa: E731
-    project_dir = args.project_dir or Path("build") / Path(args.model).stem
-    result = driver.deploy(args.model, args.board, project_dir, emulate=args.emulate,
-                           input_path=args.input, dump_ir=dump, quantize=args.quantize,
-                           calibration=args.calibration,
-                           input_shapes=parse_input_shapes(args.input_shape),
-                           agent=args.agent or bool(args.port), port=args.port, timeout=args.timeout,
-                           arena_region=args.arena_region, weights_region=args.weights_region, probe=args.probe,
-                           flash_budget=parse_bytes(args.flash_budget, "--flash-budget"),
-                           activations=args.activations, records=args.records)
+    model, quantized = args.model, None
+    shapes = parse_input_shapes(args.input_shape)
+    if args.quantize:
+        scheme = "16x8" if args.activations == "int16" else "int8"
+        _PROGRESS(f"[quantize] {args.model} ({scheme})")
+        quantized = api.quantize(args.model, args.calibration, activations=args.activations, input_shapes=shapes)
+        model, shapes = quantized, None
+    link = api.Link(emulate=args.emulate, port=args.port, probe=args.probe, timeout=args.timeout)
+    cm = api.compile(model, args.board, records=args.records, input_shapes=shapes, name=Path(args.model).stem,
+                     flash_budget=parse_bytes(args.flash_budget, "--flash-budget"), progress=_PROGRESS, dump_ir=dump)
+    result = cm.deploy(project_dir, inputs=args.input, agent=args.agent, link=link, progress=_PROGRESS,
+                       options=api.BuildOptions(arena_region=args.arena_region, weights_region=args.weights_region))
+    if quantized is not None:   # keep the quantized model the firmware was built from, next to it
+        _save_quantized(quantized, project_dir / f"{Path(args.model).stem}_{quantized.options.scheme}.tflite")
     r = result.report
     if args.output:
-        _save_outputs(result.outputs, args.output)
+        api.save_outputs(result.outputs, args.output)
     if args.report:
-        driver.write_report(r, args.report)
+        api.write_report(r, args.report)
     _print(_summary(r))
     if result.fit is not None:
         _print(result.fit.format())
     return 0 if r["verified"] else EXIT_MISMATCH
 
 
+def _save_quantized(quantized, path: Path) -> None:
+    """Save the quantized model; a note (not an error) when TFLite cannot express it: the
+    firmware was built from the graph either way."""
+    try:
+        quantized.save(path)
+    except UserError as e:
+        _PROGRESS(f"[quantize] not saved as .tflite ({e.message}); the firmware was compiled from the quantized graph")
+
+
 def _check_outputs(args) -> None:
     """Output files named on the command line: writable, checked before any work is done."""
-    from .files import check_output_file
+    from . import api
 
     for flag in ("report", "output", "json", "csv", "plot"):
         if getattr(args, flag, None):
-            check_output_file(getattr(args, flag), f"--{flag} file")
-
-
-def _save_outputs(outputs: dict[str, np.ndarray], path: str) -> None:
-    import io
-
-    from .files import write_file
-
-    buf = io.BytesIO()
-    if len(outputs) == 1 and not path.endswith(".npz"):
-        np.save(buf, next(iter(outputs.values())))
-    else:
-        np.savez(buf, **outputs)
-    write_file(path, buf.getvalue(), "--output file")
+            api.check_output(getattr(args, flag), f"--{flag} file")
 
 
 def _summary(r: dict) -> str:
-    from . import memory_report
+    from .report import memory as memory_report
 
     outs = ", ".join(f"{name}: {o['n_diff']} differ, max |diff| {o['max_abs_diff']:g}" for name, o in r["outputs"].items())
     sections = "  ".join(f"{k} {v:,}" for k, v in r["sections"].items())
@@ -127,67 +134,85 @@ def _summary(r: dict) -> str:
 
 
 def _cmd_inspect(args) -> int:
-    from .frontend import list_tflite_ops, load_model
-    from .frontend.onnx import list_onnx_ops
+    from . import api
     from .errors import UnsupportedOpError
-    from .ir.summary import format_pass_effects, format_table, layer_table, pass_effects
-    from .transform import pipeline
 
+    shapes = parse_input_shapes(args.input_shape)
     try:
-        graph = load_model(args.model, input_shapes=parse_input_shapes(args.input_shape))
+        inspection = api.inspect(args.model, input_shapes=shapes)
     except UnsupportedOpError as e:
-        lister = list_onnx_ops if Path(args.model).suffix.lower() == ".onnx" else list_tflite_ops
-        rows = lister(args.model)
+        rows = api.list_ops(args.model)
         _print(f"{args.model}: {len(rows)} ops")
         for index, op, output, supported in rows:
             _print(f"  {index:>4}  {shown(op, 24):<24} {shown(output, 40):<40} {'' if supported else 'UNSUPPORTED'}")
         _print(f"error: {e}", file=sys.stderr)
         return e.exit_code
-    _print(format_table(layer_table(graph)))
-    if graph.notes:   # what the reader accepted but the user should know
-        _print("\nnotes from the reader:\n" + "\n".join(f"  {terminal(note)}" for note in graph.notes))
-    optimized = pipeline.run(graph)
-    effects = format_pass_effects(pass_effects(graph, optimized), len(graph.nodes), len(optimized.nodes))
-    if effects:
-        _print("\n" + effects)
+    _print(inspection.text())
     if args.memory or args.plot:
-        from . import driver, memory_report
-
-        compiled = driver.plan_model(args.model, args.board, input_shapes=parse_input_shapes(args.input_shape),
-                                     flash_budget=parse_bytes(args.flash_budget, "--flash-budget"))
-        _print(f"\nmemory on {args.board}:\n" + memory_report.format_memory(compiled))
+        cm = api.compile(args.model, args.board, input_shapes=shapes,
+                         flash_budget=parse_bytes(args.flash_budget, "--flash-budget"))
+        _print(f"\nmemory on {args.board}:\n" + cm.memory_report())
         if args.plot:
-            memory_report.plot_memory(compiled, args.plot)
+            cm.plot_memory(args.plot)
             _print(f"wrote {args.plot}")
     return 0
 
 
+def _compiled(args):
+    """The model of a device command (run, profile, verify), compiled for --board."""
+    from . import api
+
+    return api.compile(args.model, args.board, records=getattr(args, "records", None), progress=_PROGRESS)
+
+
+def _link(args):
+    from . import api
+
+    return api.Link(emulate=args.emulate, port=args.port, probe=getattr(args, "probe", None), timeout=args.timeout)
+
+
+def _project_dir(args):
+    """-o, checked before any work; None (the per-user cache) when absent."""
+    from . import api
+
+    return api.check_project_dir(args.project_dir) if args.project_dir else None
+
+
+def _device(cm, args, project_dir):
+    """The agent firmware on the host, the QEMU twin or the board, for run and profile."""
+    link = _link(args)
+    if link.emulate or cm.board.is_host:
+        return cm.emulate(project_dir, timeout=link.timeout, progress=_PROGRESS)
+    return cm.connect(link.port, link.probe, directory=project_dir, timeout=link.timeout, progress=_PROGRESS)
+
+
 def _cmd_verify(args) -> int:
-    from . import driver
+    from . import api
 
     _check_outputs(args)
-    project_dir = args.project_dir or Path("build") / f"{Path(args.model).stem}-trace"
-    result = driver.verify_layers(args.model, args.board, project_dir, emulate=args.emulate,
-                                  input_path=args.input, port=args.port, timeout=args.timeout)
+    project_dir = _project_dir(args)
+    result = _compiled(args).verify(project_dir, inputs=args.input, link=_link(args), progress=_PROGRESS)
     if args.report:
-        driver.write_report(result.report, args.report)
+        api.write_report(result.report, args.report)
     _print(result.table)
     return 0 if result.report["verified"] else EXIT_MISMATCH
 
 
 def _cmd_run(args) -> int:
-    from . import driver
+    from . import api
 
     _check_outputs(args)
-    project_dir = args.project_dir or Path("build") / f"{Path(args.model).stem}-agent"
-    result = driver.run_model(args.model, args.board, project_dir, emulate=args.emulate, port=args.port,
-                              input_path=args.input, repeat=args.repeat, labels_path=args.labels,
-                              timeout=args.timeout, records=args.records)
+    if args.repeat and args.input is None:      # before a minute of building
+        raise UserError("--repeat needs --input with a batch of samples", hint="np.save('x.npy', batch)")
+    project_dir = _project_dir(args)
+    cm = _compiled(args)
+    with _device(cm, args, project_dir) as dev:
+        result = dev.check(args.input, args.labels, count=args.repeat)
     r = result.report
     if args.output:
-        _save_outputs(result.outputs, args.output)
+        api.save_outputs(result.outputs, args.output)
     if args.report:
-        driver.write_report(r, args.report)
+        api.write_report(r, args.report)
     lines = [f"model        {r['model']} on {r['board']}" + (" (emulated)" if r["emulated"] else "")
              + f", build {r['build_id']}"]
     if r["samples"] == 1:
@@ -206,44 +231,50 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_profile(args) -> int:
-    from . import driver, profile_report
+    from . import api
+    from .report.profile import PLOT_FORMATS
 
     _check_outputs(args)
     fmt = (Path(args.plot).suffix[1:].lower() or "png") if args.plot else "png"
-    if fmt not in profile_report.PLOT_FORMATS:
+    if fmt not in PLOT_FORMATS:
         raise UserError(f"cannot write the plot {args.plot}: unknown format {fmt!r}",
-                        hint=f"end the file name with one of {', '.join('.' + f for f in profile_report.PLOT_FORMATS)}")
-    project_dir = args.project_dir or Path("build") / f"{Path(args.model).stem}-agent"
-    result = driver.profile_model(args.model, args.board, project_dir, emulate=args.emulate, port=args.port,
-                                  input_path=args.input, timeout=args.timeout, records=args.records)
-    footer = [f"arena {result.arena_bytes:,} bytes, flash {result.sizes.flash:,} bytes, "
-              f"RAM {result.sizes.ram:,} bytes (static; agent frame buffers and stack included)"]
-    _print(profile_report.format_table(result.rows, result.unit, result.total, result.plain_total, footer))
-    if args.json:
-        driver.write_report(result.report, args.json)
-    if args.csv:
-        profile_report.write_csv(result.rows, result.unit, args.csv)
-    if args.plot:
-        profile_report.write_plot(result.rows, result.unit, args.plot,
-                                  f"{Path(args.model).stem} on {args.board}: {result.unit} per layer")
+                        hint=f"end the file name with one of {', '.join('.' + f for f in PLOT_FORMATS)}")
+    project_dir = _project_dir(args)
+    cm = _compiled(args)
+    device = _device(cm, args, project_dir)
+    with device as dev:
+        prof = dev.profile(args.input)
+    sizes = device.built.sizes
+    footer = [f"arena {cm.memory.arena_bytes:,} bytes, flash {sizes.flash:,} bytes, "
+              f"RAM {sizes.ram:,} bytes (static; agent frame buffers and stack included)",
+              f"project {device.built.project_dir}"]
+    _print(prof.table(footer))
+    writers = {"json": lambda p: api.write_report(prof.report, p), "csv": prof.to_csv,
+               "plot": lambda p: prof.plot(p, f"{Path(args.model).stem} on {args.board}: {prof.unit} per layer")}
+    for flag, write in writers.items():
+        if getattr(args, flag):
+            write(getattr(args, flag))
+            _print(f"wrote {getattr(args, flag)}")
     return 0
 
 
 def _cmd_tune(args) -> int:
-    from . import tuning
+    from . import api
+    from .tune.run import format_result, parse_arena_budget, parse_budget
 
-    budget = tuning.parse_budget(args.trials, args.budget)
-    result, workloads = tuning.tune_model(args.model, args.board, args.records, budget=budget, emulate=args.emulate,
-                                          ports=args.port, probes=args.probe, jobs=args.jobs, resume=args.resume,
-                                          strategy=args.strategy, seed=args.seed, timeout=args.timeout,
-                                          work_dir=args.project_dir,
-                                          scratch_budget=parse_bytes(args.scratch_budget, "--scratch-budget"),
-                                          arena_budget=tuning.parse_arena_budget(args.arena_budget),
-                                          executor=args.executor, address=args.address, batch=args.batch,
-                                          cost_model=args.cost_model)
-    _print(tuning.format_result(result, workloads))
+    budget = parse_budget(args.trials, args.budget)
+    options = api.TuneOptions(budget, jobs=args.jobs, resume=args.resume, strategy=args.strategy, seed=args.seed,
+                              batch=args.batch, cost_model=args.cost_model,
+                              scratch_budget=parse_bytes(args.scratch_budget, "--scratch-budget"),
+                              arena_budget=parse_arena_budget(args.arena_budget), executor=args.executor,
+                              address=args.address, work_dir=args.project_dir, ports=tuple(args.port or ()),
+                              probes=tuple(args.probe or ()))
+    cm = api.compile(args.model, args.board, progress=_PROGRESS)
+    records = api.tune(cm, records=args.records, options=options,
+                       link=api.Link(emulate=args.emulate, timeout=args.timeout), progress=_PROGRESS)
+    _print(format_result(records.result, records.workloads))
     _print(f"records      {args.records} (deploy/run/profile --records {args.records})")
-    return 130 if result.interrupted else 0
+    return 130 if records.result.interrupted else 0
 
 
 def _add_records_arg(p) -> None:
@@ -253,7 +284,8 @@ def _add_records_arg(p) -> None:
 
 
 def _add_device_args(p, port_help: str,
-                     project_help: str = "where the agent project goes (default build/<model>-agent)",
+                     project_help: str = "where the agent project goes (default: a per-user cache directory, "
+                                         "printed in the output)",
                      several: bool = False) -> None:
     p.add_argument("--board", required=True, help="board name or alias (see `microcompile boards`)")
     p.add_argument("--emulate", action="store_true", help="run on the board's QEMU twin")
@@ -264,42 +296,26 @@ def _add_device_args(p, port_help: str,
 
 
 def _cmd_quantize(args) -> int:
-    from . import driver
-    from .quantize import format_sqnr_table
+    from . import api
 
+    api.check_output(args.output, "output model")
+    if Path(args.output).suffix.lower() != ".tflite":
+        raise UserError(f"cannot write {args.output}: quantized models are saved as .tflite",
+                        hint="name the output model_int8.tflite (it reloads in microcompile and opens in Netron)")
     keep = tuple(k for k in args.keep_float.split(",") if k)
-    result = driver.quantize_model(args.model, args.calibration, args.output, method=args.method, io=args.io,
-                                   keep_float=keep, input_shapes=parse_input_shapes(args.input_shape),
-                                   activations=args.activations)
-    _print(format_sqnr_table(result.quantized.layers, args.sqnr_threshold))
+    q = api.quantize(args.model, args.calibration, activations=args.activations, method=args.method, io=args.io,
+                     keep_float=keep, input_shapes=parse_input_shapes(args.input_shape), progress=True)
+    path = q.save(args.output)
+    _print(q.table(args.sqnr_threshold))
     scheme = "16x8: int16 activations, int8 weights" if args.activations == "int16" else "int8"
-    _print(f"wrote {result.output_path} ({scheme}, {args.io} inputs/outputs, calibration method {result.method})")
+    _print(f"wrote {path} ({scheme}, {args.io} inputs/outputs, calibration method {args.method})")
     return 0
 
 
 def _cmd_boards(args) -> int:
-    from .target import list_boards, load_board
-    from .schedule import kernel_set
+    from . import api
 
-    rows = []
-    for name in list_boards():
-        b = load_board(name)
-        twin = (b.emulator.board or b.emulator.machine) if b.emulator else None
-        rows.append({
-            "name": b.name, "aliases": list(b.aliases), "description": b.description, "core": b.target.core,
-            "mcu": b.mcu.name, "clock_hz": b.target.clock_hz,
-            "flash_bytes": b.mcu.flash_bytes, "ram_bytes": b.mcu.ram_bytes,
-            "memory": [{"name": m.name, "kind": m.kind, "origin": m.origin, "size": m.size} for m in b.mcu.banks],
-            "kernels": kernel_set(b.target),
-            "runners": list(b.flash_runners),
-            "probe": ({"name": b.probe.name, "usb_vid": b.probe.usb_vid, "usb_pid": b.probe.usb_pid}
-                      if b.probe else None),
-            "emulated": b.emulator is not None,
-            "emulator_only": b.emulator_only,
-            "twin": twin,
-            "qemu_machine": b.emulator.machine if b.emulator else None,
-            "tested_on_hardware": False,
-        })
+    rows = [api.board_info(b) for b in api.boards()]
     if args.json:
         _print(json.dumps(rows, indent=2))
         return 0
@@ -319,7 +335,7 @@ def _cmd_boards(args) -> int:
         _print(f"{r['name']:<17} {r['core']:<13} {r['kernels']:<4} {banks}")
         _print(f"{'':<17} {r['description']}{alias}; flash: {runners}; {where}")
     _print("\nkernels: c = portable C, dsp = Armv7E-M DSP (SMLAD), mve = Helium. No board has been run on "
-          "silicon: the real boards are compiled, linked and fit-checked, and run only through their QEMU twin.")
+           "silicon: the real boards are compiled, linked and fit-checked, and run only through their QEMU twin.")
     return 0
 
 
@@ -328,9 +344,9 @@ def _kib(n: int) -> str:
 
 
 def _cmd_flash(args) -> int:
-    from .project import flash
+    from . import api
 
-    result = flash(args.firmware, board=args.board, probe=args.probe)
+    result = api.flash(args.firmware, board=args.board, probe=args.probe)
     _print(f"flashed {result.board} with {result.runner}" + (f" (probe {result.probe})" if result.probe else ""))
     return 0
 

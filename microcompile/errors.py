@@ -22,11 +22,15 @@ class UserError(Exception):
         return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
 
 
-class UnsupportedOpError(UserError):
+class ModelError(UserError):
+    """Something is wrong with the model: malformed, unsupported, or not a model at all."""
+
+
+class UnsupportedOpError(ModelError):
     """The model uses ops microcompile cannot compile. Lists all of them at once."""
 
 
-class ModelFormatError(UserError):
+class ModelFormatError(ModelError):
     """The model file is truncated, malformed or not the claimed format."""
 
 
@@ -36,6 +40,11 @@ class ToolchainError(UserError):
 
 class BoardError(UserError):
     """Unknown board, or the model does not fit the board's memory."""
+
+
+class DoesNotFit(BoardError):
+    """The firmware does not fit the board's memory; the message says where, by how much, and
+    the hint what would help (project.FitError carries the whole fit report)."""
 
 
 class ArenaBudgetError(BoardError):

@@ -50,16 +50,30 @@ def _function_nodes(tree: ast.AST) -> set[int]:
     return inside
 
 
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    """ids of every node under `if TYPE_CHECKING:`, which never runs (names for type checkers)."""
+    inside = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and (getattr(node.test, "id", None) == "TYPE_CHECKING"
+                                         or getattr(node.test, "attr", None) == "TYPE_CHECKING"):
+            inside |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return inside
+
+
 def imports(root: Path) -> list[Import]:
-    """Every import of a module of the package by a module of the package."""
+    """Every import of a module of the package by a module of the package (those under
+    `if TYPE_CHECKING:` do not run, and are left out)."""
     mods = modules(root)
     top = root.name
     out = []
     for module, path in mods.items():
         tree = ast.parse(path.read_text())
         lazy_ids = _function_nodes(tree)
+        never = _type_checking_nodes(tree)
         is_package = path.name == "__init__.py"
         for node in ast.walk(tree):
+            if id(node) in never:
+                continue
             lazy = id(node) in lazy_ids
             if isinstance(node, ast.ImportFrom):
                 base = _resolve(node, module, is_package)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from microcompile.errors import BoardError
+from microcompile.errors import BoardError, DoesNotFit
 from microcompile.project.elf import ElfImage, read_elf
 from microcompile.project.placement import Placement, placement
 from microcompile.project.stack import StackNeed, stack_need
@@ -205,7 +205,7 @@ def check_manifest_fits(manifest: dict, board: Board, where: Placement, widened_
         raise FitError(report, manifest.get("model", "model"))
 
 
-class FitError(BoardError):
+class FitError(DoesNotFit):
     """The firmware does not fit the board; `report` says where, by how much and what would help."""
 
     def __init__(self, report: FitReport, model: str):

@@ -55,10 +55,20 @@ def _as_batch(a: np.ndarray, shape: tuple[int, ...], name: str, where: str) -> n
         hint=f"give a batch of samples shaped [N, {', '.join(map(str, dims))}]")
 
 
-def load_calibration(path, graph: Graph) -> list[dict[str, np.ndarray]]:
-    """The samples, one {input name: float32 array of the input's shape} per sample."""
-    path = Path(path)
+def load_calibration(source, graph: Graph) -> list[dict[str, np.ndarray]]:
+    """The samples, one {input name: float32 array of the input's shape} per sample. `source`
+    is a path (a .npz / .npy file or a directory of .npy files) or the arrays themselves (one
+    array for a one-input model, a list in input order, or a dict by input name)."""
     specs = [graph.tensors[n] for n in graph.inputs]
+    if isinstance(source, (np.ndarray, dict, list, tuple)):
+        path = "the calibration data given"
+        if isinstance(source, (list, tuple)):
+            if len(source) != len(specs):
+                raise CalibrationDataError(f"{len(source)} calibration arrays for a model with {len(specs)} inputs",
+                                           hint="give one batch per input, in order, or a dict by input name")
+            source = dict(zip((t.name for t in specs), source))
+        return _samples(source, specs, path)
+    path = Path(source)
     if path.is_dir():
         files = sorted(path.glob("*.npy"))
         if not files:
@@ -72,20 +82,30 @@ def load_calibration(path, graph: Graph) -> list[dict[str, np.ndarray]]:
     elif not path.exists():
         raise CalibrationDataError(f"calibration data {path} does not exist", hint="check the path")
     else:
-        loaded = _read(path)
-        if isinstance(loaded, np.ndarray) or len(loaded) == 1 and len(specs) == 1:
-            if len(specs) != 1:
-                raise CalibrationDataError(f"{path} holds one array but the model has {len(specs)} inputs",
-                                           hint="pass a .npz with one array per input: "
-                                                + ", ".join(t.name for t in specs))
-            arrays = {specs[0].name: loaded if isinstance(loaded, np.ndarray) else next(iter(loaded.values()))}
-        else:
-            missing = [t.name for t in specs if t.name not in loaded]
-            if missing:
-                raise CalibrationDataError(f"{path} has no array for input(s) {', '.join(missing)}",
-                                           hint=f"arrays found: {', '.join(shown(k) for k in loaded)}")
-            arrays = loaded
-        arrays = {t.name: _as_batch(arrays[t.name], t.shape, t.name, str(path)) for t in specs}
+        return _samples(_read(path), specs, path)
+    return _split(arrays, specs, path)
+
+
+def _samples(loaded, specs, path) -> list[dict[str, np.ndarray]]:
+    """The samples of one array (a one-input model) or of {name: array}."""
+    if isinstance(loaded, np.ndarray) or len(loaded) == 1 and len(specs) == 1:
+        if len(specs) != 1:
+            raise CalibrationDataError(f"{path} holds one array but the model has {len(specs)} inputs",
+                                       hint="pass a .npz with one array per input: "
+                                            + ", ".join(shown(t.name) for t in specs))
+        arrays = {specs[0].name: loaded if isinstance(loaded, np.ndarray) else next(iter(loaded.values()))}
+    else:
+        missing = [t.name for t in specs if t.name not in loaded]
+        if missing:
+            raise CalibrationDataError(f"{path} has no array for input(s) {', '.join(map(shown, missing))}",
+                                       hint=f"arrays found: {', '.join(shown(str(k)) for k in loaded)}")
+        arrays = loaded
+    arrays = {t.name: _as_batch(np.asarray(arrays[t.name]), t.shape, t.name, str(path)) for t in specs}
+    return _split(arrays, specs, path)
+
+
+def _split(arrays: dict[str, np.ndarray], specs, path) -> list[dict[str, np.ndarray]]:
+    """Per-sample dicts of same-length batches, each value finite."""
     counts = {len(a) for a in arrays.values()}
     if len(counts) != 1 or 0 in counts:
         raise CalibrationDataError(f"calibration inputs in {path} have different or zero sample counts "

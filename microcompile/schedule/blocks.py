@@ -5,8 +5,8 @@ cores) keeps the arena small, but a larger block is faster (fewer micro-kernel c
 panel runs: 2-5% of a conv's instructions on kws_ref_model and ResNet, from the tuning records).
 The arena is (at least) the peak of the bytes live over the steps, so a kernel off the peak
 has slack: that peak less the bytes live during its step. `larger_block` re-schedules such a kernel with
-the largest cap of COL_BYTES_DOMAIN whose extra scratch fits that slack; the driver re-plans
-and keeps the result only when the arena does not grow (driver.schedule_and_plan).
+the largest cap of COL_BYTES_DOMAIN whose extra scratch fits that slack; the compiler re-plans
+and keeps the result only when the arena does not grow (compiler/plan.py schedule_and_plan).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ rounding is not the requantizing kernels'), then, on DSP cores with int16 weight
                                  runtime_c/kernels/dsp/mc_gemm_mixed_dsp.c)
     or (fc_input = "int16") cache_read(xv, None, int16) and mc_gemm_p4_dsp_s16: an int16 copy
                                  of the input in scratch (as large as the input twice, which the
-                                 driver refuses where it would raise the arena)
+                                 compiler refuses where it would raise the arena)
 
 with int8 weights (no flash to spare) mc_gemm_p4_dsp_s8 (SXTB16 on both operands: 21 per 16),
 row-major mc_gemm_nt_dsp_s8 where panels would add padding; on other cores
@@ -55,7 +55,7 @@ Knobs (declared with their domains in schedule/knobs.py, recorded in the trace):
 order, chunks of 8 weight panels outermost or the columns; recorded when not the default),
 `gemm_tile` (GEMM_TILE_DOMAIN: its register tile, 4x1 or 4x2 on pair-interleaved im2col columns).
 Whether a kernel's weights are widened is decided per kernel against the board's
-flash (and the arena) by schedule/widening.py and the driver, for every size of layer alike.
+flash (and the arena) by schedule/widening.py and the compiler (compiler/plan.py), for every size of layer alike.
 The conv2d placement knobs below are recorded only when they leave their
 default (the first value), so the default trace is unchanged; a value that cannot be carried
 out on a kernel raises KnobRefused with the reason (the tuner records it as InvalidConfig):
@@ -611,7 +611,7 @@ def _finish_copies(sch: Schedule, target, widen_min_run: int, wide: bool) -> Non
 def schedule_dense_gemm(func: PrimFunc, target=None, wide: bool | None = None,
                         acc_rows: int = FC_ACC_ROWS, fc_input: str = FC_INPUT) -> Schedule | None:
     """The GEMV/GEMM schedule of an int8 fully_connected, or None when it does not apply.
-    `wide`: int16 weights (on DSP cores; None: as True; the driver chooses per kernel against
+    `wide`: int16 weights (on DSP cores; None: as True; the compiler chooses per kernel against
     the flash budget, schedule/widening.py).
     `acc_rows` (FC_ACC_ROWS_DOMAIN): output units per accumulator tile, for one input row.
     `fc_input` (FC_INPUT_DOMAIN), with int16 weights: "int8" reads the input row in place

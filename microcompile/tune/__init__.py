@@ -1,6 +1,6 @@
 """Autotuning: workloads deduplicated by key (workload.py), knob spaces (schedule/spaces.py),
 search strategies (search.py), the tuning loop (tuner.py) and JSON-lines records (records.py).
-The measuring (build, device, bit-exact check) is wired by microcompile/tuning.py."""
+The measuring (build, device, bit-exact check) and `tune_model` are in run.py."""
 
 from .records import Environment, RecordWriter, Selection, read_records, record, select  # noqa: F401
 from .search import COST_MODELS, STRATEGIES, check_cost_model, make_search  # noqa: F401

@@ -15,16 +15,17 @@ their device value is their input's bytes, which the memory plan aliases.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .escape import terminal
-from .frontend.tflite.reader import unique_tensor_names
-from .ir import Graph, ops
-from .reference import interp
-from .ir.compare import Comparison, compare
+from ..escape import terminal
+from ..frontend.tflite.reader import unique_tensor_names
+from ..ir import Graph, ops
+from ..reference import interp
+from ..ir.compare import Comparison, compare
 
 
 # float32 layers: 1e-5 relative per element (ir/compare.py), with a floor of 1e-5 of the
@@ -83,14 +84,19 @@ def device_tensors(graph: Graph, kernel_nodes: list, traced: list[tuple[int, int
     return device
 
 
-def tflite_tensors(model_path: str | Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
-    """Every tensor LiteRT BUILTIN_REF holds after one run, under our names for them;
-    None when ai_edge_litert is not installed or the model is not a .tflite file."""
+def tflite_tensors(model, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+    """Every tensor LiteRT BUILTIN_REF holds after one run, under our names for them; None when
+    ai_edge_litert is not installed or `model` (a path or a file's bytes) is not a .tflite model."""
     try:
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
     except ImportError:
         return None
-    data = Path(model_path).read_bytes()
+    if isinstance(model, (bytes, bytearray)):
+        data = bytes(model)
+    elif isinstance(model, (str, os.PathLike)):
+        data = Path(model).read_bytes()
+    else:
+        return None
     if data[4:8] != b"TFL3":
         return None
     it = Interpreter(model_content=data, experimental_op_resolver_type=OpResolverType.BUILTIN_REF,

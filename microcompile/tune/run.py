@@ -1,9 +1,9 @@
-"""Wiring of the tuner (tune/) to the build and the device: what `microcompile tune` and
-`--records` call. Like driver.py, it may import every stage.
+"""Tuning a model: its workloads, measured on the device by building and running candidates
+(what `microcompile tune` and `microcompile.tune` call).
 
-    tune_model:  model -> workloads -> tune.tune(measure=Measurer on N slots) -> records
-    (deploy/run/profile --records read them back: tune/records.py load_selection, replayed by
-    compile_model through `tuned`)
+    tune_model:  model -> workloads -> tuner.tune(measure=Measurer on N slots) -> records
+    (compile --records reads them back: records.load_selection, replayed by the compiler
+    through CompileOptions.tuned)
 
 A candidate is measured in a firmware of the whole model in which every kernel of its
 workload replays the candidate's trace and the others keep their default schedule: the agent
@@ -16,37 +16,73 @@ wrong answer, a build or fit failure is an Outcome("failed", error=reason).
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import driver, project
-from .errors import ArenaBudgetError, DeviceError, UserError
-from .escape import say
-from .ir.compare import compare
-from .lower import lower_node
-from .reference import interp
-from .schedule import ScheduleError, blocks
-from .target import Board, load_board
-from .tune import Budget, Outcome, RecordWriter, check_cost_model, extract_workloads, read_records, tune
-from .tune.boards import BoardLink, resolve_boards
-from .tune.records import compatible, environment
+from .. import deploy, project
+from ..compiler import CompileOptions, check_arena, compile_model
+from ..deploy import Artifact, BuildOptions, Link
+from ..errors import ArenaBudgetError, DeviceError, UserError
+from ..escape import say
+from ..ir.compare import compare
+from ..lower import lower_node
+from ..progress import progress_bar
+from ..reference import interp
+from ..report.memory import parse_bytes
+from ..schedule import ScheduleError, blocks
+from ..target import Board
+from .boards import BoardLink, resolve_boards
+from .records import RecordWriter, compatible, environment, read_records
+from .search import check_cost_model
+from .tuner import Budget, Outcome, tune
+from .workload import extract_workloads
 
-Progress = driver.Progress
+Progress = Callable[[str], None]
 EXECUTORS = ("local", "ray")
 
 
-def lowered_workloads(model_path, board: Board, flash_budget: int | None = None):
+@dataclass(frozen=True)
+class TuneOptions:
+    """How `tune_model` searches.
+
+    budget: trials and/or minutes (parse_budget). jobs: measurements at once (QEMU twins, or one
+    per real board). resume: continue an existing records file. strategy: "model" (cost model
+    guided) or "random"; cost_model: "ridge" or "xgboost"; seed. batch: one firmware measures a
+    candidate of every workload. scratch_budget: bytes of scratch a candidate may use.
+    arena_budget: bytes a candidate's arena may take ("default": the default schedules' arena;
+    None: the board's memory). executor: "local" or "ray" (at `address`). work_dir: where the
+    candidates are built (default a temporary directory). ports / probes: the real boards.
+    """
+
+    budget: Budget
+    jobs: int = 1
+    resume: bool = False
+    strategy: str = "model"
+    seed: int = 0
+    batch: bool = False
+    cost_model: str = "ridge"
+    scratch_budget: int | None = None
+    arena_budget: int | str | None = "default"
+    executor: str = "local"
+    address: str | None = None
+    work_dir: Path | None = None
+    ports: tuple[str, ...] = ()
+    probes: tuple[str, ...] = ()
+
+
+def lowered_workloads(model, board: Board, options: CompileOptions = CompileOptions()):
     """(compiled default, workloads): the model compiled with its default schedules (which
     kernels got int16 weights gives each workload's default point) and its deduplicated
     workloads."""
     with tempfile.TemporaryDirectory(prefix="microcompile-tune-") as tmp:
-        compiled = driver.compile_model(model_path, board, Path(tmp), flash_budget=flash_budget)
+        compiled = compile_model(model, board, Path(tmp), replace(options, tuned={}))
     target = board.target
     lowered = [(n, lower_node(compiled.graph, n, target)) for n, _, _ in compiled.kernels]
     wide = {n.name: n.name in compiled.widened for n, _ in lowered}
     workloads = extract_workloads(lowered, target, wide)
-    # The driver grows im2col blocks into arena slack (schedule/blocks.py): a workload's default
+    # The compiler grows im2col blocks into arena slack (schedule/blocks.py): a workload's default
     # point takes its kernels' cap (the smallest, where they differ, so replaying it never grows
     # the arena), so the default measured is what deploy builds without records.
     caps = {n.name: blocks.col_bytes_max(t) for n, _, t in compiled.kernels}
@@ -63,20 +99,28 @@ class Measurer:
     each candidate with that board's probe and talks to it over that board's port. A board that
     no longer flashes (the probe's tool fails) or whose port vanished is an Outcome "lost"."""
 
-    def __init__(self, model_path, board: Board, work_dir: Path, compiled, *, emulate: bool, port: str | None = None,
-                 timeout: float, input_path=None, boards: list[BoardLink] | None = None,
-                 arena_budget: int | None = None):
-        self.model_path, self.board, self.work_dir = Path(model_path), board, Path(work_dir)
+    def __init__(self, default: Artifact, work_dir: Path, link: Link, boards: list[BoardLink] | None = None,
+                 arena_budget: int | None = None, inputs=None):
+        """`default`: the model compiled with its default schedules (its source, board and
+        compile options are the candidates'); `inputs` as deploy.model_inputs takes them."""
+        self.default, self.board, self.work_dir = default, default.board, Path(work_dir)
         self.arena_budget = arena_budget       # bytes: a firmware whose arena is larger is not built
-        self.emulate, self.timeout = emulate, timeout
+        self.link = link
         # A real board per slot (tune/boards.py); QEMU twins and the host need none.
-        self.boards = boards or [BoardLink(None, port)]
-        self.real = not emulate and not board.is_host
-        self.inputs = driver.load_inputs(compiled.graph, input_path)
+        self.boards = boards or [BoardLink(None, link.port)]
+        self.real = not link.emulate and not self.board.is_host
+        compiled = default.compiled
+        self.inputs = deploy.model_inputs(compiled.graph, inputs)
         self.ordered = [self.inputs[n] for n in compiled.graph.inputs]
         self.reference = interp.run(compiled.graph, self.inputs, keep_all=True)
         self.outputs = list(compiled.graph.outputs)
         self.node_outputs = {n.name: n.outputs[0] for n, _, _ in compiled.kernels}
+
+    def _compile(self, tuned: dict, directory: Path) -> Artifact:
+        """The model with `tuned` traces replayed, compiled into `directory`."""
+        options = replace(self.default.options, tuned=tuned)
+        compiled = compile_model(self.default.source, self.board, directory, options)
+        return Artifact(compiled, directory, self.board, self.default.name, options, self.default.source)
 
     def __call__(self, slot: int, workload, config: dict, trace) -> Outcome:
         return self.batch(slot, [(workload, config, trace)])[0]
@@ -93,9 +137,12 @@ class Measurer:
         def everyone(error: str) -> list[Outcome]:
             return [Outcome("retry" if len(items) > 1 else "failed", error=error)] * len(items)
         try:
-            built = driver.build_firmware(self.model_path, self.board, project_dir, emulate=self.emulate,
-                                          progress=quiet, agent=True, arena_budget=self.arena_budget,
-                                          tuned={w.key: trace for w, _, trace in items})
+            with tempfile.TemporaryDirectory(prefix="microcompile-candidate-") as tmp:
+                artifact = self._compile({w.key: trace for w, _, trace in items}, Path(tmp))
+                project.check_out_dir(project_dir)
+                built = deploy.build(artifact, project_dir, BuildOptions(emulate=self.link.emulate, agent=True,
+                                                                         arena_budget=self.arena_budget),
+                                     self.inputs, quiet)
         except ScheduleError as e:
             return everyone(f"schedule: the trace does not replay: {e}")
         except ArenaBudgetError as e:
@@ -122,8 +169,8 @@ class Measurer:
                 return everyone(f"the record applied to {len(got)} of the workload's {len(w.nodes)} kernels")
         first_bad = None              # (kernel index, item, reason)
         try:
-            with driver.open_session(project_dir, self.board, emulate=self.emulate, port=link.port,
-                                     probe=link.probe, timeout=self.timeout, progress=quiet) as s:
+            with deploy.open_session(project_dir, self.board, Link(self.link.emulate, link.port, link.probe,
+                                                                   self.link.timeout), quiet) as s:
                 outs = s.run(self.ordered)
                 wrong_output = None
                 for name, out in zip(self.outputs, outs):
@@ -171,8 +218,7 @@ class Measurer:
         with tempfile.TemporaryDirectory(prefix="microcompile-arena-") as tmp:
             for i, (w, _, trace) in enumerate(items):
                 try:
-                    driver.check_arena(driver.compile_model(self.model_path, self.board, Path(tmp) / str(i),
-                                                            tuned={w.key: trace}), self.arena_budget)
+                    check_arena(self._compile({w.key: trace}, Path(tmp) / str(i)).compiled, self.arena_budget)
                 except ScheduleError as e:
                     out[i] = Outcome("failed", error=f"schedule: the trace does not replay: {e}")
                 except ArenaBudgetError as e:
@@ -205,8 +251,6 @@ def _first_line(e: Exception, lines: int = 1) -> str:
 def parse_arena_budget(text: str | None):
     """--arena-budget: absent -> "default" (the default schedules' arena, as tune_model takes
     it), "none" -> None, else bytes ("48K", "40000")."""
-    from .memory_report import parse_bytes
-
     if text is None:
         return "default"
     return None if text.strip().lower() == "none" else parse_bytes(text, "--arena-budget")
@@ -251,40 +295,32 @@ def resumable(records: list[dict], env) -> tuple[list[dict], list[str]]:
     return previous, notes
 
 
-def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emulate: bool = False,
-               port: str | None = None, ports: list[str] | None = None, probes: list[str] | None = None,
-               jobs: int = 1, resume: bool = False, strategy: str = "model",
-               seed: int = 0, timeout: float = 10.0, work_dir=None, scratch_budget: int | None = None,
-               arena_budget: int | str | None = "default", input_path=None, progress: Progress = say, bar: bool = True, executor: str = "local",
-               address: str | None = None, batch: bool = False, cost_model: str = "ridge"):
-    """Tune every workload of `model_path` on `board_name` and append the records to
-    `records_path`; returns (tune.TuneResult, workloads). `executor`: "local" (`jobs` threads,
-    each with its own QEMU) or "ray" (`jobs` Ray tasks at a time on the cluster at `address`).
-    `batch`: each firmware measures one candidate of every workload (tune.tune's batch mode).
-    `cost_model`: "ridge" or "xgboost" (the model search's cost model; tune/search.py).
-    `arena_budget`: bytes a candidate's firmware may plan for its arena ("default": the default
-    schedules' arena, so tuning buys no speed with RAM unless asked; None: no bound but the
-    board's memory); a larger one fails with the reason, before it is built.
-    Real boards: `ports` and `probes` (or `port`) name them, one job per board (tune/boards.py);
-    with --jobs 1 and none given, the one attached board."""
-    board = load_board(board_name)
-    ports = list(ports or ([port] if port else []))
-    probes = list(probes or [])
-    driver._check_target(board, emulate, ports[0] if ports else None)
+def tune_model(default: Artifact, records_path, options: TuneOptions, link: Link = Link(emulate=True), *,
+               inputs=None, progress: Progress = say):
+    """Tune every workload of the model compiled in `default` (with its default schedules, by
+    `compile_for_tuning`) and append the records to `records_path`; returns (tuner.TuneResult,
+    workloads). Real boards (link.emulate False): `options.ports` and `options.probes` (or
+    link.port) name them, one job per board (tune/boards.py); with one job and none given, the
+    one attached board."""
+    board = default.board
+    ports = list(options.ports or ([link.port] if link.port else []))
+    probes = list(options.probes)
+    emulate = link.emulate
+    deploy.check_target(board, Link(emulate, ports[0] if ports else None))
     if probes and (emulate or board.is_host):
         raise UserError("--probe names a real board's debug probe", hint="drop --probe, or drop --emulate")
     if len(ports) > 1 and (emulate or board.is_host):
         raise UserError("several --port are several real boards", hint="drop --port")
-    if jobs < 1:
-        raise UserError(f"--jobs {jobs}: needs at least one job")
-    check_cost_model(cost_model)
-    if executor not in EXECUTORS:
-        raise UserError(f"unknown executor {executor!r}", hint=f"one of {', '.join(EXECUTORS)}")
-    if address is not None and executor != "ray":
+    if options.jobs < 1:
+        raise UserError(f"--jobs {options.jobs}: needs at least one job")
+    check_cost_model(options.cost_model)
+    if options.executor not in EXECUTORS:
+        raise UserError(f"unknown executor {options.executor!r}", hint=f"one of {', '.join(EXECUTORS)}")
+    if options.address is not None and options.executor != "ray":
         raise UserError("--address is the Ray cluster's address", hint="add --executor ray")
     boards = None
-    if not emulate and not board.is_host and executor == "local":
-        boards = resolve_boards(board, jobs, ports, probes)
+    if not emulate and not board.is_host and options.executor == "local":
+        boards = resolve_boards(board, options.jobs, ports, probes)
         if len(boards) > 1:
             progress(f"[tune] {len(boards)} boards: {', '.join(map(str, boards))}")
     elif not emulate and not board.is_host:     # Ray: each task finds the board of its node
@@ -293,46 +329,46 @@ def tune_model(model_path, board_name: str, records_path, *, budget: Budget, emu
     previous = []
     env = environment(board)
     if records_path.exists() and records_path.stat().st_size > 0:
-        if not resume:
+        if not options.resume:
             raise UserError(f"records file {records_path} exists",
                             hint="pass --resume to continue it, or choose another --records file")
         recs, notes = read_records(records_path)
         previous, more = resumable(recs, env)
         for n in notes + more:
             progress(f"[tune] note: {n}")
-    elif resume:
+    elif options.resume:
         progress(f"[tune] {records_path} is empty or absent: starting afresh")
-    progress(f"[tune] {model_path} on {board.name}: compiling the default schedules")
-    compiled, workloads = lowered_workloads(model_path, board)
+    progress(f"[tune] {default.name} on {board.name}: compiling the default schedules")
+    compiled, workloads = lowered_workloads(default.source, board, default.options)
     sizes = ", ".join(f"{w.key.split(':')[0]} x{len(w.nodes)} ({w.space.size} points)" for w in workloads)
     progress(f"[tune] {len(compiled.kernels)} kernels, {len(workloads)} workloads: {sizes}")
+    arena_budget = options.arena_budget
     if arena_budget == "default":
         arena_budget = compiled.plan.arena_bytes
         progress(f"[tune] arena budget {arena_budget:,} bytes (the default schedules' arena; --arena-budget BYTES "
                  f"or none allows more)")
     elif arena_budget is not None:
         progress(f"[tune] arena budget {arena_budget:,} bytes (--arena-budget)")
-    own = work_dir is None
-    work = Path(tempfile.mkdtemp(prefix="microcompile-tune-")) if own else Path(work_dir)
-    measurer = Measurer(model_path, board, work, compiled, emulate=emulate, timeout=timeout,
-                        input_path=input_path, boards=boards, arena_budget=arena_budget)
-    from tqdm import tqdm
-
+    own = options.work_dir is None
+    work = Path(tempfile.mkdtemp(prefix="microcompile-tune-")) if own else Path(options.work_dir)
+    measurer = Measurer(Artifact(compiled, default.directory, board, default.name, default.options, default.source),
+                        work, link, boards, arena_budget, inputs)
     pool = None
-    if executor == "ray":
-        from .tune.ray_executor import RayExecutor
+    if options.executor == "ray":
+        from .ray_executor import RayExecutor
 
-        pool = RayExecutor(address, board=None if emulate else board.name)
+        pool = RayExecutor(options.address, board=None if emulate else board.name)
 
-    total = budget.trials
+    total = options.budget.trials
     try:
         with RecordWriter(records_path) as writer, \
-                tqdm(total=total, desc="tune", unit="trial", disable=None if bar else True, file=sys.stderr,
-                     initial=min(len([r for r in previous if r["status"] != "invalid"]), total or 0)) as pbar:
-            result = tune(workloads, board.target, env, measurer.batch if batch else measurer, writer, budget,
-                          jobs=jobs, strategy=strategy, batch=batch, cost_model=cost_model,
-                          seed=seed, model=Path(model_path).stem, previous=previous, scratch_budget=scratch_budget,
-                          bar=pbar, executor=pool, note=lambda text: progress(f"[tune] note: {text}"))
+                progress_bar(progress, total, "tune", "trial",
+                             initial=min(len([r for r in previous if r["status"] != "invalid"]), total or 0)) as pbar:
+            result = tune(workloads, board.target, env, measurer.batch if options.batch else measurer, writer,
+                          options.budget, jobs=options.jobs, strategy=options.strategy, batch=options.batch,
+                          cost_model=options.cost_model, seed=options.seed, model=default.name, previous=previous,
+                          scratch_budget=options.scratch_budget, bar=pbar,
+                          executor=pool, note=lambda text: progress(f"[tune] note: {text}"))
     finally:
         if own:
             shutil.rmtree(work, ignore_errors=True)

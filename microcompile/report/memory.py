@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import UserError
-from .escape import terminal
-from .memory import MemoryPlan
-from .project.mapfile import prefix_bytes, symbols_bytes
+from ..errors import UserError
+from ..escape import terminal
+from ..memory import MemoryPlan
+from ..project.mapfile import prefix_bytes, symbols_bytes
 
 
 _UNITS = {"": 1, "k": 1024, "kib": 1024, "kb": 1000, "m": 1 << 20, "mib": 1 << 20, "mb": 1000 ** 2}

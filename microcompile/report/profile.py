@@ -12,9 +12,9 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UserError
-from .files import write_file
-from .verify_layers import short_layer_name
+from ..errors import UserError
+from ..files import write_file
+from .layers import short_layer_name
 
 
 PLOT_FORMATS = ("png", "svg", "pdf")
@@ -35,7 +35,7 @@ class ProfileRow:
 
 
 def rows(compiled, counts) -> list[ProfileRow]:
-    """One row per kernel of a driver.Compiled, with its count from the profile."""
+    """One row per kernel of a compiler.Compiled, with its count from the profile."""
     out = []
     for (node, func, _), count in zip(compiled.kernels, counts):
         act = node.attrs.get("activation", "NONE")

@@ -1,0 +1,31 @@
+"""Small things every public function shares: the `progress=` argument and a model's name."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from ..escape import valid_text
+from ..progress import QUIET, Progress
+
+ProgressArg = bool | Progress | Callable[[str], None]
+
+
+def as_progress(progress: ProgressArg) -> Callable[[str], None]:
+    """The API's `progress=`: False (quiet, the default), True (lines and notebook-aware bars),
+    or a Progress / a callable taking each line."""
+    if progress is True:
+        return Progress(lines=True, bars=True, auto=True)
+    if progress is False or progress is None:
+        return QUIET
+    return progress
+
+
+def name_of(model) -> str:
+    """A model's name in reports: a file's stem, an ONNX graph's name, a Quantized's name."""
+    if isinstance(model, (str, os.PathLike)):
+        return valid_text(Path(model).stem)
+    if type(model).__name__ == "ModelProto":
+        return model.graph.name or "onnx_model"
+    return getattr(model, "name", None) or "model"

@@ -1,0 +1,34 @@
+"""What changes the code the compiler writes for a model: one frozen record, built once at the
+edge (the CLI, the Python API) and handed down unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+
+def _frozen(m: Mapping | None) -> Mapping:
+    return MappingProxyType(dict(m or {}))
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Options of `compile_model` / `compile_graph`.
+
+    input_shapes: {input name: shape} pinning dynamic ONNX input dimensions (--input-shape).
+    flash_budget: bytes the firmware's flash may take when choosing which kernels get int16
+        weights (default: the board's flash; schedule/widening.py).
+    tuned: {workload key: schedule Trace} replayed on every kernel of that workload instead of
+        its default schedule (tuning records, tune/).
+    dump_ir: called with (pass name, Graph) after every graph pass (--dump-ir).
+    """
+
+    input_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    flash_budget: int | None = None
+    tuned: Mapping[str, object] = field(default_factory=dict)
+    dump_ir: Callable | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "input_shapes", _frozen(self.input_shapes))
+        object.__setattr__(self, "tuned", _frozen(self.tuned))

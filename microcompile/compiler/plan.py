@@ -1,0 +1,112 @@
+"""The compiler's policy between the graph and the C: lower and schedule every kernel, choose
+which get int16 weights against the flash, order the kernels for the smallest peak, plan the
+arena, and grow im2col blocks into the slack."""
+
+from __future__ import annotations
+
+from .. import memory
+from ..ir import Graph, ops
+from ..lower import lower_node
+from ..memory import MemoryPlan
+from ..schedule import blocks, default_schedule, widening
+from ..schedule.workload import workload_key
+from ..target import Board
+
+
+def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = None, tuned: dict | None = None):
+    """Lower and schedule every node that needs code (int16 weights and tables where the flash
+    allows and the arena does not grow, schedule/widening.py), pick the execution order with the
+    smallest peak, and plan the arena: (kernels in order, plan, graph in that order,
+    {widened node: extra flash bytes}, {tuned node: workload key}). A node whose workload key
+    is in `tuned` replays that trace (its widening is the trace's, not a candidate here); a
+    trace that does not replay is a ScheduleError."""
+    slices = memory.concat_slices(graph)
+    # Views (reshape) and in-place concatenations are no code: their bytes are planned in place.
+    no_code = {n.name for n in graph.nodes if ops.get(n.op).is_view} | {c for c, _ in slices.values()}
+    target = board.target
+    narrow, wide, candidates, tuned_nodes, lowered = {}, {}, [], {}, {}
+    for node in graph.nodes:
+        if node.name in no_code:
+            continue
+        func = lowered[node.name] = lower_node(graph, node, target)
+        key = workload_key(node, func, target) if tuned else None
+        if key in (tuned or {}):
+            narrow[node.name] = (tuned[key].apply(func), tuned[key])
+            tuned_nodes[node.name] = key
+            continue
+        narrow[node.name] = default_schedule(func, target, wide=False)
+        w = default_schedule(func, target, wide=True)
+        if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]):
+            wide[node.name] = w
+            gain = widening.estimate_gain(node.op, int(func.attrs.get("macs", 0)),
+                                          graph.tensors[node.outputs[0]].size)
+            candidates.append(widening.Candidate(node.name, gain, _const_bytes(narrow[node.name][0]),
+                                                 _const_bytes(w[0])))
+    alias = memory.aliases(graph, {t: a for t, (_, a) in slices.items()})
+    rules = memory.overlap_rules(graph, alias, skip=no_code)
+
+    def planned(scheduled, planner=None):
+        scratch = {name: f.scratch_bytes for name, (f, _) in scheduled.items() if f.scratch_bytes}
+        g = graph.replace(nodes=memory.best_order(graph, scratch, rules, alias))
+        return g, memory.plan_memory(g, scratch, overlaps=rules, slices={t: a for t, (_, a) in slices.items()},
+                                     planner=planner)
+
+    # Widening never raises the arena: a wide variant whose scratch (e.g. an int16 copy of a
+    # fully connected layer's input) would lift its step above the int8 plan's peak stays int8.
+    # (Only the int8 plan's live bytes per step matter here, which any planner gives.)
+    g0, p0 = planned(narrow, "greedy_by_size")
+    live = dict(zip((n.name for n in g0.nodes), p0.timeline()))
+    peak = p0.lower_bound
+    candidates = [c for c in candidates
+                  if live[c.name] - narrow[c.name][0].scratch_bytes + wide[c.name][0].scratch_bytes <= peak]
+    fixed = sum(_const_bytes(f) for name, (f, _) in narrow.items() if name not in {c.name for c in candidates})
+    budget = _weights_budget(graph, board, flash_budget, len(narrow))
+    chosen = widening.choose_wide(candidates, fixed, budget)
+    widened = {c.name: c.extra for c in candidates if c.name in chosen}
+    scheduled = {name: wide[name] if name in widened else sched for name, sched in narrow.items()}
+    graph, plan = planned(scheduled)
+    graph, plan = _grow_blocks(graph, plan, scheduled, {n: f for n, f in lowered.items() if n not in tuned_nodes},
+                               widened, target, planned)
+    kernels = [(n, *scheduled[n.name]) for n in graph.nodes if n.name in scheduled]
+    return kernels, plan, graph, widened, tuned_nodes
+
+
+def _grow_blocks(graph: Graph, plan: MemoryPlan, scheduled: dict, lowered: dict, widened: dict, target, planned):
+    """Give conv2d kernels off the arena's peak larger im2col blocks (schedule/blocks.py), never
+    growing the arena: each kernel takes the largest block within its slack (the plan's peak of
+    live bytes, its lower bound, less the bytes live at its step); all together are re-planned, and if that arena is larger (the order
+    or the placement changed), one kernel at a time, each kept only if the arena stays. Updates
+    `scheduled` in place; returns the graph in its order and the plan."""
+    live = dict(zip((n.name for n in graph.nodes), plan.timeline()))
+    bigger = {}
+    for name, func in lowered.items():
+        f, t = scheduled[name]
+        grown = blocks.larger_block(func, target, name in widened, f, t, plan.lower_bound - live[name])
+        if grown is not None:
+            bigger[name] = grown
+    if not bigger:
+        return graph, plan
+    g, p = planned({**scheduled, **bigger})
+    if p.arena_bytes <= plan.arena_bytes:
+        scheduled.update(bigger)
+        return g, p
+    for name, grown in bigger.items():
+        g, p = planned({**scheduled, name: grown})
+        if p.arena_bytes <= plan.arena_bytes:
+            scheduled[name] = grown
+            graph, plan = g, p
+    return graph, plan
+
+
+def _const_bytes(f) -> int:
+    return sum(b.nbytes for b in f.buffers if b.scope == "const")
+
+
+def _weights_budget(graph: Graph, board: Board, flash_budget: int | None, kernels: int) -> int | None:
+    """Flash the weights may take: --flash-budget (or the board's flash) less the code
+    estimate; None on the host, which has no flash to fit."""
+    total = flash_budget if flash_budget is not None else (board.mcu.flash.size if board.mcu.flash else None)
+    if total is None:
+        return None
+    inputs = sum(graph.tensors[t].nbytes for t in graph.inputs)
+    return total - widening.code_estimate(kernels, inputs)
