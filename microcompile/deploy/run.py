@@ -62,6 +62,10 @@ class DeployResult:
         return self.built.fit
 
     @property
+    def compiled(self):
+        return self.built.compiled
+
+    @property
     def project_dir(self) -> Path:
         return self.built.project_dir
 

@@ -4,7 +4,9 @@ shadow the one other tests import): multi_op_models' residual_int8 on the host b
 import numpy as np
 import pytest
 
-from microcompile import driver, project
+from microcompile import project
+from support import flows
+from microcompile.target import load_board
 from tests.e2e import multi_op_models as M
 
 QUIET = lambda s: None  # noqa: E731
@@ -20,9 +22,9 @@ def built(tmp_path_factory):
     g = load_tflite(path)
     x = rng.integers(-128, 128, g.tensors[g.inputs[0]].shape).astype(np.int8)
     np.save(tmp / "x.npy", x)
-    result = driver.run_model(path, "host", tmp / "p", input_path=tmp / "x.npy", progress=QUIET)
+    result = flows.run(path, "host", tmp / "p", input_path=tmp / "x.npy", progress=QUIET)
     assert result.report["verified"], result.report
-    compiled = driver.compile_model(path, driver.load_board("host"), tmp / "artifact")
+    compiled = flows.compile_model(path, load_board("host"), tmp / "artifact")
     return {"project": tmp / "p", "x": x, "graph": compiled.graph, "kernels": compiled.kernels,
             "build_id": project.read_marker(tmp / "p")["build_id"]}
 

@@ -27,7 +27,7 @@ def test_session_imports_only_stdlib_and_the_device_package():
 
 def test_the_check_sees_a_heavy_import():
     """The same check does fail where the compiler is imported."""
-    mods = _modules_after("import microcompile.driver")
+    mods = _modules_after("import microcompile.api")
     assert "numpy" in mods and "microcompile.ir" in mods
 
 

@@ -6,11 +6,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from microcompile import driver
+from support import flows
 from microcompile.device import SerialTransport, Session, UsbId, find_serial_ports
 from microcompile.errors import DeviceError
 from microcompile.project import children
 from microcompile.target import load_board
+from microcompile.deploy import serial_port
 from tests.device.host_agent_build import built  # noqa: F401  (fixture)
 
 
@@ -52,18 +53,18 @@ def test_the_board_data_names_the_st_link(monkeypatch, tmp_path):
     board = load_board("stm32")
     assert (board.probe.usb_vid, board.probe.usb_pid) == (0x0483, 0x374B)
     _ports(monkeypatch, ("/dev/ttyACM3", 0x0483, 0x374B))
-    assert driver._serial_port(board, None) == "/dev/ttyACM3"
+    assert serial_port(board, None) == "/dev/ttyACM3"
     given = tmp_path / "ttyUSB9"
     given.touch()
-    assert driver._serial_port(board, str(given)) == str(given)     # --port wins
+    assert serial_port(board, str(given)) == str(given)     # --port wins
     with pytest.raises(DeviceError, match="ttyUSB8 does not exist"):  # ... when it exists
-        driver._serial_port(board, str(tmp_path / "ttyUSB8"))
+        serial_port(board, str(tmp_path / "ttyUSB8"))
     _ports(monkeypatch)
     with pytest.raises(DeviceError, match="no serial port with USB id 0483:374b") as e:
-        driver._serial_port(board, None)
+        serial_port(board, None)
     assert "--port" in e.value.hint and "--emulate" in e.value.hint
     _ports(monkeypatch, ("/dev/ttyACM0", 0x0483, 0x374B), ("/dev/ttyACM1", 0x0483, 0x374B))
     with pytest.raises(DeviceError, match="several nucleo-f446re boards"):
-        driver._serial_port(board, None)
+        serial_port(board, None)
     with pytest.raises(DeviceError, match="lists no USB id"):
-        driver._serial_port(load_board("mps2-an386"), None)
+        serial_port(load_board("mps2-an386"), None)

@@ -12,9 +12,12 @@ import time
 import numpy as np
 import pytest
 
-from microcompile import driver, project
+from microcompile import project
+from support import flows
+from microcompile.deploy import Link, open_session
 from microcompile.device import BuildIdMismatch, frame as fr, protocol as P
 from microcompile.reference import interp
+from microcompile.target import load_board
 from tests.conftest import model_path
 from tests.e2e import multi_op_models as M
 
@@ -43,12 +46,12 @@ def residual(tmp_path_factory):
 @pytest.mark.parametrize("board", BOARDS)
 def test_run_profile_tensors_and_recovery_on_the_twin(board, residual, tmp_path):
     tmp, path = residual
-    result = driver.run_model(path, board, tmp_path / "p", emulate=True, input_path=tmp / "x.npy", progress=QUIET)
+    result = flows.run(path, board, tmp_path / "p", emulate=True, input_path=tmp / "x.npy", progress=QUIET)
     assert result.report["verified"] and result.report["unit"] == "instructions"
-    compiled = driver.compile_model(path, driver.load_board(board), tmp_path / "artifact")
+    compiled = flows.compile_model(path, load_board(board), tmp_path / "artifact")
     x = np.load(tmp / "x.npy")
     ref = interp.run(compiled.graph, {compiled.graph.inputs[0]: x}, keep_all=True)
-    with driver.open_session(tmp_path / "p", board, emulate=True, progress=QUIET) as s:
+    with open_session(tmp_path / "p", load_board(board), Link(emulate=True), QUIET) as s:
         info = s.info()
         assert info.build_id == project.read_marker(tmp_path / "p")["build_id"]
         assert info.per_count == (1 if board == "stm32" else 40)
@@ -74,7 +77,7 @@ def test_run_profile_tensors_and_recovery_on_the_twin(board, residual, tmp_path)
 @pytest.mark.qemu
 def test_profile_of_kws_agrees_with_deploy(tmp_path):
     path = model_path("kws_ref_model")
-    deployed = driver.deploy(path, "mps2-an386", tmp_path / "selftest", emulate=True, progress=QUIET)
+    deployed = flows.deploy(path, "mps2-an386", tmp_path / "selftest", emulate=True, progress=QUIET)
     p = subprocess.run([sys.executable, "-m", "microcompile", "profile", str(path), "--board=mps2-an386", "--emulate",
                         "-o", str(tmp_path / "agent"), "--json", str(tmp_path / "p.json"),
                         "--csv", str(tmp_path / "p.csv")], capture_output=True, text=True, timeout=600)

@@ -20,10 +20,12 @@ import sys
 import numpy as np
 import pytest
 
-from microcompile import driver, project
+from microcompile import project
+from support import flows
 from microcompile.errors import BoardError
 from microcompile.project import FitError
 from microcompile.target import list_boards, load_board
+from microcompile.deploy import model_inputs
 from tests.conftest import REPO, model_path
 from tests.e2e import multi_op_models as M
 from tests.litert_ref import run_reference
@@ -69,12 +71,12 @@ def test_example_model_on_every_board(board, example, tmp_path):
     # AN547: arena in the 4 MiB internal SRAM and weights in the QSPI flash, through the QEMU twin
     banks = {"arena_region": "ISRAM", "weights_region": "QSPI"} if board == "mps3-an547" else {}
     if b.emulator is None:
-        built = driver.build_firmware(model, b, tmp_path / "p", input_path=sample, **banks, **quiet)
+        built = flows.build(model, b, tmp_path / "p", input_path=sample, **banks, **quiet)
         _check_fit(built.fit, built.compiled.manifest)
         assert (tmp_path / "p" / "firmware.bin").stat().st_size == \
             sum(built.fit.needs[k] for k in ("code", "weights", "rodata", "data_init"))
         return
-    result = driver.deploy(model, b, tmp_path / "p", emulate=True, input_path=sample, **banks, **quiet)
+    result = flows.deploy(model, b, tmp_path / "p", emulate=True, input_path=sample, **banks, **quiet)
     # the oracle is LiteRT, not our interpreter ("verified" compares with the interpreter)
     assert_matches_litert(model, result.inputs, result.outputs, f"the example model on {board}")
     assert result.report["verified"], result.report["outputs"]
@@ -93,7 +95,7 @@ def test_example_model_on_every_board(board, example, tmp_path):
 def test_int8_model_bit_exact_in_qemu_on_every_emulated_board(board, dscnn, tmp_path):
     x = np.random.default_rng(11).integers(-128, 128, size=(1, 10, 10, 1)).astype(np.int8)
     np.save(tmp_path / "x.npy", x)
-    result = driver.deploy(dscnn, board, tmp_path / "p", emulate=True, input_path=tmp_path / "x.npy", **quiet)
+    result = flows.deploy(dscnn, board, tmp_path / "p", emulate=True, input_path=tmp_path / "x.npy", **quiet)
     reference = run_reference(dscnn.read_bytes(), {"mfcc": x})
     for name, ref in reference.items():
         assert result.outputs[name].tobytes() == ref.tobytes(), f"{board}: {name} differs from LiteRT BUILTIN_REF"
@@ -114,7 +116,7 @@ def kws_artifact(tmp_path_factory):
         key = board.target.core
         if key not in cache:
             art = tmp_path_factory.mktemp(f"kws-{key}")
-            cache[key] = (driver.compile_model(model_path("kws_ref_model"), board, art), art)
+            cache[key] = (flows.compile_model(model_path("kws_ref_model"), board, art), art)
         return cache[key]
     return get
 
@@ -125,11 +127,11 @@ def test_kws_links_and_fits_every_board(board, tmp_path, kws_artifact):
     # what driver.build_firmware does (the example-model test goes through it), on a shared artifact
     b = load_board(board)
     compiled, art = kws_artifact(b)
-    inputs = driver.load_inputs(compiled.graph, None)
+    inputs = model_inputs(compiled.graph, None)
     out = project.generate(art, b, tmp_path / "p", [inputs[n] for n in compiled.graph.inputs])
     project.build(out, progress=lambda line: None)
     fit = project.fit_report(out / "firmware.elf", b, project.placement(b), out / "build" / "board",
-                             driver.widened_weight_bytes(compiled))
+                             compiled.widened_weight_bytes)
     _check_fit(fit, compiled.manifest)
     assert fit.symbols[0]["size"] >= 4096   # the largest symbol is a weight array or the arena
 
@@ -139,7 +141,7 @@ def test_the_other_shared_int8_models_do_not_fit_the_microbit(name, bank, tmp_pa
     """The micro:bit (256 KiB flash, 16 KiB RAM) holds none of the MLPerf Tiny models: each is
     refused before the C compiler runs, saying which bank overflows and which board would do."""
     with pytest.raises(FitError) as info:
-        driver.build_firmware(model_path(name), "microbit", tmp_path / "p", **quiet)
+        flows.build(model_path(name), "microbit", tmp_path / "p", **quiet)
     e = info.value
     assert isinstance(e, BoardError) and e.exit_code == 2
     assert "does not fit microbit (from the manifest, before building)" in e.message

@@ -12,6 +12,7 @@ the TFLite converter, PyTorch / torch.onnx and our own writer): models people sh
 
 from __future__ import annotations
 
+import json
 import pathlib
 import sys
 
@@ -25,7 +26,10 @@ from litert_ref import make_interpreter, run_reference  # noqa: E402
 from qemu_cases import deploy_graph, merge_graphs  # noqa: E402
 from tflm_ref import run_tflm  # noqa: E402
 
-from microcompile import driver, project  # noqa: E402
+from cli_run import run_cli_inprocess  # noqa: E402
+from microcompile import project  # noqa: E402
+from microcompile.compiler import compile_graph  # noqa: E402
+from support import flows  # noqa: E402
 from microcompile.frontend import load_model  # noqa: E402
 from microcompile.ir import NP_DTYPES  # noqa: E402
 from microcompile.ir.compare import compare  # noqa: E402
@@ -117,13 +121,13 @@ def test_pytorch_cnn_quantizes_and_the_written_tflite_runs_in_litert(name, pads,
     path = CORPUS / name
     np.save(tmp_path / "cal.npy", _calibration(path, 16, 0))
     out = tmp_path / "int8.tflite"
-    q = driver.quantize_model(path, tmp_path / "cal.npy", out, report=False, progress=False)
+    q = flows.quantize(path, tmp_path / "cal.npy", out)
     back = load_model(out)
     assert ("pad" in {n.op for n in back.nodes}) == pads
     x = _calibration(path, 1, 9)[0:1]
-    ours = interp.run(q.quantized.graph, {q.quantized.graph.inputs[0]: x})
+    ours = interp.run(q.graph, {q.graph.inputs[0]: x})
     ref = run_reference(out.read_bytes(), {back.inputs[0]: x})
-    assert np.array_equal(ours[q.quantized.graph.outputs[0]], ref[back.outputs[0]])
+    assert np.array_equal(ours[q.graph.outputs[0]], ref[back.outputs[0]])
 
 
 @pytest.mark.parametrize("name", CNNS)
@@ -134,7 +138,7 @@ def test_pytorch_cnn_ptq_sqnr_no_worse_than_onnxruntime_minus_1db(name, tmp_path
     path = CORPUS / name
     cal, test = _calibration(path, 32, 0), _calibration(path, 32, 1)
     np.save(tmp_path / "cal.npy", cal)
-    q = driver.quantize_model(path, tmp_path / "cal.npy", None, report=False, progress=False).quantized.graph
+    q = flows.quantize(path, tmp_path / "cal.npy").graph
 
     class Reader(CalibrationDataReader):
         def __init__(self):
@@ -165,8 +169,7 @@ def test_int8_and_16x8_corpus_models_deploy_bit_exact_in_one_firmware_on_mps2_an
     graphs = [load_model(CORPUS / name) for name in QEMU_MODELS]
     # and the PTQ'd PyTorch MobileNet (odd 33x33 input; the ResNet goes through deploy --quantize)
     np.save(tmp_path / "cal.npy", _calibration(CORPUS / "torch_mobilenet.onnx", 16, 0))
-    graphs.append(driver.quantize_model(CORPUS / "torch_mobilenet.onnx", tmp_path / "cal.npy", None, report=False,
-                                        progress=False).quantized.graph)
+    graphs.append(flows.quantize(CORPUS / "torch_mobilenet.onnx", tmp_path / "cal.npy").graph)
     g = merge_graphs(graphs, "int_corpus")
     inputs = {}
     for k, sub in enumerate(graphs):
@@ -182,9 +185,10 @@ def test_pytorch_cnn_deploys_quantized_on_mps2_an386(tmp_path):
     """deploy --quantize: the int8 graph compiled as it is in memory, bit-exact on the device."""
     path = CORPUS / "torch_resnet.onnx"
     np.save(tmp_path / "cal.npy", _calibration(path, 16, 0))
-    result = driver.deploy(path, "mps2-an386", tmp_path / "project", emulate=True, quantize="int8",
-                           calibration=tmp_path / "cal.npy", progress=lambda s: None)
-    assert result.report["verified"], result.report["outputs"]
+    p = run_cli_inprocess("deploy", path, "--board", "mps2-an386", "--emulate", "-o", tmp_path / "project",
+                          "--quantize", "int8", "--calibration", tmp_path / "cal.npy", "--report", tmp_path / "r.json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["verified"]
     assert (tmp_path / "project" / "torch_resnet_int8.tflite").is_file()
 
 
@@ -198,7 +202,7 @@ FLOAT_MODELS = ["keras_lstm_f32.tflite", "keras_gru_f32.tflite", "svdf_kws_f32.t
 def test_float_corpus_models_deploy_in_one_firmware_on_mps2_an386(tmp_path):
     g = merge_graphs([pipeline.run(load_model(CORPUS / name)) for name in FLOAT_MODELS], "float_corpus")
     board = load_board("mps2-an386")
-    compiled = driver.compile_graph(g, board, tmp_path / "artifact")
+    compiled = compile_graph(g, board, tmp_path / "artifact")
     assert compiled.plan.state_bytes > 0
     inputs = {name: _inputs(g.tensors[name].shape, np.float32, k) for k, name in enumerate(g.inputs)}
     project.generate(tmp_path / "artifact", board, tmp_path / "project", [inputs[n] for n in g.inputs],

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from microcompile import driver
+from support import flows
 from microcompile.frontend import load_model
 from microcompile.ir import ops
 from microcompile.project.mapfile import section_sizes
@@ -50,10 +50,10 @@ def test_no_room_keeps_the_models_int8_weights():
     """ResNet-8: int8 convolutions (unpadded where padding would cost bytes) and ADDs without
     tables; benchmarks/memory.py checks all three int8 models."""
     path = model_path("pretrainedResnet_quant")
-    narrow = driver.plan_model(path, "mps2-an386", flash_budget=1)
+    narrow = flows.plan_model(path, "mps2-an386", flash_budget=1)
     assert not narrow.widened
     assert narrow.manifest["weights_bytes"] <= _own_bytes(path)
-    roomy = driver.plan_model(path, "mps2-an386")
+    roomy = flows.plan_model(path, "mps2-an386")
     assert roomy.widened and roomy.manifest["weights_bytes"] > narrow.manifest["weights_bytes"]
 
 
@@ -61,7 +61,7 @@ def test_no_room_keeps_the_models_int8_weights():
 def test_partial_widening_is_exact_and_fits(tmp_path):
     path = model_path("kws_ref_model")
     budget = 64 * 1024
-    result = driver.deploy(path, "mps2-an386", tmp_path / "kws", emulate=True, flash_budget=budget,
+    result = flows.deploy(path, "mps2-an386", tmp_path / "kws", emulate=True, flash_budget=budget,
                            progress=lambda s: None)
     r = result.report
     # exact against LiteRT, not only against our interpreter (r["verified"])

@@ -26,6 +26,7 @@ import tempfile
 
 import numpy as np
 import pytest
+from microcompile.deploy import model_inputs
 
 from cli_run import REPO, run_cli, run_cli_inprocess
 from mutants import bytes_mutants, tflite_mutants
@@ -49,7 +50,7 @@ DEPLOY_SAMPLE = 6     # mutants of the digits models deployed to the host board 
 def sources(tmp_path_factory) -> dict[str, pathlib.Path]:
     """name -> model file: the digits MLP (float32 and int8), two ONNX CNNs, the shared models."""
     from make_model import build_graph, load_digits_split, train
-    from microcompile import driver
+    from support import flows
     from microcompile.frontend.tflite.writer import write_tflite
 
     tmp = tmp_path_factory.mktemp("fuzz-sources")
@@ -57,7 +58,7 @@ def sources(tmp_path_factory) -> dict[str, pathlib.Path]:
     digits = tmp / "digits.tflite"
     digits.write_bytes(write_tflite(build_graph(train(xtr, ytr, epochs=30))))
     np.save(tmp / "calib.npy", xtr[:40])
-    driver.quantize_model(digits, tmp / "calib.npy", tmp / "digits_int8.tflite", report=False, progress=False)
+    flows.quantize(digits, tmp / "calib.npy", tmp / "digits_int8.tflite")
     out = {"digits": digits, "digits_int8": tmp / "digits_int8.tflite"}
     out.update(_onnx_models(tmp))
     for name in COUNTS:
@@ -119,15 +120,15 @@ def _mutants(name: str, path: pathlib.Path, n: int) -> list[bytes]:
 
 def _compile_and_run(path: pathlib.Path) -> None:
     """deploy up to the C compiler: import, passes, lowering, schedules, plan, C; then the reference."""
-    from microcompile import driver
+    from support import flows
     from microcompile.errors import UserError
     from microcompile.reference import interp
     from microcompile.target import load_board
 
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            compiled = driver.compile_model(path, load_board("mps2-an386"), pathlib.Path(tmp))
-            interp.run(compiled.graph, driver.load_inputs(compiled.graph, None))
+            compiled = flows.compile_model(path, load_board("mps2-an386"), pathlib.Path(tmp))
+            interp.run(compiled.graph, model_inputs(compiled.graph, None))
         except UserError:
             pass   # e.g. unsupported after the passes: a clear error, as the CLI would show it
 
@@ -188,7 +189,7 @@ def test_model_mutants_under_deploy_on_the_host(sources, tmp_path):
 # --- .npy mutants --------------------------------------------------------------------------------
 
 def _fuzz_arrays(sources, n: int, tmp_path) -> dict[str, int]:
-    from microcompile import driver
+    from support import flows
     from microcompile.errors import UserError
     from microcompile.frontend import load_model
     from microcompile.quantize import load_calibration
@@ -205,7 +206,7 @@ def _fuzz_arrays(sources, n: int, tmp_path) -> dict[str, int]:
             path.write_bytes(data)
             try:
                 if kind == "input":
-                    driver.load_inputs(graph, path)
+                    model_inputs(graph, path)
                 else:
                     load_calibration(path, graph)
                 tally[f"{kind} ok"] += 1

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from microcompile import driver
+from support import flows
 from microcompile.errors import BoardError
 from microcompile.ir.compare import compare
 from tests.conftest import ALL_MODELS, model_path
@@ -57,12 +57,12 @@ def test_model_matches_tflite_reference(model, board, tmp_path):
     project_dir = tmp_path / "project"
     if (model, board) in TOO_BIG:
         with pytest.raises(BoardError, match=TOO_BIG[model, board]):
-            driver.deploy(path, board, project_dir, emulate=True, progress=lambda s: None)
+            flows.deploy(path, board, project_dir, emulate=True, progress=lambda s: None)
         return
     for k, inputs in enumerate(random_inputs(model, 3)):
         (name, x), = inputs.items()
         np.save(tmp_path / f"x{k}.npy", x)
-        result = driver.deploy(path, board, project_dir, emulate=board != "host",
+        result = flows.deploy(path, board, project_dir, emulate=board != "host",
                                input_path=tmp_path / f"x{k}.npy", progress=lambda s: None)
         reference = run_reference(path.read_bytes(), inputs)
         for out_name, ref in reference.items():

@@ -24,7 +24,7 @@ import multi_op_models  # noqa: E402
 import op_coverage_models as cover  # noqa: E402
 from qemu_cases import assert_matches_litert  # noqa: E402
 
-from microcompile import driver  # noqa: E402
+from support import flows  # noqa: E402
 from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
 
 BOARDS = ("mps2-an386", "mps2-an385")
@@ -42,7 +42,7 @@ def _deploy(g, board: str, tmp_path: Path):
     model.write_bytes(write_tflite(g))
     inputs = _inputs(g, 7)
     np.savez(tmp_path / "x.npz", **inputs)
-    result = driver.deploy(model, board, tmp_path / "project", emulate=True, input_path=tmp_path / "x.npz",
+    result = flows.deploy(model, board, tmp_path / "project", emulate=True, input_path=tmp_path / "x.npz",
                            progress=lambda s: None)
     assert_matches_litert(model, inputs, result.outputs, f"{g.name} on {board}")
     assert result.report["verified"], result.report["outputs"]
@@ -90,7 +90,7 @@ def test_qdq_onnx_mobilenet_on_cortex_m(board, tmp_path):
                     activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
     x = rng.standard_normal((1, 3, 32, 32)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
-    result = driver.deploy(model, board, tmp_path / "project", emulate=True, input_path=tmp_path / "x.npy",
+    result = flows.deploy(model, board, tmp_path / "project", emulate=True, input_path=tmp_path / "x.npy",
                            progress=lambda s: None)
     assert result.report["verified"], result.report["outputs"]
     assert {n.attrs.get("rounding") for n in result.compiled.graph.nodes if n.op == "conv2d"} == {"onnx"}

@@ -8,18 +8,17 @@ import sys
 
 import pytest
 
-from microcompile import driver, profile_report
+import microcompile as mc
+from microcompile.report import profile as profile_report
 from microcompile.errors import UserError
 from tests.e2e import multi_op_models as M
-
-QUIET = lambda s: None  # noqa: E731
-
 
 @pytest.fixture(scope="module")
 def profiled(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("profile")
     path = M.write("residual_int8", tmp)
-    return driver.profile_model(path, "host", tmp / "p", progress=QUIET), tmp
+    with mc.compile(path, "host").emulate(tmp / "p") as dev:
+        return dev.profile(), tmp
 
 
 def test_json_has_exactly_the_stated_keys(profiled):

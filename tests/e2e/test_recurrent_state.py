@@ -19,6 +19,7 @@ from litert_ref import make_interpreter  # noqa: E402
 from op_cases import build_graph, cases, random_inputs  # noqa: E402
 
 from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
+from microcompile.frontend import load_model
 
 STEPS = 3
 
@@ -104,13 +105,13 @@ def test_agent_runs_each_inference_from_the_initial_state(tmp_path):
     """The host agent (run --repeat) compares every sample with the interpreter's single
     inference, so every RUN starts from the initial state: three runs of the same input give the
     same, verified output (the SVDF keyword model's state would change the second one)."""
-    from microcompile import driver
+    from support import flows
 
     model = HERE.parent / "fixtures" / "corpus" / "svdf_kws_int8.tflite"
-    g = driver.load_model(model)
+    g = load_model(model)
     x = random_inputs(g, 7)[g.inputs[0]]
     np.save(tmp_path / "x.npy", np.stack([x] * STEPS))
-    result = driver.run_model(model, "host", tmp_path / "p", input_path=tmp_path / "x.npy", repeat=STEPS,
+    result = flows.run(model, "host", tmp_path / "p", input_path=tmp_path / "x.npy", repeat=STEPS,
                               progress=lambda s: None)
     assert result.report["verified"], result.report
     out = result.outputs[g.outputs[0]]

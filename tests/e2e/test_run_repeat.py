@@ -6,8 +6,9 @@ import sys
 
 import numpy as np
 
-from microcompile import driver
+from support import flows
 from microcompile.reference import interp
+from microcompile.target import load_board
 from tests.e2e import multi_op_models as M
 
 
@@ -15,7 +16,7 @@ def test_repeat_over_one_session_with_labels(tmp_path):
     path = M.write("residual_int8", tmp_path)
     x = np.random.default_rng(7).integers(-128, 128, (6, 8, 8, 3)).astype(np.int8)   # [N, H, W, C] for [1, H, W, C]
     np.save(tmp_path / "x.npy", x)
-    compiled = driver.compile_model(path, driver.load_board("host"), tmp_path / "a")
+    compiled = flows.compile_model(path, load_board("host"), tmp_path / "a")
     g = compiled.graph
     assert tuple(g.tensors[g.inputs[0]].shape) == (1, 8, 8, 3)
     refs = [interp.run(g, {g.inputs[0]: x[k:k + 1]})[g.outputs[0]] for k in range(6)]

@@ -9,7 +9,7 @@
 import sys
 from pathlib import Path
 
-from microcompile import driver
+from support import flows
 from microcompile.frontend import load_model
 from microcompile.ir import Graph, Node
 from microcompile.ir.verify import verify
@@ -18,6 +18,7 @@ from microcompile.lower import lower_node
 from microcompile.schedule.gemm_schedule import COL_BYTES_MAX, schedule_dense_gemm
 from microcompile.target import load_board
 from microcompile.transform import pipeline
+from microcompile.compiler import schedule_and_plan
 from tests.conftest import model_path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent / "ir")]
@@ -44,7 +45,7 @@ def _two_fc_graph() -> Graph:
 
 
 def _plan(graph, board=BOARD, flash_budget=None):
-    return driver.schedule_and_plan(pipeline.run(graph), load_board(board), flash_budget)
+    return schedule_and_plan(pipeline.run(graph), load_board(board), flash_budget)
 
 
 def test_a_large_fully_connected_layer_widens_when_the_flash_allows():
@@ -99,8 +100,8 @@ def test_the_board_flash_decides_a_large_fully_connected_layers_weights():
 
 def test_ad01_fits_the_512k_part_and_the_4m_one_widens_at_least_as_much():
     path = model_path("ad01_int8")
-    small = driver.plan_model(path, "nucleo-f446re")
-    large = driver.plan_model(path, BOARD)
+    small = flows.plan_model(path, "nucleo-f446re")
+    large = flows.plan_model(path, BOARD)
     flash = load_board("nucleo-f446re").mcu.flash.size
     assert small.manifest["weights_bytes"] + 8192 < flash
     assert set(small.widened) <= set(large.widened)
@@ -147,14 +148,14 @@ def test_records_are_replayed_as_they_are():
     """A tuned kernel keeps its trace: the slack rule changes only default schedules."""
     g = pipeline.run(load_model(model_path("pretrainedResnet_quant")))
     board = load_board(BOARD)
-    kernels, *_ = driver.schedule_and_plan(g, board)
+    kernels, *_ = schedule_and_plan(g, board)
     from microcompile.tune.workload import workload_key
     node = next(n for n, _, t in kernels if n.op == "conv2d" and blocks.col_bytes_max(t) > COL_BYTES_MAX["dsp"])
     func = lower_node(g, next(n for n in g.nodes if n.name == node.name), board.target)
     from microcompile.schedule import apply_config, default_config
     _, trace = apply_config(func, board.target, default_config(func, board.target, True))
     tuned = {workload_key(node, func, board.target): trace}
-    kernels2, *_ = driver.schedule_and_plan(g, board, tuned=tuned)
+    kernels2, *_ = schedule_and_plan(g, board, tuned=tuned)
     assert next(t for n, _, t in kernels2 if n.name == node.name) == trace
 
 

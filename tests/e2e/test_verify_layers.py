@@ -14,8 +14,9 @@ import sys
 import numpy as np
 import pytest
 
-from microcompile import driver, project
-from microcompile import verify_layers as vl
+from microcompile import project
+from support import flows
+from microcompile.report import layers as vl
 from microcompile.errors import DeviceError
 from microcompile.ir.compare import compare
 from tests.conftest import ALL_MODELS, model_path
@@ -64,7 +65,7 @@ def _check(result, path, inputs):
 def test_multi_op_model_verifies(name, board, tmp_path):
     path = _model(name, tmp_path)
     inputs = _inputs(path)
-    result = driver.verify_layers(path, board, tmp_path / "project", emulate=board != "host",
+    result = flows.verify(path, board, tmp_path / "project", emulate=board != "host",
                                   input_path=_save(inputs, tmp_path), progress=lambda s: None)
     _check(result, path, inputs)
     # One row per compiled layer output, in order, and device outputs for every model output.
@@ -78,7 +79,7 @@ def test_multi_op_model_verifies(name, board, tmp_path):
 @pytest.mark.parametrize("model", ALL_MODELS)
 def test_mlperf_model_verifies_in_qemu(model, tmp_path):
     path = model_path(model)
-    result = driver.verify_layers(path, "mps2-an386", tmp_path / "project", emulate=True, progress=lambda s: None)
+    result = flows.verify(path, "mps2-an386", tmp_path / "project", emulate=True, progress=lambda s: None)
     inputs = result.deploy.inputs
     _check(result, path, inputs)
 
@@ -99,7 +100,7 @@ def _corrupt_first_weight(project_dir, node: str) -> None:
 def test_a_corrupted_layer_is_the_first_mismatch(tmp_path):
     path = _model("residual_int8", tmp_path)
     inputs = _inputs(path, seed=3)
-    good = driver.verify_layers(path, "host", tmp_path / "p", input_path=_save(inputs, tmp_path),
+    good = flows.verify(path, "host", tmp_path / "p", input_path=_save(inputs, tmp_path),
                                 progress=lambda s: None)
     assert good.report["verified"]
     victim = good.rows[1].node   # the block's first convolution
@@ -185,7 +186,7 @@ def test_inspect_shows_tensor_bytes_fused_and_folded(tmp_path):
 def test_without_litert_only_the_interpreter_is_compared(tmp_path, monkeypatch):
     path = _model("residual_int8", tmp_path)
     monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", None)   # import fails
-    result = driver.verify_layers(path, "host", tmp_path / "p", progress=lambda s: None)
+    result = flows.verify(path, "host", tmp_path / "p", progress=lambda s: None)
     assert not result.report["tflite_compared"] and result.report["verified"]
     assert all(r.vs_tflite is None and r.vs_ref.equal for r in result.rows)
     assert "ai_edge_litert is not installed" in result.table
@@ -194,7 +195,7 @@ def test_without_litert_only_the_interpreter_is_compared(tmp_path, monkeypatch):
 def test_concatenation_is_written_in_place(tmp_path):
     """The two branches write straight into their slices: no kernel for the concatenation, its
     inputs alias its buffer (test_multi_op_model_verifies[concat_int8-*] checks the bytes)."""
-    compiled = driver.plan_model(_model("concat_int8", tmp_path), "host")
+    compiled = flows.plan_model(_model("concat_int8", tmp_path), "host")
     assert "concatenation" not in [n.op for n, _, _ in compiled.kernels]
     cat = next(n for n in compiled.graph.nodes if n.op == "concatenation")
     plan, first = compiled.plan, compiled.graph.tensors[cat.inputs[0]].nbytes

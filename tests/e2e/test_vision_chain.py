@@ -9,7 +9,7 @@ for these ops are exercised on a chain, not only on single ops.
 import numpy as np
 import pytest
 
-from microcompile import driver
+from support import flows
 from microcompile.frontend.tflite.writer import write_tflite
 from microcompile.ir import Graph, Node, QuantParams, Tensor, ops, verify
 from microcompile.ir.compare import compare
@@ -83,7 +83,7 @@ def test_vision_chain_matches_litert(dtype, board, tmp_path):
     model.write_bytes(write_tflite(graph))
     x = _input(graph, 11)
     np.save(tmp_path / "x.npy", x)
-    result = driver.deploy(model, board, tmp_path / "project", emulate=board != "host",
+    result = flows.deploy(model, board, tmp_path / "project", emulate=board != "host",
                            input_path=tmp_path / "x.npy", progress=lambda s: None)
     ((name, ref),) = run_reference(model.read_bytes(), {"x": x}).items()
     got = result.outputs[name]

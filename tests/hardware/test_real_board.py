@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from microcompile import driver
+from support import flows
 from microcompile.project import flash, load_manifest, parse_output
 from microcompile.project import flash_runners as fr
 from microcompile.reference import interp
@@ -57,7 +57,7 @@ def test_flash_and_run_the_example_model_on_the_attached_board(tmp_path):
                     f"({board.probe.usb_vid:04x}:{board.probe.usb_pid:04x}) is not")
     subprocess.run([sys.executable, str(REPO / "examples" / "digits" / "make_model.py"), "-o", str(tmp_path)],
                    check=True, cwd=REPO)
-    built = driver.build_firmware(tmp_path / "digits_mlp.tflite", board, tmp_path / "p",
+    built = flows.build(tmp_path / "digits_mlp.tflite", board, tmp_path / "p",
                                   input_path=tmp_path / "sample.npy", progress=print)
     import serial
 

@@ -36,7 +36,8 @@ from cli_run import REPO, run_cli, run_cli_inprocess  # noqa: E402
 from multi_op_models import _Model, quantize_graph  # noqa: E402
 from names import NAME_BYTES, hostile_names, patch, placeholder  # noqa: E402
 
-from microcompile import driver, project  # noqa: E402
+from microcompile import project  # noqa: E402
+from microcompile.compiler import compile_model  # noqa: E402
 from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
 from microcompile.ir import Graph, verify  # noqa: E402
 from microcompile.reference import interp  # noqa: E402
@@ -171,7 +172,7 @@ def _compile(model: Path, tmp: Path, tag: str, agent: bool) -> tuple[dict, dict]
     """Compile `model` for the host board and generate its project; its code tokens and its
     reference outputs for a fixed input."""
     art = tmp / f"art-{tag}"
-    compiled = driver.compile_model(model, HOST, art)
+    compiled = compile_model(model, HOST, art)
     g = compiled.graph
     feed = {n: np.random.default_rng(0).uniform(-1, 1, g.tensors[n].shape).astype(g.tensors[n].dtype)
             if g.tensors[n].dtype == "float32" else

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from litert_ref import run_reference  # noqa: E402
 
-from microcompile import driver  # noqa: E402
+from support import flows  # noqa: E402
 from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
 from microcompile.ir import Graph  # noqa: E402
 from microcompile.ir.compare import compare  # noqa: E402
@@ -39,7 +39,7 @@ def deploy_graph(g: Graph, inputs: dict[str, np.ndarray], board: str, work: Path
     model = work / "model.tflite"
     model.write_bytes(write_tflite(g))
     np.savez(work / "inputs.npz", **inputs)
-    result = driver.deploy(model, board, work / "project", emulate=True, input_path=work / "inputs.npz",
+    result = flows.deploy(model, board, work / "project", emulate=True, input_path=work / "inputs.npz",
                            progress=lambda s: None)
     assert_matches_litert(model, inputs, result.outputs, f"{g.name} on {board}")
     return result.report

@@ -166,7 +166,7 @@ def _activation_scales(path) -> dict[str, float]:
 def test_method_flag_picks_the_range_selection(digits, tmp_path):
     """--method reaches the quantizer: each method's model is the API's for that method, and
     min-max and MSE choose different activation ranges."""
-    from microcompile import driver
+    from support import flows
 
     model, calib, _, _ = digits
     scales = {}
@@ -176,9 +176,8 @@ def test_method_flag_picks_the_range_selection(digits, tmp_path):
         assert p.returncode == 0, p.stderr
         assert f"calibration method {method}" in p.stdout
         scales[method] = _activation_scales(out)
-        api = driver.quantize_model(model, calib, tmp_path / f"{method}_api.tflite", method=method, report=False,
-                                    progress=False)
-        assert scales[method] == _activation_scales(api.output_path)
+        api = flows.quantize(model, calib, tmp_path / f"{method}_api.tflite", method=method)
+        assert scales[method] == _activation_scales(tmp_path / f"{method}_api.tflite")
     assert scales["minmax"].keys() == scales["mse"].keys()
     assert any(scales["minmax"][k] != scales["mse"][k] for k in scales["minmax"])
 

@@ -183,7 +183,7 @@ def test_columns_order_is_refused_on_a_core_without_dsp(convs):
 def test_knob_values_are_bit_exact_on_cortex_m4(model_file, tmp_path, knob, value, kernel, applies):
     """Every conv where the value applies gets it through a records file, as a user would;
     deploy compares every output with the reference interpreter byte for byte."""
-    from microcompile import driver
+    from support import flows
     from microcompile.schedule import knob_space
     from microcompile.tune.records import RecordWriter, environment, record
     from microcompile.tuning import lowered_workloads
@@ -204,7 +204,7 @@ def test_knob_values_are_bit_exact_on_cortex_m4(model_file, tmp_path, knob, valu
             out.write(record(environment(board), w, config, trace, status="ok", count=1, unit="instructions"))
             tuned.update(output_of[n] for n in w.nodes)
     assert tuned == applies, tuned
-    result = driver.deploy(model_file, board, tmp_path / "p", emulate=True, records=records,
+    result = flows.deploy(model_file, board, tmp_path / "p", emulate=True, records=records,
                            progress=lambda s: None)
     calls = {c.name for _, f, _ in result.compiled.kernels for c in walk(f.body) if isinstance(c, Call)}
     assert kernel in calls

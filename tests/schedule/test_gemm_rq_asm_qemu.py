@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from microcompile import driver
+from support import flows
 from microcompile.frontend.tflite import writer as tflite_writer
 from microcompile.tir.nodes import Call, walk
 from tests.e2e import multi_op_models as M
@@ -27,7 +27,7 @@ def _model():
 def test_the_assembly_column_loop_is_bit_exact(tmp_path):
     path = tmp_path / "rq_asm_int8.tflite"
     path.write_bytes(tflite_writer.write_tflite(_model()))
-    result = driver.deploy(path, "mps2-an386", tmp_path / "p", emulate=True, progress=lambda s: None)
+    result = flows.deploy(path, "mps2-an386", tmp_path / "p", emulate=True, progress=lambda s: None)
     kernels = [f for _, f, _ in result.compiled.kernels]
     calls = {c.name for f in kernels for c in walk(f.body) if isinstance(c, Call)}
     assert "mc_gemm_p4_rq_dsp_s16" in calls

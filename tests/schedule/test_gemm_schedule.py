@@ -216,10 +216,10 @@ def test_packed_dsp_gemm_kernels_on_cortex_m4(name, tmp_path):
 @pytest.mark.heavy
 @pytest.mark.parametrize("name", INT8_MODELS)
 def test_int8_models_bit_exact_on_cortex_m3_without_dsp(name, tmp_path):
-    from microcompile import driver
+    from support import flows
     from qemu_cases import assert_matches_litert
     path = model_path(name)
-    r = driver.deploy(path, "mps2-an385", tmp_path / name, emulate=True, progress=lambda s: None)
+    r = flows.deploy(path, "mps2-an385", tmp_path / name, emulate=True, progress=lambda s: None)
     assert_matches_litert(path, r.inputs, r.outputs, f"{name} on mps2-an385")
     assert r.report["verified"], r.report["outputs"]
     assert not (tmp_path / name / "runtime" / "kernels" / "dsp").exists()   # plain C only

@@ -73,8 +73,8 @@ def test_acc_rows_bounds_the_fully_connected_tile():
 
 @pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547", "mps2-an385"])
 def test_every_recorded_knob_is_declared_and_in_its_domain(board):
-    from microcompile import driver
-    kernels = driver.plan_model(model_path("kws_ref_model"), board).manifest["kernels"]
+    from support import flows
+    kernels = flows.plan_model(model_path("kws_ref_model"), board).manifest["kernels"]
     seen = set()
     for k in kernels:
         for name, value in _knobs(k["trace"]).items():

@@ -141,7 +141,7 @@ def flash_tools(tmp_path, monkeypatch):
 
 
 def test_each_board_flashes_with_its_probe_and_a_failing_one_is_lost(tmp_path, flash_tools):
-    from microcompile import tuning
+    from microcompile.tune import run as tuning
     from microcompile.schedule import apply_config
     from tests.e2e import multi_op_models as M
 
@@ -157,7 +157,7 @@ def test_each_board_flashes_with_its_probe_and_a_failing_one_is_lost(tmp_path, f
             master, slave = os.openpty()          # a serial port nothing answers on
             masters += [master, slave]
             links.append(BoardLink(probe, os.ttyname(slave)))
-        m = tuning.Measurer(model, STM32, tmp_path / "work", compiled, emulate=False, timeout=0.5, boards=links)
+        m = flows.measurer(model, STM32, tmp_path / "work", compiled, emulate=False, timeout=0.5, boards=links)
         first = m(0, w, w.default, trace)
         assert first.status == "failed" and first.error.startswith("hang:"), first     # the board stays
         writes = [c for c in fake.calls(bin_dir) if c[0] == "st-flash"]

@@ -13,7 +13,8 @@ import sys
 import numpy as np
 import pytest
 
-from microcompile import driver, tuning
+from microcompile.tune import run as tuning
+from support import flows
 from microcompile.schedule import Knob, KnobSpace, apply_config, primitive
 from microcompile.target import load_board
 from microcompile.tir.nodes import BinOp, Buffer, Cast, For, IntImm, Load, PrimFunc, SeqStmt, Store, Var
@@ -88,7 +89,7 @@ def test_broken_candidates_are_recorded_and_the_search_goes_on(dscnn, tmp_path):
     fixed = tuple(Knob(k.name, (pool.default[k.name],), "") for k in pool.space.knobs)
     pool.space = KnobSpace("loops", (Knob("fault", FAULTS, ""),) + fixed)
     pool.default = {"fault": "none", **pool.default}
-    measure = tuning.Measurer(dscnn, BOARD, tmp_path / "work", compiled, emulate=True, port=None, timeout=3.0)
+    measure = flows.measurer(dscnn, BOARD, tmp_path / "work", compiled, emulate=True, port=None, timeout=3.0)
     with RecordWriter(tmp_path / "r.jsonl") as out:
         result = tune([pool], BOARD.target, environment(BOARD), measure, out, Budget(trials=4), strategy="random",
                       schedule=_faulty)
@@ -159,7 +160,7 @@ def test_tune_with_two_jobs_resume_and_deploy_with_the_records(dscnn, tmp_path):
     assert traces["conv_2d_2"] == trace.to_json()
     # Every other kernel keeps what it has without records (none of the tune run's records beat
     # the synthetic count of 1, and only conv_2d_2's workload has it).
-    plain = driver.compile_model(dscnn, BOARD, tmp_path / "plain")
+    plain = flows.compile_model(dscnn, BOARD, tmp_path / "plain")
     selected = {r["workload"] for r in recs if r["status"] == "ok" and not r["default"]}
     for node, _, t in plain.kernels:
         if node.name != "conv_2d_2" and not any(node.name in w.nodes for w in workloads if w.key in selected):
@@ -208,7 +209,7 @@ def test_batch_mode_pins_a_wrong_answer_on_its_kernel(dscnn, tmp_path):
         faults = ("wrong", "none") if w is target else ("none",)
         w.space = KnobSpace(w.space.family, (Knob("fault", faults, ""),) + fixed)
         w.default = {"fault": faults[0], **w.default}
-    measure = tuning.Measurer(dscnn, BOARD, tmp_path / "work", compiled, emulate=True, port=None, timeout=5.0)
+    measure = flows.measurer(dscnn, BOARD, tmp_path / "work", compiled, emulate=True, port=None, timeout=5.0)
     with RecordWriter(tmp_path / "r.jsonl") as out:
         result = tune(workloads, BOARD.target, environment(BOARD), measure.batch, out,
                       Budget(trials=len(workloads) + 1), strategy="random", schedule=_faulty, batch=True)
@@ -242,18 +243,18 @@ def test_a_candidate_over_the_arena_budget_fails_before_it_is_built(dscnn, tmp_p
                     _, trace = apply_config(w.func, BOARD.target, config)
                 except InvalidConfig:
                     continue
-                c = driver.compile_model(dscnn, BOARD, tmp_path / "c", tuned={w.key: trace})
+                c = flows.compile_model(dscnn, BOARD, tmp_path / "c", tuned={w.key: trace})
                 if c.plan.arena_bytes > budget:
                     return w, config, trace
     found = larger_arena()
     assert found, "no knob value of the DS-CNN raises its arena"
     w, config, trace = found
-    tight = tuning.Measurer(dscnn, BOARD, tmp_path / "a", compiled, emulate=True, timeout=5.0, arena_budget=budget)
+    tight = flows.measurer(dscnn, BOARD, tmp_path / "a", compiled, emulate=True, timeout=5.0, arena_budget=budget)
     out = tight(0, w, config, trace)
     assert out.status == "failed" and out.error.startswith("arena: arena ")
     assert f"over the arena budget of {budget:,} bytes" in out.error
     assert not (tmp_path / "a" / "job0" / "firmware.elf").exists()          # refused before the build
-    free = tuning.Measurer(dscnn, BOARD, tmp_path / "b", compiled, emulate=True, timeout=5.0, arena_budget=None)
+    free = flows.measurer(dscnn, BOARD, tmp_path / "b", compiled, emulate=True, timeout=5.0, arena_budget=None)
     out = free(0, w, config, trace)
     assert out.status == "ok" and out.count > 0, out.error
     assert not _qemu_running(str(tmp_path)), "a QEMU was left running"

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from microcompile import tuning
+import microcompile as mc
 from microcompile.errors import UserError
 from microcompile.tune import Budget, read_records
 from tests.e2e import multi_op_models as M
@@ -30,9 +30,9 @@ def test_trials_run_as_ray_tasks_on_a_local_instance(tmp_path):
         with pytest.raises(UserError, match="resource 'board:nucleo-f446re'"):
             from microcompile.tune.ray_executor import RayExecutor
             RayExecutor(None, board="nucleo-f446re")
-        result, workloads = tuning.tune_model(path, "mps2-an386", records, budget=Budget(trials=5), emulate=True,
-                                              jobs=2, executor="ray", work_dir=tmp_path / "work", bar=False,
-                                              progress=lambda s: None, timeout=10)
+        options = mc.TuneOptions(Budget(trials=5), jobs=2, executor="ray", work_dir=tmp_path / "work")
+        result = mc.tune(mc.compile(path, "mps2-an386"), records=records, options=options,
+                         link=mc.Link(emulate=True, timeout=10)).result
     finally:
         ray.shutdown()
     recs, _ = read_records(records)
