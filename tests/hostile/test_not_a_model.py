@@ -249,6 +249,15 @@ def test_op_reading_a_tensor_nothing_writes_is_refused(tmp_path, calibration):
     assert_refused(model, calibration, "layer 0 (RELU) reads tensor 2 'z', which no op writes")
 
 
+@pytest.mark.parametrize("builtin", ["CONCATENATION", "ADD"])
+def test_op_without_outputs_is_refused(tmp_path, calibration, builtin):
+    """An extra op that writes nothing. Was: IndexError in the op's support check (exit 3)."""
+    sg = relu_subgraph("m")
+    sg.ops.append(RawOp(builtin, (0, 0), ()))
+    model = save(tmp_path, "no_out.tflite", raw_tflite([sg]))
+    assert_refused(model, calibration, f"layer 1 ({builtin}) has no outputs")
+
+
 @pytest.mark.parametrize("where", ["op input", "op output", "subgraph input", "subgraph output"])
 def test_tensor_index_out_of_range_is_refused(tmp_path, calibration, where):
     """Index 99 of 2 tensors was refused already; -1 (absent) outside an op's inputs was exit 3."""

@@ -6,7 +6,8 @@ before it is defined"; here each is named with the TFLite indices and names a us
 up in the file (Netron shows both):
 
 - the model's inputs and outputs are each listed once, and an input holds no stored data;
-- every tensor is written by at most one op, never one that is a model input or a constant;
+- every op writes at least one tensor, and every tensor is written by at most one op, never
+  one that is a model input or a constant;
 - an op reads only model inputs, constants, state, and tensors an earlier op wrote (a later
   op's output means the ops are out of order or form a cycle);
 - every output is computed: written by an op, or a model input or constant (a constant
@@ -47,6 +48,8 @@ def check_structure(raw) -> None:
                  "written by the caller, not stored in the file")
     writer = {}
     for op in raw.ops:
+        if not op.outputs:
+            fail(f"{layer(op)} has no outputs: it computes nothing")
         for i in op.outputs:
             if i in inputs:
                 fail(f"{layer(op)} writes {tensor(i)}, which is a model input")
