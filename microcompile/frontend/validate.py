@@ -4,6 +4,7 @@ Both readers call `validate` on every graph they produce, so that a corrupted bu
 file is a ModelFormatError (exit 2) naming the tensor or the layer, and an exception from a
 later stage (a pass, a lowering, the interpreter) can only mean a bug in microcompile:
 
+- it is a model: it has outputs, computed at run time, and no empty tensors (runnable.py);
 - every tensor is of a size a compiler for microcontrollers can handle;
 - float constants are finite (NaN weights come from corruption, not from training);
 - every node passes `reference.qparams.check`, TFLM's "Prepare": its requantization
@@ -21,6 +22,7 @@ from ..errors import ModelFormatError
 from ..ir import Graph, Node, ops
 from ..ir.fixedpoint import KernelParamsError
 from ..reference import qparams
+from .runnable import check_runnable
 
 # Far above any tensor a microcontroller holds (the largest have a few MiB of RAM);
 # the bound keeps the compiler and the reference interpreter from allocating gigabytes.
@@ -44,6 +46,7 @@ def validate(graph: Graph, label: str) -> Graph:
     def fail(msg: str):
         raise ModelFormatError(f"{label}: {msg}", hint=HINT)
 
+    check_runnable(graph, label)
     for name, t in graph.tensors.items():
         if t.nbytes > TENSOR_BYTES_MAX:
             fail(f"tensor {name!r} of shape {t.shape} needs {t.nbytes:,} bytes, more than the "

@@ -11,6 +11,7 @@ Steps, so that a bad or unsupported model fails before any conversion work:
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from pathlib import Path
@@ -22,10 +23,11 @@ from ...escape import valid_text
 from ...files import MODEL_BYTES_MAX, read_file
 from ...ir import Graph, VerifyError, verify
 from ...ir.verify import MISFIT
-from ..validate import validate
+from ..validate import TENSOR_BYTES_MAX, validate
 from .registry import CONVERTERS, OPSET_MAX, OPSET_MIN, find_converter
 from .context import NCHW_TO_NHWC, Ctx
 from .qdq_fold import fold_qdq
+from .wire import node_with_subgraph
 
 # ONNX TensorProto element type -> IR dtype of a graph input.
 _INPUT_DTYPES = {1: "float32", 3: "int8", 6: "int32"}
@@ -46,6 +48,7 @@ def _read(path_or_model):
     try:
         model = onnx.load_model_from_string(data)
     except Exception as e:   # protobuf DecodeError and friends: a truncated or non-ONNX file
+        _too_deep(e, data, path)
         raise ModelFormatError(f"{path} is not a readable ONNX model ({type(e).__name__}: {shown(str(e), 200)})",
                                hint="re-export the model; the file may be truncated") from None
     from onnx.external_data_helper import load_external_data_for_model, uses_external_data
@@ -91,13 +94,34 @@ def _text_names(model):
     return fixed
 
 
+def _too_deep(e: Exception, data: bytes, path) -> None:
+    """Raise a clear error when protobuf refused `data` for nesting deeper than it reads
+    (subgraphs in subgraphs: If/Loop/Scan bodies); return for any other decode error."""
+    text = str(e).lower()
+    if not any(word in text for word in ("depth", "nest", "recursion")):
+        return
+    found = node_with_subgraph(data)
+    if found is None:
+        raise ModelFormatError(f"{path}: the model nests messages deeper than protobuf reads (100 levels)",
+                               hint="re-export the model; the file may be corrupted") from None
+    op_type, name = found
+    raise UnsupportedOpError(f"{path}: unsupported ONNX op {shown(op_type)} at node {shown(name)} (control flow: "
+                             "its subgraphs nest deeper than protobuf reads, 100 levels)",
+                             hint=_HINT_CONTROL_FLOW) from None
+
+
+_HINT_CONTROL_FLOW = ("microcompile compiles graphs without control flow (If, Loop, Scan): export the model "
+                      "with the branch taken, e.g. torch.onnx.export of a traced model, or onnxsim")
+
+
 def _check(model) -> None:
     import onnx
     try:
         onnx.checker.check_model(model)
     except Exception as e:   # onnx.checker.ValidationError, or a C++ checker error
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ModelFormatError(f"the ONNX model fails onnx.checker: {first}",
+        # The checker's message spans lines (a node printed after "of node:"): keep it whole, on one line.
+        text = " ".join(str(e).split()) or type(e).__name__
+        raise ModelFormatError(f"the ONNX model fails onnx.checker: {shown(text, 400)}",
                                hint="re-export the model with a current exporter; "
                                     "`python -m onnx.checker`-style validation must pass") from None
 
@@ -135,10 +159,17 @@ def parse_shape_arg(text: str) -> tuple[str, tuple[int, ...]]:
     name, sep, dims = text.rpartition(":")
     try:
         shape = tuple(int(d) for d in dims.lower().split("x"))
-        if not sep or not name or any(d <= 0 for d in shape):
+        if not sep or not name:
             raise ValueError
     except ValueError:
         raise UserError(f"bad --input-shape {shown(text)!r}", hint="write NAME:DIMS, for example input:1x3x32x32") from None
+    if any(d <= 0 for d in shape):
+        raise UserError(f"bad --input-shape {shown(text)!r}: every dimension must be a positive integer",
+                        hint="write NAME:DIMS, for example input:1x3x32x32")
+    if math.prod(shape) > TENSOR_BYTES_MAX:   # Python ints: no wrap, checked before any array exists
+        raise UserError(f"bad --input-shape {shown(text)!r}: {math.prod(shape):,} elements, more than the "
+                        f"{TENSOR_BYTES_MAX:,} microcompile accepts for one tensor",
+                        hint="give the shape of one input of the model, for example input:1x3x32x32")
     return name, shape
 
 
@@ -164,7 +195,11 @@ def _graph_inputs(model, input_shapes: dict | None) -> list[tuple[str, tuple[int
                 raise UserError(f"--input-shape {vi.name}:{'x'.join(map(str, shape))} does not match the model's "
                                 f"shape {_show(tt.shape.dim)}", hint="give every dimension, keeping the fixed ones")
         elif None in dims or not tt.HasField("shape"):
-            raise UserError(f"input {vi.name} has a dynamic shape {_show(tt.shape.dim)}",
+            # Exporters write a dynamic size as a name, as nothing, or as -1 or 0: say which.
+            odd = [f"dimension {k} is {d.dim_value}" for k, d in enumerate(tt.shape.dim)
+                   if d.HasField("dim_value") and d.dim_value <= 0]
+            raise UserError(f"input {vi.name} has a dynamic shape {_show(tt.shape.dim)}"
+                            + (f" ({', '.join(odd)}, not a size)" if odd else ""),
                             hint=f"pin it: --input-shape {vi.name}:"
                                  + "x".join(str(d or 1) for d in dims or [1]))
         else:
@@ -181,19 +216,29 @@ def _show(dims) -> str:
                            for d in dims) + "]"
 
 
+def _node_label(node) -> str:
+    """How messages name a node: its name, else its first output, else its op type."""
+    return shown(node.name or (node.output[0] if node.output else node.op_type))
+
+
 def _plan(model, opsets) -> tuple[set[int], list[str]]:
     """Indices of nodes folded at import, and the list of unsupported-op problems."""
     const = {t.name for t in model.graph.initializer}
     folded, problems = set(), []
     for i, node in enumerate(model.graph.node):
         ins = [x for x in node.input if x]
+        subgraphs = [a.name for a in node.attribute if a.HasField("g") or len(a.graphs)]
+        if subgraphs:   # never folded: its subgraphs read outer values that are not among its inputs
+            problems.append(f"{shown(node.op_type)} at node {_node_label(node)} (control flow: "
+                            f"it runs the subgraph(s) {', '.join(map(shown, subgraphs))})")
+            continue
         if node.op_type in _SHAPE_ONLY or (node.op_type not in _NONDETERMINISTIC and all(x in const for x in ins)):
             folded.add(i)
             const.update(node.output)
             continue
         if find_converter(node.op_type, opsets.get(node.domain or "", 0), node.domain or "") is None:
             where = f" (domain {node.domain})" if node.domain else ""
-            problems.append(f"{node.op_type}{where} at node {node.name or node.output[0]}")
+            problems.append(f"{node.op_type}{where} at node {_node_label(node)}")
     return folded, problems
 
 
@@ -243,8 +288,9 @@ def _convert(model, input_shapes, nhwc_io: bool, name: str | None) -> Graph:
     inputs = _graph_inputs(model, input_shapes)
     folded, problems = _plan(model, opsets)
     if problems:
+        flow = _HINT_CONTROL_FLOW + "; " if any("(control flow" in p for p in problems) else ""
         raise UnsupportedOpError(f"the model uses {len(problems)} unsupported ONNX op(s): " + "; ".join(problems),
-                                 hint="supported ONNX ops: " + ", ".join(sorted({k[1] for k in CONVERTERS})))
+                                 hint=flow + "supported ONNX ops: " + ", ".join(sorted({k[1] for k in CONVERTERS})))
     ctx = Ctx(opsets[""], opsets, name or stem)
     for x in [i for n in model.graph.node for i in n.input] + [o.name for o in model.graph.output]:
         ctx.onnx_uses[x] = ctx.onnx_uses.get(x, 0) + 1

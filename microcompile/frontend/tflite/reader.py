@@ -5,7 +5,10 @@ exception and an unsupported model fails before any conversion work:
 
 1. `_parse` reads subgraph 0 of the flatbuffer into plain records (`_RawModel`). All
    flatbuffer access happens here, under one guard that turns IndexError, struct.error
-   and friends into `ModelFormatError`.
+   and friends into `ModelFormatError`; `structure.check_structure` then checks that the
+   records form a dataflow graph (each tensor written once, before it is read; outputs
+   computed). Other subgraphs are only named: `inspect` reports them as unused, and an op
+   that would run one (WHILE, IF, CALL_ONCE) is unsupported control flow.
 2. `_check_supported` collects every unsupported op (and unsupported fused activation)
    and raises one `UnsupportedOpError` listing all of them.
 3. The converters in `CONVERTERS` (one function per TFLite builtin, registered by the
@@ -31,12 +34,13 @@ from typing import Callable
 
 import numpy as np
 
-from ...errors import ModelFormatError, UnsupportedOpError, UserError
+from ...errors import ModelFormatError, UnsupportedOpError, UserError, shown
 from ...escape import valid_text
 from ...files import MODEL_BYTES_MAX, read_file
 from ...ir import NP_DTYPES, Graph, Node, QuantParams, Tensor, VerifyError, ops, verify
 from ...ir.verify import MISFIT, node_problem
 from ..validate import validate
+from .structure import check_structure
 
 FILE_IDENTIFIER = b"TFL3"
 
@@ -50,6 +54,11 @@ _TENSOR_TYPE_NAMES = {0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "IN
 # ActivationFunctionType enum; only the clamps in ops.ACTIVATIONS are supported.
 _ACTIVATIONS = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
 _PADDING_SAME, _PADDING_VALID = 0, 1
+# Ops that run other subgraphs, and the options fields naming them: control flow, which
+# microcompile does not compile; read only to name the subgraphs in the message.
+_CONTROL_FLOW = {"WHILE": ("WhileOptions", ("CondSubgraphIndex", "BodySubgraphIndex")),
+                 "IF": ("IfOptions", ("ThenSubgraphIndex", "ElseSubgraphIndex")),
+                 "CALL_ONCE": ("CallOnceOptions", ("InitSubgraphIndex",))}
 
 
 # ---------------------------------------------------------------------------------------
@@ -84,6 +93,7 @@ class _RawModel:
     ops: list[_RawOp]
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+    subgraphs: tuple[tuple[str, int], ...] = ()   # (name, number of ops) of every subgraph, 0 included
 
 
 # ---------------------------------------------------------------------------------------
@@ -129,7 +139,7 @@ def _read_options(op, opname: str) -> dict | None:
     import tflite
     from tflite.BuiltinOptions import BuiltinOptions
 
-    spec = CONVERTERS[opname].options if opname in CONVERTERS else None
+    spec = CONVERTERS[opname].options if opname in CONVERTERS else _CONTROL_FLOW.get(opname)
     if spec is None or op.BuiltinOptionsType() == BuiltinOptions.NONE:
         return None
     cls_name, fields = spec
@@ -154,25 +164,26 @@ def _vector(obj, name: str) -> tuple:
     return tuple(getattr(obj, f"{name}AsNumpy")().tolist())
 
 
-def _buffer_bytes(buf: bytes, model, index: int):
-    """The bytes of buffer `index`: inline data, or (models >2GB) offset/size into the file."""
+def _buffer_bytes(buf: bytes, model, index: int, tensor: str):
+    """The bytes of buffer `index` (of `tensor`, for messages): inline data, or (models
+    >2GB) offset/size into the file."""
     if index == 0:
         return None   # buffer 0 is the schema's empty sentinel
     if not 0 <= index < model.BuffersLength():
-        raise ModelFormatError(f"tensor refers to buffer {index}, but the model has "
+        raise ModelFormatError(f"{tensor} refers to buffer {index}, but the model has "
                                f"{model.BuffersLength()} buffers")
     b = model.Buffers(index)
     if b.DataLength() > 0:
         # A view into the file's bytes: the one copy is the tensor's own array (_tensor), so
         # loading a model holds the file plus its weights, not twice its weights.
         return b.DataAsNumpy()
-    offset = b.Offset() if hasattr(b, "Offset") else 0
-    # An offset of 0 or 1 marks "no external data" (1 is the writer's placeholder).
-    if offset > 1:
-        size = b.Size()
-        if offset + size > len(buf):
-            raise ModelFormatError(f"buffer {index} spans bytes {offset}..{offset + size}, "
-                                   f"past the end of the {len(buf)}-byte file")
+    # Python ints: the fields are uint64, and their sum must not wrap.
+    offset, size = (int(b.Offset()), int(b.Size())) if hasattr(b, "Offset") else (0, 0)
+    if size > 0 and offset + size > len(buf):
+        raise ModelFormatError(f"{tensor} uses buffer {index}, which points outside the file: offset "
+                               f"{offset:,} and size {size:,} end past the {len(buf):,}-byte file")
+    # An offset of 0 or 1 marks "no external data" (1 is the converter's placeholder), as in TFLite.
+    if offset > 1 and size > 0:
         return bytes(buf[offset:offset + size])
     return None
 
@@ -198,30 +209,35 @@ def _parse(buf: bytes) -> _RawModel:
         else:
             opnames.append(names.get(code, f"BUILTIN_{code}"))
 
+    subgraphs = []
+    for i in range(model.SubgraphsLength()):
+        name = model.Subgraphs(i).Name()
+        subgraphs.append((name.decode("utf-8", "replace") if name else "", model.Subgraphs(i).OperatorsLength()))
     sg = model.Subgraphs(0)
     n_tensors = sg.TensorsLength()
     tensors = []
     for i in range(n_tensors):
         t = sg.Tensors(i)
-        shape = _vector(t, "Shape")
-        if not shape and t.ShapeSignatureLength() > 0:
-            shape = _vector(t, "ShapeSignature")
+        raw_name = t.Name()
+        name = raw_name.decode("utf-8", "replace") if raw_name else ""
+        shape = _shape(t, f"tensor {i} {shown(name)!r}")
         q = t.Quantization()
         scale, zp, qdim = (), (), 0
         if q is not None:
             scale = tuple(float(s) for s in _vector(q, "Scale"))
             zp = tuple(int(z) for z in _vector(q, "ZeroPoint"))
             qdim = q.QuantizedDimension()
-        raw_name = t.Name()
         tensors.append(_RawTensor(
-            index=i, name=raw_name.decode("utf-8", "replace") if raw_name else "",
-            # A dynamic (-1) dimension, in practice the batch, is taken as 1.
-            shape=tuple(1 if d < 0 else int(d) for d in shape),
+            index=i, name=name, shape=shape,
             type=t.Type(), scale=scale, zero_point=zp, quantized_dimension=qdim,
-            data=_buffer_bytes(buf, model, t.Buffer()), variable=bool(t.IsVariable())))
+            data=_buffer_bytes(buf, model, t.Buffer(), f"tensor {i} {shown(name)!r}"),
+            variable=bool(t.IsVariable())))
 
-    def indices(vals, what):
+    def indices(vals, what, absent_ok=False):
         for v in vals:
+            if v == -1 and not absent_ok:
+                raise ModelFormatError(f"{what} refers to tensor -1 (none); only an op's optional input "
+                                       "may be absent")
             if not -1 <= v < n_tensors:
                 raise ModelFormatError(f"{what} refers to tensor {v}, but subgraph 0 has "
                                        f"{n_tensors} tensors")
@@ -235,11 +251,29 @@ def _parse(buf: bytes) -> _RawModel:
             raise ModelFormatError(f"operator {i} has opcode index {idx}, but the model "
                                    f"declares {len(opnames)} opcodes")
         opname = opnames[idx]
-        raw_ops.append(_RawOp(i, opname, indices(_vector(op, "Inputs"), f"operator {i}"),
-                              indices(_vector(op, "Outputs"), f"operator {i}"),
+        raw_ops.append(_RawOp(i, opname, indices(_vector(op, "Inputs"), f"operator {i}", absent_ok=True),
+                              indices(_vector(op, "Outputs"), f"operator {i} output"),
                               _read_options(op, opname), indices(_vector(op, "Intermediates"), f"operator {i}")))
-    return _RawModel(tensors, raw_ops, indices(_vector(sg, "Inputs"), "subgraph input"),
-                     indices(_vector(sg, "Outputs"), "subgraph output"))
+    raw = _RawModel(tensors, raw_ops, indices(_vector(sg, "Inputs"), "subgraph input"),
+                    indices(_vector(sg, "Outputs"), "subgraph output"), tuple(subgraphs))
+    check_structure(raw)
+    return raw
+
+
+def _shape(t, tensor: str) -> tuple[int, ...]:
+    """The tensor's static shape. `shape` holds sizes; only `shape_signature`, read when
+    `shape` is absent, marks a dynamic dimension with -1, taken as 1 (in practice the batch)."""
+    shape = _vector(t, "Shape")
+    if any(d < 0 for d in shape):
+        raise ModelFormatError(f"{tensor} has shape {list(shape)}: a dimension cannot be negative (a dynamic "
+                               "dimension is -1 in shape_signature, not in shape)")
+    if shape or t.ShapeSignatureLength() == 0:
+        return tuple(int(d) for d in shape)
+    signature = _vector(t, "ShapeSignature")
+    if any(d < -1 for d in signature):
+        raise ModelFormatError(f"{tensor} has shape_signature {list(signature)}: -1 (dynamic) is the only "
+                               "negative dimension it may hold")
+    return tuple(1 if d == -1 else int(d) for d in signature)
 
 
 def _read_bytes(path_or_bytes) -> tuple[bytes, str]:
@@ -278,6 +312,11 @@ TFL_FLOAT32, TFL_INT8, TFL_INT16 = 0, 9, 7
 
 def _op_problem(raw: _RawModel, op: _RawOp) -> str | None:
     """Why `op` is unsupported (the "X" of the message), or None when it is supported."""
+    if op.opname in _CONTROL_FLOW:
+        indices = [v for v in (op.options or {}).values() if v is not None]
+        named = ", ".join(f"subgraph {i} {shown(raw.subgraphs[i][0])!r}" if 0 <= i < len(raw.subgraphs)
+                          else f"subgraph {i} (the model has {len(raw.subgraphs)})" for i in indices)
+        return f"{op.opname} (control flow: it runs {named or 'other subgraphs'})"
     if op.opname not in CONVERTERS:
         return op.opname
     check = CONVERTERS[op.opname].problem
@@ -306,9 +345,12 @@ def _check_supported(raw: _RawModel) -> None:
     problems = [f"unsupported op {p} at layer {op.index} ({out_name(raw, op)})"
                 for op in raw.ops if (p := _op_problem(raw, op)) is not None]
     if problems:
+        flow = any(op.opname in _CONTROL_FLOW for op in raw.ops)
         raise UnsupportedOpError(
             f"the model uses {len(problems)} unsupported op(s):\n  " + "\n  ".join(problems),
-            hint="microcompile supports " + ", ".join(sorted(CONVERTERS))
+            hint=("control flow is not supported: convert the model with its loops unrolled and its branches "
+                  "taken; " if flow else "")
+            + "microcompile supports " + ", ".join(sorted(CONVERTERS))
             + f" (fused activations {', '.join(ops.ACTIVATIONS)})")
 
 
@@ -500,7 +542,9 @@ def _build(raw: _RawModel, name: str, label: str) -> Graph:
     ctx = Ctx(raw, _unique_names(raw))
     index_of = {nm: idx for idx, nm in ctx.names.items()}
     tensors: dict[str, Tensor] = {}
-    notes: list[str] = []
+    # Every op that runs another subgraph is unsupported (_CONTROL_FLOW), so here they all are unused.
+    notes = [f"subgraph {i} {shown(sg_name)!r} ({n_ops} ops) is not used: microcompile compiles subgraph 0"
+             for i, (sg_name, n_ops) in enumerate(raw.subgraphs) if i > 0]
 
     def add(idx: int) -> None:
         """The tensor of `idx` with its current shape: stored for inputs and constants,
