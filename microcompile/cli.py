@@ -126,6 +126,7 @@ def _cmd_inspect(args) -> int:
     from .ir.summary import format_pass_effects, format_table, layer_table, pass_effects
     from .transform import pipeline
 
+    _check_outputs(args)
     try:
         graph = load_model(args.model, input_shapes=parse_input_shapes(args.input_shape))
     except UnsupportedOpError as e:

@@ -19,7 +19,7 @@ import numpy as np
 from . import memory, memory_report, project
 from .codegen import emit_artifact
 from .errors import ArenaBudgetError, DeviceError, UserError, shown
-from .files import check_output_file, load_arrays, write_file
+from .files import OutputTree, check_output_file, load_arrays, write_file
 from .frontend import load_model
 from .ir import Graph, NP_DTYPES, ops
 from .reference import interp
@@ -544,13 +544,14 @@ def _save_quantized(qgraph: Graph, project_dir: Path, model_path: Path, progress
     from .frontend.tflite.writer import write_tflite
 
     suffix = "16x8" if any(t.dtype == "int16" and not t.is_const for t in qgraph.tensors.values()) else "int8"
-    out = project_dir / f"{model_path.stem}_{suffix}.tflite"
+    name = f"{model_path.stem}_{suffix}.tflite"
     try:
         data = write_tflite(qgraph, description=f"microcompile PTQ {suffix}")
     except ValueError as e:
         progress(f"[quantize] not saved as .tflite ({e}); the firmware was compiled from the quantized graph")
         return None
-    return write_file(out, data, "quantized model")
+    OutputTree(project_dir).write(name, data)   # inside the project: a link there is replaced
+    return project_dir / name
 
 
 # ---- the host agent: run, profile and verify over the serial protocol ----------------------
