@@ -84,7 +84,7 @@ def _cmd_deploy(args) -> int:
     result = cm.deploy(project_dir, inputs=args.input, agent=args.agent, link=link, progress=_PROGRESS,
                        options=api.BuildOptions(arena_region=args.arena_region, weights_region=args.weights_region))
     if quantized is not None:   # keep the quantized model the firmware was built from, next to it
-        _save_quantized(quantized, project_dir / f"{Path(args.model).stem}_{quantized.options.scheme}.tflite")
+        _save_quantized(quantized, project_dir, f"{Path(args.model).stem}_{quantized.options.scheme}.tflite")
     r = result.report
     if args.output:
         api.save_outputs(result.outputs, args.output)
@@ -96,11 +96,13 @@ def _cmd_deploy(args) -> int:
     return 0 if r["verified"] else EXIT_MISMATCH
 
 
-def _save_quantized(quantized, path: Path) -> None:
-    """Save the quantized model; a note (not an error) when TFLite cannot express it: the
-    firmware was built from the graph either way."""
+def _save_quantized(quantized, project_dir: Path, name: str) -> None:
+    """Save the quantized model in the project; a note (not an error) when TFLite cannot express
+    it: the firmware was built from the graph either way."""
+    from . import api
+
     try:
-        quantized.save(path)
+        api.write_in_project(project_dir, name, quantized.tflite())
     except UserError as e:
         _PROGRESS(f"[quantize] not saved as .tflite ({e.message}); the firmware was compiled from the quantized graph")
 
@@ -137,6 +139,7 @@ def _cmd_inspect(args) -> int:
     from . import api
     from .errors import UnsupportedOpError
 
+    _check_outputs(args)
     shapes = parse_input_shapes(args.input_shape)
     try:
         inspection = api.inspect(args.model, input_shapes=shapes)
@@ -263,6 +266,7 @@ def _cmd_tune(args) -> int:
     from .tune.run import format_result, parse_arena_budget, parse_budget
 
     budget = parse_budget(args.trials, args.budget)
+    api.check_output(args.records, "--records file")    # before any work
     options = api.TuneOptions(budget, jobs=args.jobs, resume=args.resume, strategy=args.strategy, seed=args.seed,
                               batch=args.batch, cost_model=args.cost_model,
                               scratch_budget=parse_bytes(args.scratch_budget, "--scratch-budget"),

@@ -11,13 +11,27 @@ so a typo in `--report` fails in a second, not after a build and a run. Missing 
 directories are allowed: `write_file` creates them (as `mkdir -p` would) when it writes.
 `write_file` writes a temporary sibling and renames it over the target, so an existing
 file is either the old one or the new one, never a half-written mix.
+
+Symbolic links (DESIGN.md, "Untrusted input": nothing is written outside -o, and never
+through a symlink). The path a user types is followed as typed: `-o` may be a link to a
+directory, and the directories above a `--report` file may be links. What is beneath that is
+not followed:
+- an output file the user names that is itself a symlink is refused (exit 2, naming the
+  link): writing through it would change a file the user did not name, and replacing it
+  would silently undo a link the user may have made on purpose;
+- inside an output directory (`OutputTree`: a project, tune's work directory) every name is
+  opened relative to its parent's descriptor with O_NOFOLLOW; a link (or a hard link) where
+  microcompile writes a file or a directory is replaced, never written through.
+New directories get the user's umask (0777 & ~umask).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
+import secrets
 import stat
 import tempfile
 import zipfile
@@ -160,41 +174,77 @@ def _load_npz(data: bytes, path: Path, what: str, limit: int, error: type[UserEr
 # Outputs
 
 def check_output_file(path: str | os.PathLike, what: str) -> Path:
-    """Fail now (UserError) if `path` cannot be written as a file later; returns it."""
+    """Fail now (UserError) if `path` cannot be written as a file later, or is a symlink;
+    returns it."""
     path = Path(path)
-    if _stat_mode(path) is not None and stat.S_ISDIR(_stat_mode(path)):
+    _refuse_link(path, what)
+    mode = _stat_mode(path)
+    if mode is not None and stat.S_ISDIR(mode):
         raise UserError(f"{what} {path} is a directory", hint="give a file name, e.g. " + str(path / "out"))
     _check_creatable(path, what)
     return path
 
 
 def check_output_dir(path: str | os.PathLike, what: str) -> Path:
-    """Fail now (UserError) if directory `path` neither exists nor can be created; returns it."""
+    """Fail now (UserError) if directory `path` neither exists nor can be created, or exists and
+    cannot be written in; returns it. `path` may be a link to a directory (the user's own
+    path), not a link that leads nowhere."""
     path = Path(path)
     mode = _stat_mode(path)
-    if mode is not None and not stat.S_ISDIR(mode):
-        raise UserError(f"{what} {path} exists and is not a directory", hint="choose a directory path")
     if mode is None:
         _check_creatable(path, what)
+    elif not stat.S_ISDIR(mode):
+        raise UserError(f"{what} {path} exists and is not a directory", hint="choose a directory path")
+    else:
+        _probe_writable(path, f"cannot write {what} {shown(str(path), 200)}")
     return path
+
+
+def _refuse_link(path: Path, what: str) -> None:
+    if os.path.islink(path):
+        raise UserError(f"{what} {shown(str(path), 200)} is a symbolic link (to {shown(os.readlink(path), 200)}); "
+                        "microcompile does not write through links",
+                        hint=f"name the file itself ({shown(os.path.realpath(path), 200)}), or remove the link")
 
 
 def _stat_mode(path: Path) -> int | None:
     """st_mode of `path` (following links), None when there is nothing there to stat
-    (missing, or a name the file system cannot even look up)."""
+    (missing, a link that leads nowhere, or a name the file system cannot even look up)."""
     try:
         return os.stat(path).st_mode
     except (OSError, ValueError):
         return None
 
 
+def _dead_link(link: Path) -> str:
+    """Why the symlink `link` cannot be followed, as the end of a sentence."""
+    try:
+        os.stat(link)
+    except OSError as e:
+        target = shown(os.readlink(link), 200)
+        if e.errno == errno.ENOENT:
+            return f"is a symbolic link to {target}, which does not exist"
+        if e.errno == errno.ELOOP:
+            return f"is a symbolic link to {target}, which leads round in a loop of links"
+        return f"is a symbolic link to {target}, which cannot be followed ({e.strerror})"
+    return "is a symbolic link"
+
+
 def _check_creatable(path: Path, what: str) -> None:
-    """`path` (missing, or a file to replace) can be created: the nearest existing ancestor is a
-    directory we may create entries in, and every name still to create fits the file system."""
+    """`path` (missing, or a file to replace) can be created: no name on the way is a link that
+    leads nowhere, the nearest existing ancestor is a directory we may create entries in, and
+    every name still to create fits the file system."""
+    if os.path.islink(path) and _stat_mode(path) is None:
+        raise UserError(f"{what} {shown(str(path), 200)} {_dead_link(path)}",
+                        hint="create what it points to, remove the link, or choose another path")
     absolute = Path(os.path.abspath(path))
     missing = [absolute.name]
     ancestor = absolute.parent
     while _stat_mode(ancestor) is None and ancestor != ancestor.parent:
+        if os.path.islink(ancestor):
+            raise UserError(f"cannot create {what} {shown(str(path), 200)}: {shown(str(ancestor), 200)} "
+                            f"{_dead_link(ancestor)}",
+                            hint="create what it points to, remove the link, or choose another path")
         missing.append(ancestor.name)
         ancestor = ancestor.parent
     if not stat.S_ISDIR(_stat_mode(ancestor) or 0):
@@ -208,23 +258,29 @@ def _check_creatable(path: Path, what: str) -> None:
     if too_long:
         raise UserError(f"cannot create {what}: the name {shown(too_long[0], 40)!r} is {len(os.fsencode(too_long[0]))} "
                         f"bytes long, the file system allows {name_max}", hint="choose a shorter name")
+    _probe_writable(ancestor, f"cannot create {what} {shown(str(path), 200)}")
+
+
+def _probe_writable(directory: Path, failure: str) -> None:
+    """UserError (`failure`: why it is needed) unless we may create entries in `directory`."""
     try:   # the only reliable test: read-only mounts, /proc, ACLs and root all answer differently
-        os.rmdir(tempfile.mkdtemp(prefix=".microcompile-probe-", dir=ancestor))
+        os.rmdir(tempfile.mkdtemp(prefix=".microcompile-probe-", dir=directory))
     except OSError as e:
-        raise UserError(f"cannot create {what} {shown(str(path), 200)}: cannot write in {ancestor} "
-                        f"({e.strerror or e})", hint="choose a directory you can write to") from None
+        raise UserError(f"{failure}: cannot write in {directory} ({e.strerror or e})",
+                        hint="choose a directory you can write to") from None
 
 
 def write_file(path: str | os.PathLike, data: bytes, what: str = "output file") -> Path:
-    """Write `data` to `path` atomically, creating missing parent directories. An OSError
-    (a full disk, a directory made read-only meanwhile) is a UserError naming the file."""
+    """Write `data` to `path` atomically, creating missing parent directories. A symlink at
+    `path` is refused (as check_output_file does before any work; a link made since is
+    replaced by the rename, not followed). An OSError (a full disk, a directory made read-only
+    meanwhile) is a UserError naming the file."""
     path = Path(path)
-    if path.is_symlink():
-        path = path.resolve()   # write through the link, keep the link
+    _refuse_link(path, what)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            mode = stat.S_IMODE(path.stat().st_mode)
+            mode = stat.S_IMODE(os.lstat(path).st_mode)
         except FileNotFoundError:
             mode = 0o666 & ~_umask()
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:64]}.", suffix=".tmp", dir=path.parent)
@@ -248,3 +304,186 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def tool_arg(path: str | os.PathLike) -> str:
+    """`path` as an operand on a tool's command line: a relative path starting with '-' gets
+    './' in front, so that no tool (make, size, objdump, QEMU) takes it for an option."""
+    text = os.fspath(path)
+    return os.path.join(".", text) if text.startswith("-") else text
+
+
+# ---------------------------------------------------------------------------------------
+# Inside an output directory
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class OutputTree:
+    """The files under an output directory (a project, tune's work directory), written without
+    following any link below it.
+
+    `root` is the user's path and is followed as given. Every name below it is opened relative
+    to its parent directory's descriptor with O_NOFOLLOW: a symlink where a directory belongs is
+    removed and the directory made; a file is written as a temporary sibling renamed over its
+    name, so a symlink or a hard link there is replaced, not written through. So no write lands
+    outside `root`, even while names in it are swapped. New directories get the user's umask.
+    Paths are relative, '/'-separated, without '.' or '..' (see `_names`)."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+
+    def write(self, rel: str, data: bytes) -> bool:
+        """Make `rel` hold `data`; False, and the file and its mtime untouched, when it already
+        did (so make rebuilds only what changed). A regular file keeps its mode; a new one
+        gets 0666 & ~umask."""
+        names = _names(rel)
+        if names is None:
+            raise ValueError(f"not a path inside the tree: {rel!r}")
+        try:
+            with self._dir(names[:-1], create=True) as fd:
+                return _replace(fd, names[-1], data)
+        except OSError as e:
+            hint = ("something that is not a directory stands where microcompile makes one, or a directory where "
+                    "it writes a file: move it away" if e.errno in (errno.ENOTDIR, errno.EISDIR) else None)
+            raise UserError(f"cannot write {shown(str(self.root / rel), 200)}: {e.strerror or e}", hint=hint) from None
+
+    def remove(self, rel: str) -> None:
+        """Remove the file `rel` (a link: the link, never what it points to). Nothing happens when
+        it is missing, a directory, below a link, or not a path inside the tree: a name read from
+        a file in the tree may be anything."""
+        names = _names(rel)
+        if names is None:
+            return
+        try:
+            with self._dir(names[:-1], create=False) as fd:
+                if fd is not None and not stat.S_ISDIR(os.stat(names[-1], dir_fd=fd, follow_symlinks=False).st_mode):
+                    os.unlink(names[-1], dir_fd=fd)
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise UserError(f"cannot remove {shown(str(self.root / rel), 200)}: {e.strerror or e}") from None
+
+    def remove_links(self, rel: str) -> None:
+        """Remove every symlink and every file with more than one link at or below `rel` (not
+        what they point to). For make's outputs: gcc's dependency files and a Makefile's
+        `printf > file` write through whatever stands at their name."""
+        names = _names(rel)
+        if names is None:
+            raise ValueError(f"not a path inside the tree: {rel!r}")
+        try:
+            with self._dir(names[:-1], create=False) as fd:
+                if fd is None or not _drop_link(fd, names[-1]):
+                    return
+                for _, dirs, files, sub in os.fwalk(names[-1], dir_fd=fd, follow_symlinks=False):
+                    dirs[:] = [d for d in dirs if _drop_link(sub, d)]
+                    for f in files:
+                        _drop_link(sub, f)
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except OSError as e:
+            raise UserError(f"cannot clear links in {shown(str(self.root / rel), 200)}: {e.strerror or e}") from None
+
+    @contextlib.contextmanager
+    def _dir(self, names: tuple[str, ...], create: bool):
+        """A descriptor of the directory root/names..., made as needed when `create`; None when
+        it is missing or not a real directory and not `create`."""
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            for name in names:
+                child = _enter(fd, name, create)
+                os.close(fd)
+                fd = child
+                if fd is None:
+                    break
+            yield fd
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+
+def _names(rel: str) -> tuple[str, ...] | None:
+    """The names along relative path `rel`; None when it is empty, absolute, or holds '.', '..',
+    an empty name or a NUL."""
+    if not isinstance(rel, str) or not rel or "\0" in rel or rel.startswith("/"):
+        return None
+    names = tuple(rel.split("/"))
+    return None if any(n in ("", ".", "..") for n in names) else names
+
+
+def _enter(parent: int, name: str, create: bool) -> int | None:
+    """Open directory `name` in `parent` without following a link. With `create`, a link there
+    is removed (the link itself) and a missing directory made."""
+    try:
+        st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        st = None
+    if st is None or stat.S_ISLNK(st.st_mode):
+        if not create:
+            return None
+        if st is not None:
+            os.unlink(name, dir_fd=parent)
+        with contextlib.suppress(FileExistsError):   # made meanwhile: the open below checks what it is
+            os.mkdir(name, 0o777, dir_fd=parent)      # the umask applies
+    elif not stat.S_ISDIR(st.st_mode):
+        if not create:
+            return None
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+    return os.open(name, _DIR_FLAGS, dir_fd=parent)   # O_NOFOLLOW: a link swapped in meanwhile fails
+
+
+def _replace(parent: int, name: str, data: bytes) -> bool:
+    """Write `data` as a temporary file in `parent` and rename it over `name`, unless `name` is
+    a regular file, linked once, that holds `data` already. Returns whether it wrote."""
+    mode = None
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
+    except OSError:
+        fd = None   # missing, a link (ELOOP), unreadable: written anew
+    if fd is not None:
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode):
+                mode = stat.S_IMODE(st.st_mode)
+                if st.st_nlink == 1 and st.st_size == len(data) and _read_exactly(fd, len(data)) == data:
+                    return False
+        finally:
+            os.close(fd)
+    tmp = f".{name[:64]}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            if mode is not None:
+                os.fchmod(f.fileno(), mode)
+        os.rename(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=parent)
+        raise
+    return True
+
+
+def _read_exactly(fd: int, n: int) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        chunk = os.read(fd, min(n - got, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def _drop_link(parent: int, name: str) -> bool:
+    """Unlink `name` in `parent` when it is a symlink or a file with other links; True when it
+    is a real directory (to look inside)."""
+    try:
+        st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:   # removed meanwhile
+        return False
+    if stat.S_ISLNK(st.st_mode) or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1):
+        os.unlink(name, dir_fd=parent)
+        return False
+    return stat.S_ISDIR(st.st_mode)

@@ -5,7 +5,7 @@ from ..compiler import CompileOptions  # noqa: F401
 from ..deploy import BuildOptions, DeployResult, Link, SamplesResult, VerifyResult  # noqa: F401
 from ..tune.run import TuneOptions  # noqa: F401
 from .boards import board, board_info, boards, flash  # noqa: F401
-from .files import check_output, check_project_dir, save_outputs, write_report  # noqa: F401
+from .files import check_output, check_project_dir, save_outputs, write_in_project, write_report  # noqa: F401
 from .device import Device, Profile  # noqa: F401
 from .firmware import Firmware  # noqa: F401
 from .model import CompiledModel, Inspection, compile, inspect, list_ops  # noqa: F401

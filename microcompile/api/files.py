@@ -38,3 +38,12 @@ def save_outputs(outputs: dict[str, np.ndarray], path) -> Path:
     else:
         np.savez(buf, **outputs)
     return write_file(path, buf.getvalue(), "--output file")
+
+
+def write_in_project(project_dir, name: str, data: bytes) -> Path:
+    """Write `name` inside a project directory: atomically, and a link there is replaced, never
+    written through (files.OutputTree)."""
+    from ..files import OutputTree
+
+    OutputTree(Path(project_dir)).write(name, data)
+    return Path(project_dir) / name

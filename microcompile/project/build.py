@@ -13,6 +13,7 @@ from pathlib import Path
 
 from microcompile.errors import BoardError, ToolchainError
 from microcompile.escape import say
+from microcompile.files import OutputTree, tool_arg
 from microcompile.project import children
 from microcompile.project.fit import FitError, fit_report
 from microcompile.project.generate import read_marker
@@ -23,6 +24,8 @@ ARM_INSTALL = "sudo apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi ma
 HOST_INSTALL = "sudo apt-get install build-essential"
 _OVERFLOW = re.compile(r"region `(\w+)' overflowed by (\d+) bytes")
 _TOOLCHAIN_BROKEN = ("nano.specs", "cannot find -lc", "stdint.h: No such file", "string.h: No such file")
+# What make writes in a project: the Makefiles' `clean` targets remove exactly these.
+MAKE_OUTPUTS = ("build", "firmware", "firmware.elf", "firmware.bin", "firmware.hex", "firmware.map", "firmware.uf2")
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,8 @@ def parse_size_sysv(output: str) -> dict[str, int]:
 
 def size_report(binary: str | Path, size_tool: str = "arm-none-eabi-size") -> SizeReport:
     """Run `size` on an ELF and return its SizeReport."""
-    berkeley, sysv = (children.run([size_tool, fmt, "-d", str(binary)], timeout=60, text=True) for fmt in ("-B", "-A"))
+    berkeley, sysv = (children.run([size_tool, fmt, "-d", tool_arg(binary)], timeout=60, text=True)
+                      for fmt in ("-B", "-A"))
     for p in (berkeley, sysv):
         if p.returncode != 0:
             raise ToolchainError(f"{size_tool} failed on {binary} (exit {p.returncode}): {p.stderr.strip()}")
@@ -86,7 +90,7 @@ def _overflow_error(project_dir: Path, lines: list[str], marker: dict, jobs: int
     if not _OVERFLOW.search("\n".join(lines)):
         return None
     board = load_board(marker["board"])
-    proc = children.run(["make", "-C", str(project_dir), "--no-print-directory", f"-j{jobs}", "build/measure.elf"],
+    proc = children.run(["make", "-C", tool_arg(project_dir), "--no-print-directory", f"-j{jobs}", "build/measure.elf"],
                         text=True, death_signal=signal.SIGTERM)
     if proc.returncode != 0:
         over = ", ".join(f"{r} by {n} bytes" for r, n in _OVERFLOW.findall("\n".join(lines)))
@@ -117,7 +121,12 @@ def build(project_dir: str | Path, progress: Callable[[str], None] = say,
     else:
         _require(["make", "arm-none-eabi-gcc", "arm-none-eabi-objcopy", "arm-none-eabi-size"], ARM_INSTALL)
 
-    cmd = ["make", "-C", str(project_dir), "--no-print-directory", f"-j{jobs or os.cpu_count() or 1}"]
+    # The compilers and the Makefile's own `printf >` write through a link they find among
+    # their outputs: a link planted there (pointing out of the project) goes first.
+    outputs = OutputTree(project_dir)
+    for rel in MAKE_OUTPUTS:
+        outputs.remove_links(rel)
+    cmd = ["make", "-C", tool_arg(project_dir), "--no-print-directory", f"-j{jobs or os.cpu_count() or 1}"]
     if platform is not None and not host:
         cmd.append(f"PLATFORM={platform}")
     lines = []

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from microcompile.errors import ToolchainError, UserError
+from microcompile.files import tool_arg
 from microcompile.project import children
 
 
@@ -106,7 +107,7 @@ def _read_objdump(path: Path) -> ElfImage:
     if tool is None:
         raise ToolchainError("neither pyelftools nor arm-none-eabi-objdump is installed to read the ELF",
                              hint="pip install 'microcompile[elf]', or install gcc-arm-none-eabi")
-    proc = children.run([tool, "-h", str(path)], text=True)
+    proc = children.run([tool, "-h", tool_arg(path)], text=True)
     if proc.returncode != 0:
         raise UserError(f"{path} is not a readable ELF file: {proc.stderr.strip() or f'{tool} failed'}")
     out = proc.stdout

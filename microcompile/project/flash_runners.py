@@ -328,7 +328,10 @@ class Uf2Copy(Runner):
         dest = Path(probe.id) / "firmware.uf2"
         data = files["uf2"].read_bytes()
         try:
-            with open(dest, "wb") as f:
+            # O_NOFOLLOW: the drive is found by its INFO_UF2.TXT at any mount point (/tmp is one);
+            # a firmware.uf2 planted there as a link must not take the write elsewhere.
+            fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+            with os.fdopen(fd, "wb") as f:
                 for i in range(0, len(data), 64 * 1024):
                     f.write(data[i:i + 64 * 1024])
                     progress(min(1.0, (i + 64 * 1024) / len(data)))

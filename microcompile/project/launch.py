@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Iterator
 
 from microcompile.errors import DeviceError, ToolchainError
+from microcompile.files import tool_arg
 from microcompile.project import children
 from microcompile.project.generate import QEMU_FLAGS, read_marker
 from microcompile.target import Board, load_board
@@ -32,7 +33,7 @@ from microcompile.target import Board, load_board
 def qemu_agent_command(board: Board, elf: str | Path, port: int) -> list[str]:
     emu = board.emulator
     return ["qemu-system-arm", "-machine", emu.machine, "-cpu", emu.cpu, *QEMU_FLAGS.split(),
-            "-serial", f"tcp:127.0.0.1:{port},nodelay=on", "-kernel", str(elf)]
+            "-serial", f"tcp:127.0.0.1:{port},nodelay=on", "-kernel", tool_arg(elf)]
 
 
 @contextmanager

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from microcompile.errors import DeviceError, ToolchainError
+from microcompile.files import tool_arg
 from microcompile.project import children
 from microcompile.project.generate import QEMU_FLAGS, read_marker
 from microcompile.project.manifest import load_manifest, tensor_array
@@ -107,7 +108,7 @@ def _project_and_elf(project: str | Path) -> tuple[Path, Path]:
 def qemu_command(board: Board, elf: str | Path) -> list[str]:
     """The qemu-system-arm command line that runs `elf` on the board's emulated twin."""
     emu = board.emulator
-    return ["qemu-system-arm", "-machine", emu.machine, "-cpu", emu.cpu, *QEMU_FLAGS.split(), "-kernel", str(elf)]
+    return ["qemu-system-arm", "-machine", emu.machine, "-cpu", emu.cpu, *QEMU_FLAGS.split(), "-kernel", tool_arg(elf)]
 
 
 def run_emulated(project: str | Path, board: Board | str | None = None, timeout: float = 60.0) -> RunResult:

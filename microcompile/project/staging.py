@@ -7,14 +7,17 @@ When the block succeeds, `stage` is renamed to `out_dir` (one rename in one dire
 atomic); when it fails, by an exception or a signal, `stage` is removed. So a new
 `out_dir` is complete or absent. Only a SIGKILL can leave the hidden sibling
 `.<name>.microcompile-new-*` behind; it is never mistaken for a project.
+
+The stage is made with the user's umask, as `mkdir` would make `out_dir`
+(tempfile.mkdtemp makes 0700 directories: a project nobody else in the group could read).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,8 +29,11 @@ STAGE_INFIX = ".microcompile-new-"
 @contextlib.contextmanager
 def staged(out_dir: Path) -> Iterator[Path]:
     """A fresh directory beside `out_dir` (which must not exist), renamed to it on success."""
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name[:64]}{STAGE_INFIX}", dir=out_dir.parent))
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        stage = _new_dir(out_dir.parent, f".{out_dir.name[:64]}{STAGE_INFIX}")
+    except OSError as e:   # checked before any work (check_out_dir), but made read-only meanwhile
+        raise UserError(f"cannot create project directory {out_dir}: {e.strerror or e}") from None
     try:
         yield stage
         try:
@@ -37,3 +43,14 @@ def staged(out_dir: Path) -> Iterator[Path]:
     finally:
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)
+
+
+def _new_dir(parent: Path, prefix: str) -> Path:
+    """A directory parent/<prefix><random> that did not exist, made with the user's umask."""
+    while True:
+        path = parent / f"{prefix}{secrets.token_hex(6)}"
+        try:
+            os.mkdir(path, 0o777)
+        except FileExistsError:
+            continue
+        return path

@@ -12,10 +12,12 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from ..errors import UserError
 from ..escape import terminal
+from ..files import write_file
 from ..memory import MemoryPlan
 from ..project.mapfile import prefix_bytes, symbols_bytes
 
@@ -181,8 +183,11 @@ def plot_memory(compiled, path: str | Path) -> None:
     ax.legend(fontsize=6, loc="upper right")
     fig.tight_layout()
     # A fixed date and no hash salt keep an SVG byte-for-byte reproducible.
-    fig.savefig(str(path), metadata={"Date": None} if str(path).endswith(".svg") else None)
+    fmt = Path(path).suffix[1:].lower() or "png"
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
     plt.close(fig)
+    write_file(path, buf.getvalue(), "--plot file")   # atomically, and never through a symlink
 
 
 def _short(name: str, n: int = 32) -> str:

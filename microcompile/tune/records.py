@@ -71,8 +71,13 @@ class RecordWriter:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = open(self.path, "a", encoding="utf-8")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # O_NOFOLLOW: never append through a symlink (tune_model refused one before any work).
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        except OSError as e:
+            raise UserError(f"cannot write records file {self.path}: {e.strerror or e}") from None
+        self._f = os.fdopen(fd, "a", encoding="utf-8")
 
     def write(self, rec: dict) -> None:
         self._f.write(json_text(rec, sort_keys=True) + "\n")

@@ -26,6 +26,7 @@ from ..compiler import CompileOptions, check_arena, compile_model
 from ..deploy import Artifact, BuildOptions, Link
 from ..errors import ArenaBudgetError, DeviceError, UserError
 from ..escape import say
+from ..files import OutputTree, check_output_dir, check_output_file
 from ..ir.compare import compare
 from ..lower import lower_node
 from ..progress import progress_bar
@@ -325,7 +326,9 @@ def tune_model(default: Artifact, records_path, options: TuneOptions, link: Link
             progress(f"[tune] {len(boards)} boards: {', '.join(map(str, boards))}")
     elif not emulate and not board.is_host:     # Ray: each task finds the board of its node
         boards = [BoardLink(probes[0] if probes else None, ports[0] if ports else None)]
-    records_path = Path(records_path)
+    records_path = check_output_file(records_path, "--records file")   # before any work; never a link
+    if work_dir is not None:
+        _check_work_dir(Path(work_dir), jobs)
     previous = []
     env = environment(board)
     if records_path.exists() and records_path.stat().st_size > 0:
@@ -377,6 +380,17 @@ def tune_model(default: Artifact, records_path, options: TuneOptions, link: Link
                           hint=f"check the boards and their probes; the {result.trials} measurement(s) made are in "
                                f"{records_path}, and `tune ... --resume` continues it")
     return result, workloads
+
+
+def _check_work_dir(work_dir: Path, jobs: int) -> None:
+    """Before any work: -o can hold the jobs' projects, and no job<k> in it is a link. The
+    candidates are built in work_dir/job<k>, inside -o, where no link is followed: one found
+    there is removed (the link, not what it points to), and the project made in its place."""
+    check_output_dir(work_dir, "work directory")
+    if work_dir.is_dir():
+        tree = OutputTree(work_dir)
+        for k in range(jobs):
+            tree.remove_links(f"job{k}")
 
 
 def format_result(result, workloads) -> str:

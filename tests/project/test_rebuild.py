@@ -17,6 +17,7 @@ import time
 import pytest
 
 from microcompile.errors import UserError
+from microcompile.files import OutputTree
 from microcompile.project import MARKER, build, generate, read_marker
 
 needs_arm_gcc = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="needs arm-none-eabi-gcc")
@@ -27,22 +28,23 @@ def _files(root: pathlib.Path) -> dict[str, bytes]:
 
 
 def _interrupt_after(n: int):
-    """A Path.write_bytes that raises KeyboardInterrupt on its n-th call (Ctrl-C mid-generation)."""
-    real, calls = pathlib.Path.write_bytes, [0]
+    """An OutputTree.write (every file generate writes) that raises KeyboardInterrupt on its
+    n-th call (Ctrl-C mid-generation)."""
+    real, calls = OutputTree.write, [0]
 
-    def write_bytes(path, data):
+    def write(tree, rel, data):
         calls[0] += 1
         if calls[0] == n:
             raise KeyboardInterrupt
-        return real(path, data)
-    return write_bytes
+        return real(tree, rel, data)
+    return write
 
 
 @pytest.mark.parametrize("n", [1, 5, 20])
 def test_interrupted_generation_leaves_no_half_project(artifact, test_input, tmp_path, monkeypatch, n):
     out = tmp_path / "p"
     with monkeypatch.context() as m:
-        m.setattr(pathlib.Path, "write_bytes", _interrupt_after(n))
+        m.setattr(OutputTree, "write", _interrupt_after(n))
         with pytest.raises(KeyboardInterrupt):
             generate(artifact, "mps2-an386", out, [test_input], emulated=True)
     assert not out.exists(), f"a half-written project remains: {sorted(_files(out)) if out.exists() else ''}"
@@ -57,7 +59,7 @@ def test_interrupted_regeneration_is_refused_until_rerun(artifact, test_input, t
     out = generate(artifact, "host", tmp_path / "p", [test_input])
     (out / "notes.txt").write_text("mine")
     with monkeypatch.context() as m:
-        m.setattr(pathlib.Path, "write_bytes", _interrupt_after(1))
+        m.setattr(OutputTree, "write", _interrupt_after(2))   # the first write marks it incomplete
         with pytest.raises(KeyboardInterrupt):
             generate(artifact, "mps2-an386", out, [test_input], emulated=True)
     with pytest.raises(UserError, match="interrupted"):
