@@ -4,7 +4,8 @@ Both readers call `validate` on every graph they produce, so that a corrupted bu
 file is a ModelFormatError (exit 2) naming the tensor or the layer, and an exception from a
 later stage (a pass, a lowering, the interpreter) can only mean a bug in microcompile:
 
-- every tensor is of a size a compiler for microcontrollers can handle;
+- every tensor, and all of them together, are of a size a compiler for microcontrollers can
+  handle (ir/budget.py: the reference interpreter holds them all at once);
 - float constants are finite (NaN weights come from corruption, not from training);
 - every node passes `reference.qparams.check`, TFLM's "Prepare": its requantization
   multipliers are representable and its int32 accumulator cannot overflow.
@@ -18,13 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelFormatError
-from ..ir import Graph, Node, ops
+from ..ir import Graph, Node, budget, ops
 from ..ir.fixedpoint import KernelParamsError
 from ..reference import qparams
 
-# Far above any tensor a microcontroller holds (the largest have a few MiB of RAM);
-# the bound keeps the compiler and the reference interpreter from allocating gigabytes.
-TENSOR_BYTES_MAX = 256 << 20
 # Above any model meant for a microcontroller (MLPerf Tiny's largest: 12.5 M MACs); the
 # reference interpreter runs every layer once per deploy.
 MACS_MAX = 10**10
@@ -44,14 +42,19 @@ def validate(graph: Graph, label: str) -> Graph:
     def fail(msg: str):
         raise ModelFormatError(f"{label}: {msg}", hint=HINT)
 
+    total = 0
     for name, t in graph.tensors.items():
-        if t.nbytes > TENSOR_BYTES_MAX:
+        total += t.nbytes
+        if t.nbytes > budget.TENSOR_BYTES:
             fail(f"tensor {name!r} of shape {t.shape} needs {t.nbytes:,} bytes, more than the "
-                 f"{TENSOR_BYTES_MAX >> 20} MiB microcompile accepts for one tensor")
+                 f"{budget.TENSOR_BYTES // budget.MIB} MiB microcompile accepts for one tensor")
         if t.is_const and t.dtype == "float32" and not np.isfinite(t.data).all():
             bad = np.argwhere(~np.isfinite(t.data))[0]
             fail(f"constant {name!r} holds {t.data[tuple(bad)]} at index {list(map(int, bad))}; "
                  "weights must be finite numbers")
+    if total > budget.TOTAL_BYTES:   # many tensors each under the limit of one
+        fail(f"the model's tensors together need {total:,} bytes, more than the "
+             f"{budget.TOTAL_BYTES // budget.MIB} MiB microcompile accepts for one model")
     macs = 0
     for node in graph.nodes:
         try:
