@@ -25,6 +25,7 @@ from .ir import Graph, NP_DTYPES, ops
 from .reference import interp
 from .ir.compare import Comparison, compare
 from .ir.summary import layer_table
+from .ir.budget import Tally, elements
 from .lower import lower_node
 from .memory import MemoryPlan
 from .schedule import ScheduleError, blocks, default_schedule, widening
@@ -89,6 +90,8 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
     no_code = {n.name for n in graph.nodes if ops.get(n.op).is_view} | {c for c, _ in slices.values()}
     target = board.target
     narrow, wide, candidates, tuned_nodes, lowered = {}, {}, [], {}, {}
+    # Each repacked weight is checked as it is made (schedule/); their sum, here, layer by layer.
+    consts = Tally("scheduling (weights repacked, int16 copies)")
     for node in graph.nodes:
         if node.name in no_code:
             continue
@@ -100,6 +103,7 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
             continue
         narrow[node.name] = default_schedule(func, target, wide=False)
         w = default_schedule(func, target, wide=True)
+        consts.add(f"layer {shown(node.name)!r} ({node.op})", _const_bytes(narrow[node.name][0]) + _const_bytes(w[0]))
         if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]):
             wide[node.name] = w
             gain = widening.estimate_gain(node.op, int(func.attrs.get("macs", 0)),
@@ -178,7 +182,7 @@ def _weights_budget(graph: Graph, board: Board, flash_budget: int | None, kernel
 
 def deterministic_input(shape, dtype: str) -> np.ndarray:
     """BENCHMARK.md's input: int8 x[i] = (i*7 + 3) % 256 - 128; float models use the same / 128."""
-    i = np.arange(int(np.prod(shape)), dtype=np.int64)
+    i = np.arange(elements(shape), dtype=np.int64)
     x = ((i * 7 + 3) % 256 - 128).astype(np.int8)
     return (x.astype(np.float32) / 128 if dtype == "float32" else x.astype(NP_DTYPES[dtype])).reshape(shape)
 
