@@ -46,6 +46,10 @@ def shown_bytes(n: int) -> str:
     return f"{n:,} bytes"
 
 
+def _limit(n: int) -> str:
+    return f"{n // MIB} MiB" if n % MIB == 0 else f"{n:,} bytes"
+
+
 def _shape_text(shape) -> str:
     dims = [str(int(d)) for d in shape]
     return "[" + ", ".join(dims if len(dims) <= 8 else dims[:8] + [f"... ({len(dims)} dims)"]) + "]"
@@ -58,7 +62,7 @@ def check_tensor(what: str, shape, itemsize: int) -> int:
     n = nbytes(shape, itemsize)
     if n > TENSOR_BYTES:
         raise ModelFormatError(f"{what}: a tensor of shape {_shape_text(shape)} needs {shown_bytes(n)}, more than "
-                               f"the {TENSOR_BYTES // MIB} MiB microcompile allows one tensor", hint=HINT)
+                               f"the {_limit(TENSOR_BYTES)} microcompile allows one tensor", hint=HINT)
     return n
 
 
@@ -83,6 +87,6 @@ class Tally:
         when with the bytes made before they are over TOTAL_BYTES."""
         if self.made + n > TOTAL_BYTES:
             raise ModelFormatError(f"{what}: {shown_bytes(n)} after {shown_bytes(self.made)} made by {self.stage}: "
-                                   f"more than the {TOTAL_BYTES // MIB} MiB microcompile allows one stage to make",
+                                   f"more than the {_limit(TOTAL_BYTES)} microcompile allows one stage to make",
                                    hint=HINT)
         self.made += n

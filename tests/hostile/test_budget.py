@@ -254,6 +254,53 @@ def test_reference_convolution_by_blocks_computes_what_it_did_in_one_piece(monke
         np.testing.assert_array_equal(blocks, whole)
 
 
+# --- the stages' totals, with the budget scaled down -------------------------------------------
+
+def _pads_of_a_constant(count: int, side: int):
+    """x [1, 1] + sum over k of reduce_max(pad(c, to side x side)), unverified, unvalidated."""
+    return bb._padded_constant_graph("pads", [((0, 0), (0, side - 1), (0, side - 1), (0, 0))] * count)
+
+
+def test_fold_constants_pass_refuses_what_would_pass_its_total(monkeypatch):
+    """A graph handed to the passes directly (the API: no reader validated it): each folded PAD
+    is 256 KiB, the budget of the pass is scaled down to 1 MiB, so the fourth is refused."""
+    from microcompile.transform.fold_constants import FoldConstants
+
+    monkeypatch.setattr(budget, "TOTAL_BYTES", 1 << 20)
+    with pytest.raises(ModelFormatError) as e:
+        FoldConstants()(_pads_of_a_constant(8, 256))
+    # three PADs and their three [1, 1] maxima before it
+    assert e.value.message.startswith(f"layer 'pad3' (pad), folded at compile time: 262,144 bytes (256 KiB) after "
+                                      f"{3 * 262144 + 3 * 4:,} bytes (768 KiB) made by the fold_constants pass")
+
+
+def test_scheduled_constants_are_taken_from_the_schedule_stage_total(monkeypatch, tmp_path):
+    """Each layer's scheduled constants (its weights, repacked, and their int16 copy) add up;
+    with the budget scaled down to 64 KiB, the third 96x96 int8 layer is refused."""
+    from microcompile import driver
+    from microcompile.ir import Graph, Node, QuantParams
+    from microcompile.target import load_board
+
+    rng = np.random.default_rng(5)
+    q = QuantParams((0.05,), (0,))
+    t = {"x": Tensor("x", (1, 96), "int8", q)}
+    nodes, prev = [], "x"
+    for k in range(4):
+        t[f"w{k}"] = Tensor(f"w{k}", (96, 96), "int8", QuantParams((0.01,), (0,)),
+                            rng.integers(-127, 128, (96, 96)).astype(np.int8))
+        t[f"h{k}"] = Tensor(f"h{k}", (1, 96), "int8", q)
+        nodes.append(Node("fully_connected", f"fc{k}", (prev, f"w{k}", ""), (f"h{k}",)))
+        prev = f"h{k}"
+    g = Graph("mlp", t, tuple(nodes), ("x",), ("h3",))
+    monkeypatch.setattr(budget, "TOTAL_BYTES", 64 << 10)
+    with pytest.raises(ModelFormatError) as e:
+        driver.compile_graph(g, load_board("mps2-an386"), tmp_path)
+    # per layer: int8 weights in panels (9,216) + their int16 copy (18,432) + the bias of each (2 x 384)
+    assert e.value.message.startswith("layer 'fc2' (fully_connected): 28,416 bytes (27.8 KiB) after 56,832 bytes "
+                                      "(55.5 KiB) made by scheduling (weights repacked, int16 copies): more than the "
+                                      "65,536 bytes microcompile allows one stage to make")
+
+
 # --- the budget itself ------------------------------------------------------------------------
 
 def test_check_tensor_names_the_maker_the_shape_and_both_sizes():
