@@ -99,9 +99,9 @@ def _data_dependent(node, ins: list[np.ndarray]) -> list[tuple[tuple, int]] | No
 _CONVOLUTIONS = {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose"}
 
 
-def _working_set(node, ins: list, outputs: list[tuple[tuple, int]]) -> tuple[tuple, int] | None:
-    """The largest tensor onnx's evaluator makes for convolution `node` besides its outputs,
-    (shape, itemsize); None for other ops."""
+def _working_set(node, ins: list, outputs: list[tuple[tuple, int]]) -> tuple[str, tuple, int] | None:
+    """The largest tensor onnx's evaluator makes for convolution `node` besides its outputs:
+    (what it is, shape, itemsize); None for other ops."""
     if node.op_type not in _CONVOLUTIONS or len(ins) < 2 or ins[0] is None or not outputs:
         return None
     x, w = ins[0], ins[3] if node.op_type == "QLinearConv" else ins[1]
@@ -110,8 +110,9 @@ def _working_set(node, ins: list, outputs: list[tuple[tuple, int]]) -> tuple[tup
     taps = budget.elements(w.shape[2:])
     if node.op_type == "ConvTranspose":
         group = int(Ctx.attr(node, "group", 1) or 1)
-        return (x.shape[0] * w.shape[1] * group * taps, budget.elements(x.shape[2:])), 8
-    return (x.shape[0] * x.shape[1] * taps, budget.elements(outputs[0][0][2:])), 8
+        return ("the GEMM before the col2im", (x.shape[0] * w.shape[1] * group * taps, budget.elements(x.shape[2:])),
+                max(x.itemsize, w.itemsize))
+    return "the im2col", (x.shape[0] * x.shape[1] * taps, budget.elements(outputs[0][0][2:])), 8
 
 
 def fold(ctx: Ctx, node, opsets: dict[str, int], tally: budget.Tally) -> None:
@@ -141,7 +142,8 @@ def fold(ctx: Ctx, node, opsets: dict[str, int], tally: budget.Tally) -> None:
         tally.take(what, shape, itemsize)
     scratch = _working_set(node, ins, outputs)
     if scratch is not None:
-        budget.check_tensor(f"{what} (the im2col of onnx's evaluator)", *scratch)
+        kind, shape, itemsize = scratch
+        budget.check_tensor(f"{what} ({kind} of onnx's evaluator)", shape, itemsize)
     _evaluate(ctx, node, opsets, feeds, what)
 
 
