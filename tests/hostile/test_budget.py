@@ -97,6 +97,7 @@ def test_folded_convolution_is_refused_by_its_working_set(tmp_path):
     assert f"{993 * 993 * 1024 * 8:,} bytes" in err   # int64 indices
 
 
+@pytest.mark.heavy   # half a gigabyte or a build: left out of --quick
 def test_onnx_transient_tensors_are_bounded_together(tmp_path):
     """Twelve Expands of 240 MiB, each reduced at once: each is under the limit of one tensor,
     together they are 2.8 GiB. The fifth would pass 1 GiB: refused before it is made."""
@@ -186,6 +187,7 @@ def test_tflite_pad_to_2_to_the_64_elements_is_refused(tmp_path, kind):
 
 # --- what stays legitimate ------------------------------------------------------------------
 
+@pytest.mark.heavy   # half a gigabyte or a build: left out of --quick
 def test_model_with_a_moderately_large_folded_constant_deploys(tmp_path):
     """192 MiB folded at import (under the limit of one tensor) and a transposed weight: the
     model compiles and runs on the host, and its outputs match the reference."""
@@ -212,6 +214,7 @@ def test_weights_packed_in_panels_are_checked_before_the_padded_copy():
         pack_panels4_mixed(np.broadcast_to(np.int16(1), (1, 64 << 20)), "the weights 'fc'")
 
 
+@pytest.mark.heavy   # half a gigabyte or a build: left out of --quick
 def test_reference_convolution_makes_its_im2col_a_block_at_a_time(tmp_path):
     r = bb.run_python_measured("-c", bb.WIDE_CONV, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
