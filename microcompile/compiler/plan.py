@@ -5,7 +5,9 @@ arena, and grow im2col blocks into the slack."""
 from __future__ import annotations
 
 from .. import memory
+from ..errors import shown
 from ..ir import Graph, ops
+from ..ir.budget import Tally
 from ..lower import lower_node
 from ..memory import MemoryPlan
 from ..schedule import blocks, default_schedule, widening
@@ -25,6 +27,8 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
     no_code = {n.name for n in graph.nodes if ops.get(n.op).is_view} | {c for c, _ in slices.values()}
     target = board.target
     narrow, wide, candidates, tuned_nodes, lowered = {}, {}, [], {}, {}
+    # Each repacked weight is checked as it is made (schedule/); their sum, here, layer by layer.
+    consts = Tally("scheduling (weights repacked, int16 copies)")
     for node in graph.nodes:
         if node.name in no_code:
             continue
@@ -36,6 +40,7 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
             continue
         narrow[node.name] = default_schedule(func, target, wide=False)
         w = default_schedule(func, target, wide=True)
+        consts.add(f"layer {shown(node.name)!r} ({node.op})", _const_bytes(narrow[node.name][0]) + _const_bytes(w[0]))
         if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]):
             wide[node.name] = w
             gain = widening.estimate_gain(node.op, int(func.attrs.get("macs", 0)),

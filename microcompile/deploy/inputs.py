@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import UserError, shown
 from ..files import load_arrays
 from ..ir import NP_DTYPES, Graph, Tensor
+from ..ir.budget import elements
 from ..quantize.ptq import quantize_array
 
 Note = Callable[[str], None]
@@ -23,7 +24,7 @@ Note = Callable[[str], None]
 
 def deterministic_input(shape, dtype: str) -> np.ndarray:
     """The benchmark input: int8 x[i] = (i*7 + 3) % 256 - 128; float models use the same / 128."""
-    i = np.arange(int(np.prod(shape)), dtype=np.int64)
+    i = np.arange(elements(shape), dtype=np.int64)
     x = ((i * 7 + 3) % 256 - 128).astype(np.int8)
     return (x.astype(np.float32) / 128 if dtype == "float32" else x.astype(NP_DTYPES[dtype])).reshape(shape)
 

@@ -5,7 +5,8 @@ file is a ModelFormatError (exit 2) naming the tensor or the layer, and an excep
 later stage (a pass, a lowering, the interpreter) can only mean a bug in microcompile:
 
 - it is a model: it has outputs, computed at run time, and no empty tensors (runnable.py);
-- every tensor is of a size a compiler for microcontrollers can handle;
+- every tensor, and all of them together, are of a size a compiler for microcontrollers can
+  handle (ir/budget.py: the reference interpreter holds them all at once);
 - float constants are finite (NaN weights come from corruption, not from training);
 - every node passes `reference.qparams.check`, TFLM's "Prepare": its requantization
   multipliers are representable and its int32 accumulator cannot overflow.
@@ -19,14 +20,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelFormatError
-from ..ir import Graph, Node, ops
+from ..ir import Graph, Node, budget, ops
 from ..ir.fixedpoint import KernelParamsError
 from ..reference import qparams
 from .runnable import check_runnable
 
-# Far above any tensor a microcontroller holds (the largest have a few MiB of RAM);
-# the bound keeps the compiler and the reference interpreter from allocating gigabytes.
-TENSOR_BYTES_MAX = 256 << 20
 # Above any model meant for a microcontroller (MLPerf Tiny's largest: 12.5 M MACs); the
 # reference interpreter runs every layer once per deploy.
 MACS_MAX = 10**10
@@ -47,14 +45,19 @@ def validate(graph: Graph, label: str) -> Graph:
         raise ModelFormatError(f"{label}: {msg}", hint=HINT)
 
     check_runnable(graph, label)
+    total = 0
     for name, t in graph.tensors.items():
-        if t.nbytes > TENSOR_BYTES_MAX:
+        total += t.nbytes
+        if t.nbytes > budget.TENSOR_BYTES:
             fail(f"tensor {name!r} of shape {t.shape} needs {t.nbytes:,} bytes, more than the "
-                 f"{TENSOR_BYTES_MAX >> 20} MiB microcompile accepts for one tensor")
+                 f"{budget.TENSOR_BYTES // budget.MIB} MiB microcompile accepts for one tensor")
         if t.is_const and t.dtype == "float32" and not np.isfinite(t.data).all():
             bad = np.argwhere(~np.isfinite(t.data))[0]
             fail(f"constant {name!r} holds {t.data[tuple(bad)]} at index {list(map(int, bad))}; "
                  "weights must be finite numbers")
+    if total > budget.TOTAL_BYTES:   # many tensors each under the limit of one
+        fail(f"the model's tensors together need {total:,} bytes, more than the "
+             f"{budget.TOTAL_BYTES // budget.MIB} MiB microcompile accepts for one model")
     macs = 0
     for node in graph.nodes:
         try:

@@ -7,6 +7,7 @@ Plain records. A pass never mutates a graph it was given; it builds a new one wi
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,7 +78,8 @@ class Tensor:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        # A Python integer: numpy's int64 product of a file's dims can wrap ([65536] * 4 -> 0).
+        return math.prod(int(d) for d in self.shape)
 
     @property
     def nbytes(self) -> int:

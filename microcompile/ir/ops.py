@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from .budget import elements
 from .graph import Graph, Node
 
 ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
@@ -258,7 +259,7 @@ def _infer_reshape(g, n):
     x = in_tensor(g, n, 0)
     shape = list(n.attrs["shape"])
     if -1 in shape:
-        known = int(np.prod([s for s in shape if s != -1]))
+        known = elements([s for s in shape if s != -1])
         shape[shape.index(-1)] = x.size // known
     return [(tuple(shape), x.dtype)]
 

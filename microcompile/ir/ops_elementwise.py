@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .budget import elements
 from .graph import Graph, Node
 from .ops import OpDef, in_tensor, same_as_input, register
 from .verify import VerifyError
@@ -71,7 +72,7 @@ def _infer_dequantize(g: Graph, n: Node):
 
 def _elements(g: Graph, n: Node) -> int:
     """One multiply per output element (the MAC column of `inspect`)."""
-    return int(np.prod(g.tensors[n.outputs[0]].shape, dtype=np.int64))
+    return elements(g.tensors[n.outputs[0]].shape)
 
 
 # Every op here is elementwise for cancel_transposes. PTQ: div, quantize and dequantize have

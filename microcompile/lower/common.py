@@ -9,6 +9,7 @@ import numpy as np
 
 from ..ir import ops
 from ..reference import qparams
+from ..ir.budget import elements
 from ..ir.graph import NP_DTYPES, Graph, Node, Tensor
 from ..tir.nodes import (BinOp, Buffer, Call, Expr, IntImm, PrimFunc, Stmt, Var, FloatImm, add, all_of, binop, sub,
                          cast, const, mul)
@@ -46,7 +47,7 @@ def arena(g: Graph, name: str, buf_name: str, shape: tuple[int, ...] | None = No
     """The arena buffer of tensor `name`; `shape` views the same bytes with another shape."""
     t = g.tensors[name]
     shape = tuple(t.shape) if shape is None else tuple(shape)
-    assert int(np.prod(shape)) == t.size, f"view {shape} of {name} {t.shape}"
+    assert elements(shape) == t.size, f"view {shape} of {name} {t.shape}"
     return Buffer(buf_name, t.dtype, shape, "arena", tensor=name, comment=describe(t))
 
 

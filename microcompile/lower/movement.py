@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..ir.budget import elements
 from ..ir.graph import Graph, Node
 from ..ir.ops_shape import slice_dims, split_sizes, strided_slice_dims
 from ..tir.nodes import (Buffer, Expr, FloatImm, IfThenElse, IntImm, Load, Select, Stmt, Store, Var, add, all_of,
@@ -220,8 +221,8 @@ def lower_gather(g: Graph, node: Node, target=None):
     xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
     axis = node.attrs["axis"]
     idx = np.asarray(node.attrs["indices"], dtype=np.int32).reshape(-1)
-    outer = int(np.prod(xt.shape[:axis], dtype=np.int64))
-    inner = int(np.prod(xt.shape[axis + 1:], dtype=np.int64))
+    outer = elements(xt.shape[:axis])
+    inner = elements(xt.shape[axis + 1:])
     x, y = _flat_buf(g, xt.name, "x"), _flat_buf(g, yt.name, "y")
     table = constant("indices", idx, f"{node.name} indices [{idx.size}]")
     o, j, i = Var("o"), Var("j"), Var("i")

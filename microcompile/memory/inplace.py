@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, ops
+from ..ir.budget import elements
 from ..ir.graph import NP_DTYPES
 from ..ir.graph import Node
 from .liveness import ALIGNMENT, Alias, Overlap
@@ -134,7 +135,7 @@ def concat_slices(g: Graph) -> dict[str, tuple[str, Alias]]:
             continue
         y = g.tensors[node.outputs[0]]
         axis = node.attrs.get("axis", 0) % max(len(y.shape), 1)
-        if int(np.prod(y.shape[:axis], dtype=np.int64)) != 1 or node.outputs[0] in g.outputs:
+        if elements(y.shape[:axis]) != 1 or node.outputs[0] in g.outputs:
             continue
         ins = [i for i in node.inputs if i]
         ok = len(set(ins)) == len(ins)

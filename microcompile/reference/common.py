@@ -1,5 +1,6 @@
 """Pieces the interpreter kernels share: the int8 store and float clamp, requantization by
-rounding mode, the im2col window view, and the hybrid (dynamic-range) input quantization."""
+rounding mode, the im2col window view (and its use a block at a time), and the hybrid
+(dynamic-range) input quantization."""
 
 from __future__ import annotations
 
@@ -61,6 +62,33 @@ def windows(x: np.ndarray, node: Node, kh: int, kw: int) -> np.ndarray:
     """(N, OH, OW, KH, KW, C) view of zero-padded x: im2col without the copy."""
     return patches(x, kh, kw, node.attrs.get("stride", (1, 1)), node.attrs.get("dilation", (1, 1)),
                    node.attrs.get("padding", (0, 0, 0, 0)))
+
+
+# A convolution's im2col copy holds every output position times every filter tap: its MACs
+# over its output channels, gigabytes for a layer the validation accepts (a 4 MiB filter over a
+# 90x90x1024 input: 13.6 GiB). Past this size a kernel makes it a block of output positions at
+# a time; below it, in one piece, with the very same arithmetic as before.
+IM2COL_BYTES = 64 << 20
+
+
+def by_positions(cols: np.ndarray, fn, position_bytes: int) -> np.ndarray:
+    """fn(cols) for a window view `cols` (N, OH, OW, ...) whose fn turns a block of output
+    positions (N', OH', OW', ...) into (N', OH', OW', ...); computed a block at a time when
+    the copies fn makes, `position_bytes` per output position, are over IM2COL_BYTES."""
+    n, oh, ow = cols.shape[:3]
+    if n * oh * ow * position_bytes <= IM2COL_BYTES:
+        return fn(cols)
+    per_block = max(1, IM2COL_BYTES // position_bytes)
+    rows, width = max(1, per_block // ow), min(ow, per_block)
+    out = None
+    for b in range(n):
+        for h in range(0, oh, rows):
+            for w in range(0, ow, width):
+                part = fn(cols[b:b + 1, h:h + rows, w:w + width])
+                if out is None:
+                    out = np.empty((n, oh, ow) + part.shape[3:], part.dtype)
+                out[b:b + 1, h:h + rows, w:w + width] = part
+    return out
 
 
 def offset_input(x: np.ndarray, offset: int) -> np.ndarray:

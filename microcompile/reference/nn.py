@@ -8,8 +8,8 @@ import numpy as np
 
 from ..ir import fixedpoint as fp
 from . import qparams as qp
-from .common import (clamp_float, hybrid_quantize, is_hybrid, is_int8, offset_input, requantize, store_int8,
-                     windows)
+from .common import (by_positions, clamp_float, hybrid_quantize, is_hybrid, is_int8, offset_input, requantize,
+                     store_int8, windows)
 from .interp import kernel
 
 
@@ -23,24 +23,31 @@ def _conv2d(graph, node, x, w, bias):
         q, scale = hybrid_quantize(x)
         scale = (scale * np.float32(graph.tensors[node.inputs[1]].quant.scale[0])).astype(np.float32)
         cols = windows(q.astype(np.float64), node, kh, kw)
-        acc = np.rint(cols.reshape(-1, kh * kw * ci) @ w.reshape(co, -1).T.astype(np.float64))
-        acc = acc.astype(np.float32).reshape(cols.shape[:3] + (co,))
+        acc = np.rint(_im2col_matmul(cols, w.reshape(co, -1).T.astype(np.float64)))
+        acc = acc.astype(np.float32)
         y = (acc * scale[:, None, None, None]).astype(np.float32)
         if bias is not None:
             y = (y + bias.astype(np.float32)).astype(np.float32)
         return clamp_float(y, p)
     if is_int8(graph, node):
         cols = windows(offset_input(x, p.input_offset), node, kh, kw)
-        acc = np.rint(cols.reshape(-1, kh * kw * ci) @ w.reshape(co, -1).T.astype(np.float64)).astype(np.int64)
+        acc = np.rint(_im2col_matmul(cols, w.reshape(co, -1).T.astype(np.float64))).astype(np.int64)
         if bias is not None:
             acc += bias.astype(np.int64)
         acc = requantize(acc, np.array(p.output_multiplier), np.array(p.output_shift), p.rounding)
-        return store_int8(acc.reshape(cols.shape[:3] + (co,)), p.output_offset, p.act_min, p.act_max)
+        return store_int8(acc, p.output_offset, p.act_min, p.act_max)
     cols = windows(x.astype(np.float32), node, kh, kw)
-    y = cols.reshape(-1, kh * kw * ci) @ w.reshape(co, -1).T.astype(np.float32)
+    y = _im2col_matmul(cols, w.reshape(co, -1).T.astype(np.float32))
     if bias is not None:
         y = y + bias.astype(np.float32)
-    return clamp_float(y.reshape(cols.shape[:3] + (co,)), p)
+    return clamp_float(y, p)
+
+
+def _im2col_matmul(cols: np.ndarray, wt: np.ndarray) -> np.ndarray:
+    """Window view (N, OH, OW, KH, KW, C) @ filter (KH*KW*C, CO) -> (N, OH, OW, CO)."""
+    def block(c):
+        return (c.reshape(-1, wt.shape[0]) @ wt).reshape(c.shape[:3] + (wt.shape[1],))
+    return by_positions(cols, block, wt.shape[0] * cols.itemsize)
 
 
 @kernel("depthwise_conv2d")
@@ -51,17 +58,24 @@ def _depthwise_conv2d(graph, node, x, w, bias):
     # Output channel oc reads input channel oc // depth_multiplier.
     channel_of = np.arange(co) // mult
     if is_int8(graph, node):
-        cols = windows(offset_input(x, p.input_offset), node, kh, kw)[..., channel_of]
-        acc = np.rint(np.einsum("nhwijc,ijc->nhwc", cols, w[0].astype(np.float64))).astype(np.int64)
+        cols = windows(offset_input(x, p.input_offset), node, kh, kw)
+        acc = np.rint(_depthwise_sum(cols, channel_of, w[0].astype(np.float64))).astype(np.int64)
         if bias is not None:
             acc += bias.astype(np.int64)
         acc = requantize(acc, np.array(p.output_multiplier), np.array(p.output_shift), p.rounding)
         return store_int8(acc, p.output_offset, p.act_min, p.act_max)
-    cols = windows(x.astype(np.float32), node, kh, kw)[..., channel_of]
-    y = np.einsum("nhwijc,ijc->nhwc", cols, w[0].astype(np.float32))
+    y = _depthwise_sum(windows(x.astype(np.float32), node, kh, kw), channel_of, w[0].astype(np.float32))
     if bias is not None:
         y = y + bias.astype(np.float32)
     return clamp_float(y, p)
+
+
+def _depthwise_sum(cols: np.ndarray, channel_of: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Window view (N, OH, OW, KH, KW, C), each output channel's input channel, filter
+    (KH, KW, CO) -> (N, OH, OW, CO)."""
+    def block(c):
+        return np.einsum("nhwijc,ijc->nhwc", c[..., channel_of], w)
+    return by_positions(cols, block, w.size * cols.itemsize)
 
 
 @kernel("fully_connected")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import fixedpoint as fp
+from ..ir.budget import elements
 from ..ir.graph import Graph, Node
 from . import qparams as qp
 from .common import clamp_float, is_int8, requantize, store_int8, windows
@@ -65,7 +66,7 @@ def mean_params(graph: Graph, node: Node) -> MeanParams | None:
         return None
     x = graph.tensors[node.inputs[0]]
     qi, qo = qp._q(graph, node.inputs[0]), qp._q(graph, node.outputs[0])
-    count = int(np.prod([x.shape[a] for a in node.attrs["axes"]], dtype=np.int64))
+    count = elements([x.shape[a] for a in node.attrs["axes"]])
     mult, shift = fp.quantize_multiplier(float(np.float32(qi.s)) / float(np.float32(qo.s)))
     extra = min(63 - _clz64(count), 32, 31 + shift)
     return MeanParams(count, qi.zp, qo.zp, (mult << extra) // count, shift - extra, qp.rounding(node, qp.DOUBLE))
@@ -197,7 +198,7 @@ def _mean(graph, node, x):
     p = mean_params(graph, node)
     if p is None:
         total = x.astype(np.float32).sum(axis=axes, keepdims=keep, dtype=np.float32)
-        count = int(np.prod([x.shape[a] for a in axes]))
+        count = elements([x.shape[a] for a in axes])
         return (total / np.float32(count)).astype(np.float32)
     total = x.astype(np.int64).sum(axis=axes, keepdims=keep)
     out = requantize(total - p.input_zero_point * p.count, p.multiplier, p.shift, p.rounding) + p.output_zero_point

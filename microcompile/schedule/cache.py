@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir import budget
 from ..tir.nodes import (Allocate, BinOp, Buffer, Cast, IntImm, For, LetStmt, Load, PrimFunc, SeqStmt, Stmt, Store,
                          Var, rewrite, simplify, substitute, walk)
 from ..tir.verify import verify_primfunc
-from .primitives import primitive, ScheduleError, replace_loop, find_loop
+from .primitives import primitive, ScheduleError, replace_loop, find_loop, weights_name
 
 _WIDER = {"int8": ("int8", "int16", "int32"), "int16": ("int16", "int32"), "int32": ("int32",)}
 
@@ -248,6 +249,7 @@ def pack_constant(f: PrimFunc, buffer: str, dtype: str) -> PrimFunc:
     if dtype not in _WIDER.get(old.dtype, ()):
         raise ScheduleError(f"pack_constant {old.dtype} -> {dtype} would change values")
     from ..ir.graph import NP_DTYPES
+    budget.check_tensor(f"{weights_name(old)}, as {dtype}", old.shape, np.dtype(NP_DTYPES[dtype]).itemsize)
     new = Buffer(old.name, dtype, old.shape, "const", data=np.asarray(old.data).astype(NP_DTYPES[dtype]),
                  comment=f"{old.comment} (as {dtype})")
 

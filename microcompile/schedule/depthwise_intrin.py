@@ -23,6 +23,7 @@ import itertools
 
 import numpy as np
 
+from ..ir import budget
 from ..tir.intrinsics_depthwise import (DEPTHWISE_PARAMS, DEPTHWISE_VARIANTS, ORDER, RQ_WINDOWS, kernel_name,
                                          requant_records, rq_kernel_name)
 from ..tir.nodes import (Address, Allocate, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, Load, PrimFunc, Var,
@@ -31,7 +32,7 @@ from ..tir.interp import compile_expr
 from ..tir.verify import verify_primfunc
 from .epilogue import eval_int, requant_epilogue, unit_load
 from .knobs import declare_knob
-from .primitives import primitive, ScheduleError
+from .primitives import primitive, ScheduleError, weights_name
 from .tensorize import affine, perfect_nest, tensor_intrin
 from .trace import Schedule
 from .variants import kernel_set
@@ -55,6 +56,7 @@ def pack_depthwise_s16(f: PrimFunc, buffer: str) -> PrimFunc:
         raise ScheduleError(f"{f.name}: {buffer} is not an int8 [1, KH, KW, C] constant")
     _, kh, kw, ch = old.shape
     taps, groups = kh * kw, -(-ch // 4)
+    budget.check_tensor(f"{weights_name(old)}, as int16 groups of four channels", (taps, groups * 4), 2)
     data = np.zeros((taps, groups * 4), np.int16)
     data[:, :ch] = np.asarray(old.data).reshape(taps, ch)
     packed = data.reshape(taps, groups, 4)[:, :, ORDER].transpose(1, 0, 2).reshape(-1)

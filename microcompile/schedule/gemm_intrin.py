@@ -38,7 +38,7 @@ from ..tir.nodes import (Address, Allocate, BinOp, Buffer, Call, Cast, Evaluate,
                          substitute, walk)
 from ..tir.verify import verify_primfunc
 from .epilogue import eval_int, requant_epilogue, unit_load
-from .primitives import ScheduleError, primitive
+from .primitives import ScheduleError, primitive, weights_name
 from .tensorize import affine, perfect_nest, tensor_intrin
 
 
@@ -145,7 +145,7 @@ def _match_p4(dtype: str, group: int):
         a = b["a"]
         if a.scope != "const" or b["lda"] != b["k"] or a.size % b["k"] or not _panel_start(b, group):
             return None
-        packed = pack_panels4(np.asarray(a.data).reshape(a.size // b["k"], b["k"]), group)
+        packed = pack_panels4(np.asarray(a.data).reshape(a.size // b["k"], b["k"]), group, weights_name(a))
         new = Buffer(a.name, a.dtype, (packed.size,), "const", data=packed,
                      comment=f"{a.comment} (panels of {PANEL_ROWS} rows)")
         return {**b, "a": new, "rebind": {a: new}}
@@ -204,7 +204,7 @@ def _match_rq(dtype: str, group: int):
         if a.scope != "const" or not (isinstance(g["abase"], IntImm) and g["abase"].value == 0) \
                 or g["lda"] != g["k"] or a.size != g["m"] * g["k"]:
             return None
-        packed = pack_panels4(np.asarray(a.data).reshape(g["m"], g["k"]), group)
+        packed = pack_panels4(np.asarray(a.data).reshape(g["m"], g["k"]), group, weights_name(a))
         new = Buffer(a.name, a.dtype, (packed.size,), "const", data=packed,
                      comment=f"{a.comment} (panels of {PANEL_ROWS} rows)")
         return {**bind, "a": new, "rebind": {a: new}}

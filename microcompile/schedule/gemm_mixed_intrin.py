@@ -15,6 +15,7 @@ from ..tir.intrinsics_gemm import PANEL_ROWS
 from ..tir.intrinsics_gemm_mixed import MIXED_GROUP, MIXED_KERNEL, pack_panels4_mixed
 from ..tir.nodes import Buffer, For
 from .gemm_intrin import _emit_gemm, _match_gemm, _panel_start
+from .primitives import weights_name
 from .tensorize import tensor_intrin
 
 
@@ -27,7 +28,7 @@ def _match_mixed(loop: For) -> dict | None:
     a = b["a"]
     if a.scope != "const" or b["lda"] != b["k"] or a.size % b["k"] or not _panel_start(b, MIXED_GROUP):
         return None
-    packed = pack_panels4_mixed(np.asarray(a.data).reshape(a.size // b["k"], b["k"]))
+    packed = pack_panels4_mixed(np.asarray(a.data).reshape(a.size // b["k"], b["k"]), weights_name(a))
     new = Buffer(a.name, a.dtype, (packed.size,), "const", data=packed,
                  comment=f"{a.comment} (panels of {PANEL_ROWS} rows, pairs k0,k2 / k1,k3)")
     return {**b, "a": new, "rebind": {a: new}}

@@ -6,7 +6,9 @@ checks what it requires and raises ScheduleError otherwise.
 
 from __future__ import annotations
 
-from ..tir.nodes import (For, IfThenElse, IntImm, PrimFunc, Stmt, Var, add, binop, mul, rewrite, substitute, walk)
+from ..errors import shown
+from ..tir.nodes import (Buffer, For, IfThenElse, IntImm, PrimFunc, Stmt, Var, add, binop, mul, rewrite, substitute,
+                         walk)
 from ..tir.verify import verify_primfunc
 from .knobs import KNOBS
 
@@ -27,6 +29,12 @@ def primitive(name: str):
 
 class ScheduleError(ValueError):
     """A primitive was applied where its requirements do not hold."""
+
+
+def weights_name(buffer: Buffer) -> str:
+    """How a budget message names a constant being repacked: its comment names the layer
+    ("conv1 filter [8, 3, 3, 3] int8")."""
+    return f"the weights {shown(buffer.comment or buffer.name)!r}"
 
 
 def find_loop(f: PrimFunc, name: str) -> For:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir import budget
 from ..ir.fixedpoint import multiply_by_quantized_multiplier
 from .intrinsics import StructType, intrinsic
 
@@ -72,12 +73,14 @@ def _rup(v: int, q: int) -> int:
     return -(-v // q) * q
 
 
-def pack_panels4(a: np.ndarray, group: int = 2) -> np.ndarray:
+def pack_panels4(a: np.ndarray, group: int = 2, what: str = "a weight") -> np.ndarray:
     """[m, k] -> the flat panel layout of mc_gemm_p4_dsp_* (mc_gemm.h): panels of four rows,
     inside a panel groups of `group` k of each row in turn; zeros pad m to a multiple of 4
-    and k to a multiple of `group`."""
+    and k to a multiple of `group`. The padded copy (4x a one-row weight) is checked against
+    the budget first; `what` names the weight in that message."""
     m, k = a.shape
     mp, kp = _rup(m, PANEL_ROWS), _rup(k, group)
+    budget.check_tensor(f"{what}, packed in panels of {PANEL_ROWS} rows", (mp, kp), a.itemsize)
     pad = np.zeros((mp, kp), a.dtype)
     pad[:m, :k] = a
     # [panel, row, group, g] -> [panel, group, row, g]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir import budget
 from .intrinsics import intrinsic
 from .intrinsics_gemm import GEMM_PARAMS, PANEL_ROWS, _gemm_impl, _rup
 
@@ -21,12 +22,14 @@ MIXED_KERNEL = "mc_gemm_p4_dsp_s16_s8"
 MIXED_GROUP = 4         # k per group of the packed layout (one int8 column word)
 
 
-def pack_panels4_mixed(a: np.ndarray) -> np.ndarray:
+def pack_panels4_mixed(a: np.ndarray, what: str = "a weight") -> np.ndarray:
     """[m, k] int16 -> the flat layout of mc_gemm_mixed.h: panels of four rows; per group of
     four k, the (k0, k2) pair of each row, then the (k1, k3) pair of each row; zeros pad m to
-    a multiple of 4 and k to a multiple of 4."""
+    a multiple of 4 and k to a multiple of 4. The padded copy is checked against the budget
+    first; `what` names the weight in that message."""
     m, k = a.shape
     mp, kp = _rup(m, PANEL_ROWS), _rup(k, MIXED_GROUP)
+    budget.check_tensor(f"{what}, packed in panels of {PANEL_ROWS} rows", (mp, kp), 2)
     pad = np.zeros((mp, kp), np.int16)
     pad[:m, :k] = a
     # [panel, row, group, q//2, q%2] -> [panel, group, q%2, row, q//2]

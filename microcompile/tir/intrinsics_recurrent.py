@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.budget import elements
 from ..ir import recurrent_math as rm
 from .intrinsics import StructType, intrinsic
 
@@ -35,7 +36,7 @@ _H = "mc_recurrent.h"
 def _view(ptr, shape) -> np.ndarray:
     """A view (not a copy: states are updated in place) of a pointer argument."""
     a, o = ptr
-    n = int(np.prod(shape))
+    n = elements(shape)
     return a[o:o + n].reshape(shape)
 
 

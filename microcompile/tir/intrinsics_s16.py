@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.budget import elements
 from ..ir import fixedpoint16 as fp16
 from .intrinsics import StructType, intrinsic
 
@@ -51,8 +52,8 @@ def _conv_impl(kind: str):
         x_shape, y_shape = _conv_shapes(p)
         co, kh, kw, ci = p["out_c"], p["k_h"], p["k_w"], p["in_c"]
         w_shape = (1, kh, kw, co) if kind == "depthwise" else (co, kh, kw, ci)
-        x = _view(x_ptr, int(np.prod(x_shape))).reshape(x_shape)
-        w = _view(w_ptr, int(np.prod(w_shape))).reshape(w_shape)
+        x = _view(x_ptr, elements(x_shape)).reshape(x_shape)
+        w = _view(w_ptr, elements(w_shape)).reshape(w_shape)
         bias, mult, shift = (_view(ptr, co) for ptr in (bias_ptr, mult_ptr, shift_ptr))
         act = (p["act_min"], p["act_max"])
         stride, pad = (p["stride_h"], p["stride_w"]), (p["pad_top"], p["pad_left"], 0, 0)

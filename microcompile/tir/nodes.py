@@ -23,6 +23,8 @@ from typing import Union
 
 import numpy as np
 
+from ..ir.budget import elements
+
 SCOPES = ("arena", "const", "scratch", "local", "state")
 # int64 / float64: only as the element type of constant buffers passed to micro-kernels (16x8
 # biases, and the double scales of the int16 fully connected's requantization).
@@ -226,7 +228,7 @@ class Buffer:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        return elements(self.shape) if self.shape else 1
 
     @property
     def nbytes(self) -> int:

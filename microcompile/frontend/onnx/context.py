@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import UnsupportedOpError
-from ...ir import Graph, Node, QuantParams, Tensor, ops
+from ...errors import UnsupportedOpError, shown
+from ...ir import NP_DTYPES, Graph, Node, QuantParams, Tensor, budget, ops
 
 NCHW_TO_NHWC = (0, 2, 3, 1)
 NHWC_TO_NCHW = (0, 3, 1, 2)
@@ -51,6 +51,11 @@ class Ctx:
             name, k = f"{hint}_{k}", k + 1
         self._node_names.add(name)
         return name
+
+    @staticmethod
+    def what(node) -> str:
+        """How messages name an ONNX node: "ONNX node 'name' (OpType)"."""
+        return f"ONNX node {shown(node.name or (node.output[0] if node.output else '?'))!r} ({node.op_type})"
 
     # --- reading ONNX values -------------------------------------------------------------
     @staticmethod
@@ -111,6 +116,7 @@ class Ctx:
         return name
 
     def add_input(self, name: str, shape, dtype: str) -> str:
+        budget.check_tensor(f"input {shown(name)!r}", shape, np.dtype(NP_DTYPES[dtype]).itemsize)
         ir_name = self.fresh(name)
         self.tensors[ir_name] = Tensor(ir_name, tuple(shape), dtype)
         return ir_name
@@ -122,6 +128,10 @@ class Ctx:
     def set_const(self, onnx_name: str, arr) -> None:
         self.consts[onnx_name] = np.asarray(arr)
         self.values.pop(onnx_name, None)
+
+    def forget_const(self, onnx_name: str) -> None:
+        """Drop a constant no node will read any more (its IR tensor, if any, stays)."""
+        self.consts.pop(onnx_name, None)
 
     def set_quant(self, ir_name: str, qp: QuantParams | None) -> None:
         self.tensors[ir_name] = self.tensors[ir_name].replace(quant=qp)
@@ -141,6 +151,10 @@ class Ctx:
         node = Node(op, node_name, tuple(inputs), tuple(out_names), full, origin=origin)
         view = Graph(self.model_name, self.tensors, (), (), ())
         inferred = od.infer(view, node)
+        # Before any converter allocates from these shapes (a Dropout mask, a resize's tables).
+        for shape, dtype in inferred:
+            budget.check_tensor(self.what(onnx_node) if onnx_node is not None else f"{op} node {shown(node_name)!r}",
+                                shape, np.dtype(NP_DTYPES[dtype]).itemsize)
         if len(inferred) != n_out:   # split with a number of outputs known only from the node
             out_names = [self.fresh(f"{base}_{op}_out{i}") for i in range(len(inferred))]
             node = node.replace(outputs=tuple(out_names))

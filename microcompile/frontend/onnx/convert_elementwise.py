@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ir.budget import elements
 from .registry import converter
 
 
@@ -167,8 +168,8 @@ def _softmax_like(our_op: str):
         attrs = {"beta": 1.0} if our_op == "softmax" else {}
         if ctx.opset < 13:   # coerce to 2-D at axis, normalize each row
             axis = int(ctx.attr(node, "axis", 1)) % rank
-            rows = int(np.prod(shape[:axis], dtype=np.int64))
-            flat = ctx.reshape(x, (rows, int(np.prod(shape[axis:], dtype=np.int64)))) if axis != rank - 1 else x
+            rows = elements(shape[:axis])
+            flat = ctx.reshape(x, (rows, elements(shape[axis:]))) if axis != rank - 1 else x
             y = ctx.emit1(our_op, [flat], attrs)
             if flat != x:
                 ctx.reshape(y, shape, out=node.output[0])

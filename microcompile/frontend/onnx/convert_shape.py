@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ir import budget
 from ...ir.ops_shape import nested_tuple
 from ...reference.vision import bilinear_axis, nearest_index
 from .registry import converter
@@ -32,7 +33,7 @@ def _flatten(ctx, node):
     shape = ctx.tensors[x].shape
     axis = int(ctx.attr(node, "axis", 1))
     axis = axis + len(shape) if axis < 0 else axis    # ONNX: axis in [-r, r]
-    ctx.reshape(x, (int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))),
+    ctx.reshape(x, (budget.elements(shape[:axis]), budget.elements(shape[axis:])),
                 out=node.output[0])
 
 
@@ -44,8 +45,8 @@ def _reshape(ctx, node):
     if not ctx.attr(node, "allowzero", 0):
         target = [shape[i] if d == 0 else d for i, d in enumerate(target)]
     if -1 in target:
-        known = int(np.prod([d for d in target if d != -1], dtype=np.int64))
-        target[target.index(-1)] = int(np.prod(shape, dtype=np.int64)) // max(known, 1)
+        known = budget.elements([d for d in target if d != -1])
+        target[target.index(-1)] = budget.elements(shape) // max(known, 1)
     ctx.reshape(x, target, out=node.output[0])
 
 
@@ -182,19 +183,20 @@ def _matches(kind: str, coords, n_in: int, n_out: int, nearest_mode: str, ac: bo
         return np.array_equal(want, np.asarray(nearest_index(n_in, n_out, ac, hpc)))
     c = np.clip(coords, 0, n_in - 1)
     lo = np.floor(c).astype(np.int64)
-    want = _weights(lo, np.minimum(lo + 1, n_in - 1), c - lo, n_in)
     ours = bilinear_axis(n_in, n_out, ac, hpc, False)
-    got = _weights(np.asarray(ours.lo), np.asarray(ours.hi), np.asarray(ours.frac, np.float64), n_in)
-    return np.allclose(want, got, atol=1e-6)
+    return _same_sampling((lo, np.minimum(lo + 1, n_in - 1), c - lo),
+                          (np.asarray(ours.lo, np.int64), np.asarray(ours.hi, np.int64), np.asarray(ours.frac, np.float64)))
 
 
-def _weights(lo, hi, frac, n_in: int) -> np.ndarray:
-    """(out, in) interpolation matrix: the effective sampling, whatever the lo/hi bookkeeping."""
-    m = np.zeros((len(lo), n_in))
-    rows = np.arange(len(lo))
-    np.add.at(m, (rows, lo), 1 - frac)
-    np.add.at(m, (rows, hi), frac)
-    return m
+def _same_sampling(a, b) -> bool:
+    """Whether two linear samplings (lo, hi, frac: each output reads 1 - frac of input lo and
+    frac of input hi) weigh every input alike, whatever their lo/hi bookkeeping: the (out, in)
+    interpolation matrices compared where either reads, without making them (out x in)."""
+    at = np.stack([a[0], a[1], b[0], b[1]], axis=1)      # (out, 4): every input either reads
+
+    def weights(lo, hi, frac):
+        return (at == lo[:, None]) * (1 - frac)[:, None] + (at == hi[:, None]) * frac[:, None]
+    return np.allclose(weights(*a), weights(*b), atol=1e-6)
 
 
 @converter("Resize")
@@ -220,6 +222,7 @@ def _resize(ctx, node):
         ctx.unsupported(node, "neither scales nor sizes given")
     if out[:2] != list(shape[:2]):
         ctx.unsupported(node, "resizing the batch or channel axis")
+    budget.check_tensor(ctx.what(node), out, 4)   # before the sampling tables, of its size
     for ac, hpc in ((False, False), (True, False), (False, True)):
         if all(_onnx_coords(coord, shape[i], out[i], scale[i]) is not None
                and _matches(mode, _onnx_coords(coord, shape[i], out[i], scale[i]), shape[i], out[i],

@@ -13,19 +13,17 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from pathlib import Path
-
-import numpy as np
 
 from ...errors import ModelFormatError, UnsupportedOpError, UserError, shown
 from ...escape import valid_text
 from ...files import MODEL_BYTES_MAX, read_file
-from ...ir import Graph, VerifyError, verify
+from ...ir import Graph, VerifyError, budget, verify
 from ...ir.verify import MISFIT
-from ..validate import TENSOR_BYTES_MAX, validate
+from ..validate import validate
 from .registry import CONVERTERS, OPSET_MAX, OPSET_MIN, find_converter
 from .context import NCHW_TO_NHWC, Ctx
+from .fold import fold
 from .qdq_fold import fold_qdq
 from .wire import node_with_subgraph
 
@@ -166,9 +164,9 @@ def parse_shape_arg(text: str) -> tuple[str, tuple[int, ...]]:
     if any(d <= 0 for d in shape):
         raise UserError(f"bad --input-shape {shown(text)!r}: every dimension must be a positive integer",
                         hint="write NAME:DIMS, for example input:1x3x32x32")
-    if math.prod(shape) > TENSOR_BYTES_MAX:   # Python ints: no wrap, checked before any array exists
+    if math.prod(shape) > budget.TENSOR_BYTES:   # Python ints: no wrap, checked before any array exists
         raise UserError(f"bad --input-shape {shown(text)!r}: {math.prod(shape):,} elements, more than the "
-                        f"{TENSOR_BYTES_MAX:,} microcompile accepts for one tensor",
+                        f"{budget.TENSOR_BYTES:,} microcompile accepts for one tensor",
                         hint="give the shape of one input of the model, for example input:1x3x32x32")
     return name, shape
 
@@ -242,31 +240,6 @@ def _plan(model, opsets) -> tuple[set[int], list[str]]:
     return folded, problems
 
 
-def _fold(ctx: Ctx, node, opsets) -> None:
-    if node.op_type == "Shape":
-        shape = np.array(ctx.shape(node.input[0]), np.int64)
-        start, end = Ctx.attr(node, "start", 0), Ctx.attr(node, "end", None)
-        ctx.set_const(node.output[0], shape[start:end])
-        return
-    if node.op_type == "Size":
-        ctx.set_const(node.output[0], np.array(int(np.prod(ctx.shape(node.input[0]))), np.int64))
-        return
-    from onnx.reference import ReferenceEvaluator
-    feeds = {x: ctx.const(x) for x in node.input if x}
-    try:
-        # onnx's evaluator computes in numpy: an overflow or a NaN cast is a value here (checked
-        # later by the validation), not a RuntimeWarning for the user's terminal
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore", RuntimeWarning)
-            results = ReferenceEvaluator(node, opsets=dict(opsets)).run(None, feeds)
-    except Exception as e:
-        raise UnsupportedOpError(f"cannot evaluate constant node {node.name or node.output[0]} ({node.op_type}): "
-                                 f"{type(e).__name__}: {e}", hint="this constant subgraph is not supported") from None
-    for name, value in zip(node.output, results):
-        if name:
-            ctx.set_const(name, np.asarray(value))
-
-
 def _convert_node(ctx: Ctx, node, opsets) -> None:
     """Convert one node; a node whose inputs or attributes do not fit its op (the checker
     does not infer every shape) is a bad model, named by the node."""
@@ -307,12 +280,20 @@ def _convert(model, input_shapes, nhwc_io: bool, name: str | None) -> Graph:
             ir = ctx.add_input(in_name, shape, dtype)
             ir_inputs.append(ir)
             ctx.bind(in_name, ir)
+    tally = budget.Tally("constant folding at import")
+    readers = dict(ctx.onnx_uses)    # readers still to come, so that a folded value lives no longer
+    made = set()                     # than its last one (many transient constants are not held at once)
     for i, node in enumerate(model.graph.node):
         ctx.node = node
         if i in folded:
-            _fold(ctx, node, opsets)
+            fold(ctx, node, opsets, tally)
+            made.update(node.output)
         else:
             _convert_node(ctx, node, opsets)
+        for x in node.input:
+            readers[x] = readers.get(x, 1) - 1
+            if readers[x] <= 0 and x in made:
+                ctx.forget_const(x)
     ctx.node = None
     outputs = []
     for vi in model.graph.output:

@@ -7,6 +7,7 @@ import numpy as np
 import tflite
 
 from ...errors import ModelFormatError
+from ...ir.budget import elements
 from ...ir.graph import Graph, Node, QuantParams, Tensor
 from .reader import RAW_DTYPES, TFL_INT16, conv_attrs, converter, fused_activation, need_options, op_inputs, standalone
 from .writer import activation_code, add_const, no_options, tflite_padding, writer
@@ -79,7 +80,7 @@ def _reshape(ctx, op):
     ins = op_inputs(ctx, op, 1, 1)
     out = ctx.raw.tensors[op.outputs[0]]
     # The input's shape as inferred (a stored intermediate shape may be stale).
-    size = int(np.prod(ctx.shape(op.inputs[0]), dtype=np.int64))
+    size = elements(ctx.shape(op.inputs[0]))
     candidates = [out.shape if out.shape or size == 1 else None,
                   (op.options or {}).get("NewShape")]
     if len(op.inputs) > 1 and op.inputs[1] >= 0 and ctx.raw.tensors[op.inputs[1]].data is not None:
@@ -90,9 +91,9 @@ def _reshape(ctx, op):
             continue
         shape = list(shape)
         if shape.count(-1) == 1:
-            known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+            known = elements([s for s in shape if s != -1])
             shape[shape.index(-1)] = size // known if known else 0
-        if int(np.prod(shape, dtype=np.int64)) == size:
+        if elements(shape) == size:
             ctx.shape_override[op.outputs[0]] = tuple(shape)
             return "reshape", ins, {"shape": tuple(shape)}
     raise ModelFormatError(f"RESHAPE at layer {op.index} ({out.name}): cannot determine a target "

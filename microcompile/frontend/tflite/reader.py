@@ -38,6 +38,7 @@ from ...errors import ModelFormatError, UnsupportedOpError, UserError, shown
 from ...escape import valid_text
 from ...files import MODEL_BYTES_MAX, read_file
 from ...ir import NP_DTYPES, Graph, Node, QuantParams, Tensor, VerifyError, ops, verify
+from ...ir.budget import elements
 from ...ir.verify import MISFIT, node_problem
 from ..validate import validate
 from .structure import check_structure
@@ -481,7 +482,7 @@ def _tensor(t: _RawTensor, name: str, shape: tuple[int, ...], label: str, notes:
     data = None
     # A variable tensor's buffer, if any, is ignored: TFLite resets the state to zero.
     if t.data is not None and not t.variable:
-        expected = int(np.prod(shape, dtype=np.int64)) * np.dtype(le).itemsize
+        expected = elements(shape) * np.dtype(le).itemsize
         if len(t.data) != expected:
             raise ModelFormatError(f"{label}: constant {t.name!r} of shape {shape} needs {expected} "
                                    f"bytes, its buffer has {len(t.data)}", hint=_HINT_FORMAT)
