@@ -17,8 +17,8 @@ sys.path.insert(0, str(ROOT / "examples" / "digits"))
 from make_model import build_graph, load_digits_split, train  # noqa: E402
 
 from microcompile.reference import interp  # noqa: E402
-from microcompile.quantize import quantize  # noqa: E402
-from microcompile.quantize.calibrate import Calibration  # noqa: E402
+from microcompile.quantization import quantize  # noqa: E402
+from microcompile.quantization.calibrate import Calibration  # noqa: E402
 
 CALIBRATION_SAMPLES = 200
 

@@ -24,10 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from microcompile.frontend import load_model  # noqa: E402
 from microcompile.reference import interp  # noqa: E402
-from microcompile.quantize import DEFAULT_METHOD, METHODS, quantize  # noqa: E402
-from microcompile.quantize.calibrate import Calibration  # noqa: E402
-from microcompile.quantize.ptq import dequantize_array, dequantize_weights, quantize_array  # noqa: E402
-from microcompile.quantize.report import sqnr  # noqa: E402
+from microcompile.quantization import DEFAULT_METHOD, METHODS, quantize  # noqa: E402
+from microcompile.quantization.calibrate import Calibration  # noqa: E402
+from microcompile.quantization.ptq import dequantize_array, dequantize_weights, quantize_array  # noqa: E402
+from microcompile.quantization.report import sqnr  # noqa: E402
 from microcompile.transform import pipeline  # noqa: E402
 
 MLPERF = [("kws_ref_model_float32", "kws_ref_model"), ("pretrainedResnet", "pretrainedResnet_quant"),

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from microcompile import driver, tuning
 from microcompile.errors import UserError
-from microcompile.tune import COST_MODELS, check_cost_model, read_records
+from microcompile.autotune import COST_MODELS, check_cost_model, read_records
 
 # TFLM + CMSIS-NN instructions on the same QEMU set-up at -O2 (BENCHMARK.md).
 PEER = {"kws_ref_model": 7_697_361, "pretrainedResnet_quant": 29_860_944, "ad01_int8": 582_955}

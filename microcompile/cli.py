@@ -263,7 +263,7 @@ def _cmd_profile(args) -> int:
 
 def _cmd_tune(args) -> int:
     from . import api
-    from .tune.run import format_result, parse_arena_budget, parse_budget
+    from .autotune.run import format_result, parse_arena_budget, parse_budget
 
     budget = parse_budget(args.trials, args.budget)
     api.check_output(args.records, "--records file")    # before any work
@@ -381,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--flash-budget", metavar="BYTES",
                    help="flash the firmware may use (e.g. 400000, 384K, 1M; default: the board's); kernels get "
                         "int16 weights, fastest first, only while the weights still fit")
-    from .quantize import ACTIVATION_DTYPES, DEFAULT_METHOD, DEFAULT_THRESHOLD_DB, IO_MODES, METHODS
+    from .quantization import ACTIVATION_DTYPES, DEFAULT_METHOD, DEFAULT_THRESHOLD_DB, IO_MODES, METHODS
     d.add_argument("--activations", choices=ACTIVATION_DTYPES, default="int8",
                    help="with --quantize: int16 quantizes 16x8 (int16 activations, int8 weights)")
     _add_records_arg(d)
@@ -417,7 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_records_arg(pr)
     pr.set_defaults(fn=_cmd_profile)
 
-    from .tune import COST_MODELS, STRATEGIES
+    from .autotune import COST_MODELS, STRATEGIES
 
     t = sub.add_parser("tune", help="tune the kernels' schedules on the device (or its twin); write records",
                        description="Extract the model's kernels as workloads (identical kernels tuned once), "

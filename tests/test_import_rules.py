@@ -17,7 +17,7 @@ ALLOWED = {
     "reference": {"ir"},
     "frontend": {"ir", "reference"},
     "transform": {"ir", "reference"},
-    "quantize": {"ir", "reference"},
+    "quantization": {"ir", "reference"},
     "lower": {"ir", "tir", "reference", "target"},
     "schedule": {"ir", "tir", "target"},
     "memory": {"ir"},
@@ -28,12 +28,12 @@ ALLOWED = {
     "compiler": {"ir", "tir", "reference", "frontend", "transform", "lower", "schedule", "memory", "codegen",
                  "target"},
     "report": {"ir", "reference", "frontend", "memory", "project"},
-    "deploy": {"ir", "reference", "frontend", "transform", "quantize", "memory", "codegen", "target", "project",
+    "deploy": {"ir", "reference", "frontend", "transform", "quantization", "memory", "codegen", "target", "project",
                "device", "compiler", "report"},
-    "tune": {"ir", "tir", "reference", "frontend", "transform", "quantize", "lower", "schedule", "memory",
+    "autotune": {"ir", "tir", "reference", "frontend", "transform", "quantization", "lower", "schedule", "memory",
              "codegen", "target", "project", "device", "compiler", "report", "deploy"},
-    "api": {"ir", "tir", "reference", "frontend", "transform", "quantize", "lower", "schedule", "memory",
-            "codegen", "target", "project", "device", "compiler", "report", "deploy", "tune"},
+    "api": {"ir", "tir", "reference", "frontend", "transform", "quantization", "lower", "schedule", "memory",
+            "codegen", "target", "project", "device", "compiler", "report", "deploy", "autotune"},
 }
 COMMON = {"errors", "files", "resources", "escape", "templating", "progress", "microcompile"}   # "microcompile": the version in __init__;
 # "files": how every stage reads the files a user names (regular files only, a size limit)
@@ -42,7 +42,7 @@ COMMON = {"errors", "files", "resources", "escape", "templating", "progress", "m
 # Top-level modules: the CLI parses arguments and calls the API (and the argument parsers and
 # formatters its commands share with it); the common modules are stdlib-like helpers.
 TOP_LEVEL = {
-    "cli": {"api", "frontend", "report", "tune", "ir", "quantize", "project"},   # project: children.kill_all
+    "cli": {"api", "frontend", "report", "autotune", "ir", "quantization", "project"},   # project: children.kill_all
     "__main__": {"cli"},
 }
 

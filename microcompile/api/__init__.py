@@ -3,7 +3,7 @@ boards, and the objects they return."""
 
 from ..compiler import CompileOptions  # noqa: F401
 from ..deploy import BuildOptions, DeployResult, Link, SamplesResult, VerifyResult  # noqa: F401
-from ..tune.run import TuneOptions  # noqa: F401
+from ..autotune.run import TuneOptions  # noqa: F401
 from .boards import board, board_info, boards, flash  # noqa: F401
 from .files import check_output, check_project_dir, save_outputs, write_in_project, write_report  # noqa: F401
 from .device import Device, Profile  # noqa: F401

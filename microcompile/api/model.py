@@ -40,11 +40,11 @@ def compile(model, board: str | Board, *, records=None, input_shapes: dict | Non
     ----------
     model : str, os.PathLike, bytes, onnx.ModelProto, Quantized or Graph
         A ``.tflite`` or ``.onnx`` file, its bytes, an ONNX model in memory, or what
-        :func:`microcompile.quantize` returns.
+        :func:`microcompile.quantization` returns.
     board : str or Board
         A board name or alias (``"stm32"``, ``"mps2-an386"``, ``"host"``; see :func:`boards`).
     records : str, os.PathLike or Records, optional
-        Tuning records (:func:`microcompile.tune`): the fastest valid schedule per workload for
+        Tuning records (:func:`microcompile.autotune`): the fastest valid schedule per workload for
         this board's core and toolchain replaces the default; other kernels keep the default.
     input_shapes : dict, optional
         ``{input name: shape}`` pinning dynamic dimensions of an ONNX model.
@@ -95,7 +95,7 @@ def compile(model, board: str | Board, *, records=None, input_shapes: dict | Non
         raise
     cm = CompiledModel(Artifact(compiled, Path(directory), b, name, options, source))
     if summary is not None:
-        from ..tune.records import tuned_summary
+        from ..autotune.records import tuned_summary
         progress(f"[records] {records}: {tuned_summary(compiled, summary)}")
     progress(f"[compile] {len(compiled.kernels)} kernels, arena {compiled.plan.arena_bytes} bytes "
              f"(lower bound {compiled.plan.lower_bound})")

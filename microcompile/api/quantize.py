@@ -34,7 +34,7 @@ class Quantized:
 
     def table(self, threshold_db: float | None = None) -> str:
         """The SQNR table `microcompile quantize` prints."""
-        from ..quantize import DEFAULT_THRESHOLD_DB, format_sqnr_table
+        from ..quantization import DEFAULT_THRESHOLD_DB, format_sqnr_table
         return format_sqnr_table(self.layers, DEFAULT_THRESHOLD_DB if threshold_db is None else threshold_db)
 
     def tflite(self) -> bytes:

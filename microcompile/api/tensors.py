@@ -37,7 +37,7 @@ def specs(graph: Graph, names) -> list[TensorSpec]:
 
 def dequantized(graph: Graph, name: str, values: np.ndarray) -> np.ndarray:
     """Output `name`'s values as float32 (int8/int16 dequantized; float returned as it is)."""
-    from ..quantize.ptq import dequantize_array
+    from ..quantization.ptq import dequantize_array
 
     t = graph.tensors[name]
     if t.dtype in ("int8", "int16") and t.quant is not None:

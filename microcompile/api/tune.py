@@ -9,8 +9,8 @@ from pathlib import Path
 
 from ..deploy import Link
 from ..target import Board
-from ..tune.records import load_selection, read_records, select
-from ..tune.run import TuneOptions, parse_budget, tune_model
+from ..autotune.records import load_selection, read_records, select
+from ..autotune.run import TuneOptions, parse_budget, tune_model
 from .cache import cache_root
 from .common import as_progress
 
@@ -48,7 +48,7 @@ def selection_for(records, board: Board, progress: Callable[[str], None]):
         records = records.path
     if isinstance(records, (str, os.PathLike)):
         return load_selection(records, board, progress)
-    from ..tune.records import environment
+    from ..autotune.records import environment
     return select(list(records), environment(board))
 
 

@@ -17,7 +17,7 @@ from ..errors import UserError, shown
 from ..files import load_arrays
 from ..ir import NP_DTYPES, Graph, Tensor
 from ..ir.budget import elements
-from ..quantize.ptq import quantize_array
+from ..quantization.ptq import quantize_array
 
 Note = Callable[[str], None]
 

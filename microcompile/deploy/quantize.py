@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import quantize as qz
+from .. import quantization as qz
 from ..errors import UserError
 from ..files import write_file
 from ..frontend import load_model

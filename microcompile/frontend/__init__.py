@@ -43,7 +43,7 @@ def load_model(model, input_shapes: dict | None = None) -> Graph:
         return load_onnx(model, input_shapes=input_shapes)
     if not isinstance(model, (str, os.PathLike)):
         raise UserError(f"cannot read a model from a {type(model).__name__}",
-                        hint="pass a file path, the file's bytes, an onnx.ModelProto or what microcompile.quantize "
+                        hint="pass a file path, the file's bytes, an onnx.ModelProto or what microcompile.quantization "
                              "returns")
     path = Path(os.fspath(model))
     ext = path.suffix.lower()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from microcompile.ir import Graph
-from microcompile.quantize import quantize
+from microcompile.quantization import quantize
 
 from multi_op_models import _Model
 

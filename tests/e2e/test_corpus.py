@@ -33,7 +33,7 @@ from support import flows  # noqa: E402
 from microcompile.frontend import load_model  # noqa: E402
 from microcompile.ir import NP_DTYPES  # noqa: E402
 from microcompile.ir.compare import compare  # noqa: E402
-from microcompile.quantize.report import sqnr  # noqa: E402
+from microcompile.quantization.report import sqnr  # noqa: E402
 from microcompile.target import load_board  # noqa: E402
 from microcompile.reference import interp  # noqa: E402
 from microcompile.transform import pipeline  # noqa: E402

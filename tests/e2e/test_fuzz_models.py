@@ -192,7 +192,7 @@ def _fuzz_arrays(sources, n: int, tmp_path) -> dict[str, int]:
     from support import flows
     from microcompile.errors import UserError
     from microcompile.frontend import load_model
-    from microcompile.quantize import load_calibration
+    from microcompile.quantization import load_calibration
 
     graph = load_model(sources["digits"])
     good = tmp_path / "good.npy"

@@ -149,7 +149,7 @@ def test_records_are_replayed_as_they_are():
     g = pipeline.run(load_model(model_path("pretrainedResnet_quant")))
     board = load_board(BOARD)
     kernels, *_ = schedule_and_plan(g, board)
-    from microcompile.tune.workload import workload_key
+    from microcompile.autotune.workload import workload_key
     node = next(n for n, _, t in kernels if n.op == "conv2d" and blocks.col_bytes_max(t) > COL_BYTES_MAX["dsp"])
     func = lower_node(g, next(n for n in g.nodes if n.name == node.name), board.target)
     from microcompile.schedule import apply_config, default_config

@@ -216,7 +216,7 @@ def test_partition_primitive():
 def _measure(model, board, tmp_path, points):
     """Each (knob changes) point, one firmware per batch of distinct workloads: outputs and every
     tuned kernel's tensor must equal the reference interpreter's bytes (tuning.Measurer)."""
-    from microcompile.tune import run as tuning
+    from microcompile.autotune import run as tuning
 
     compiled, workloads = tuning.lowered_workloads(model, board)
     meter = flows.measurer(model, board, tmp_path / "work", compiled, emulate=True, port=None, timeout=120.0)

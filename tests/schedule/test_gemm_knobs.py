@@ -185,7 +185,7 @@ def test_knob_values_are_bit_exact_on_cortex_m4(model_file, tmp_path, knob, valu
     deploy compares every output with the reference interpreter byte for byte."""
     from support import flows
     from microcompile.schedule import knob_space
-    from microcompile.tune.records import RecordWriter, environment, record
+    from microcompile.autotune.records import RecordWriter, environment, record
     from microcompile.tuning import lowered_workloads
 
     board = load_board("mps2-an386")

@@ -76,7 +76,7 @@ def measurer(model, board, work_dir, compiled, *, emulate=True, port=None, timeo
     """tune.run.Measurer of `model` compiled with its default schedules (`compiled`, from
     tune.run.lowered_workloads) on `board`."""
     from microcompile.deploy import Artifact
-    from microcompile.tune.run import Measurer
+    from microcompile.autotune.run import Measurer
 
     b = _board(board)
     artifact = Artifact(compiled, Path(work_dir), b, Path(str(model)).stem, CompileOptions(), model)

@@ -18,9 +18,9 @@ from op_cases import PLANS, build_graph, case_id, cases  # noqa: E402
 from microcompile.errors import UserError  # noqa: E402
 from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
 from microcompile.ir import ops  # noqa: E402
-from microcompile.quantize import quantize  # noqa: E402
-from microcompile.quantize.ptq import UnquantizableOpError, quantizable  # noqa: E402
-from microcompile.quantize.report import sqnr  # noqa: E402
+from microcompile.quantization import quantize  # noqa: E402
+from microcompile.quantization.ptq import UnquantizableOpError, quantizable  # noqa: E402
+from microcompile.quantization.report import sqnr  # noqa: E402
 from microcompile.reference import interp  # noqa: E402
 
 # Step-function outputs (the 1/32768 grid of logistic/tanh/softmax interpolates a table;

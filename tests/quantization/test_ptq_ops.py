@@ -20,9 +20,9 @@ from litert_ref import run_reference  # noqa: E402
 from op_cases import PLANS, build_graph, case_id, cases  # noqa: E402
 from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
 from microcompile.reference import interp  # noqa: E402
-from microcompile.quantize import quantize  # noqa: E402
-from microcompile.quantize.ptq import quantizable  # noqa: E402
-from microcompile.quantize.report import sqnr  # noqa: E402
+from microcompile.quantization import quantize  # noqa: E402
+from microcompile.quantization.ptq import quantizable  # noqa: E402
+from microcompile.quantization.report import sqnr  # noqa: E402
 
 CASES_PER_OP = 3
 CALIBRATION = 32

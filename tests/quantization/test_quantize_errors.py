@@ -7,7 +7,7 @@ import pytest
 
 from microcompile.ir import Graph, Node, Tensor
 from microcompile.reference import interp
-from microcompile.quantize import CalibrationDataError, UnquantizableOpError, load_calibration, quantize
+from microcompile.quantization import CalibrationDataError, UnquantizableOpError, load_calibration, quantize
 
 
 def _conv_graph():

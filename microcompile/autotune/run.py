@@ -1,5 +1,5 @@
 """Tuning a model: its workloads, measured on the device by building and running candidates
-(what `microcompile tune` and `microcompile.tune` call).
+(what `microcompile tune` and `microcompile.autotune` call).
 
     tune_model:  model -> workloads -> tuner.tune(measure=Measurer on N slots) -> records
     (compile --records reads them back: records.load_selection, replayed by the compiler

@@ -16,9 +16,9 @@ from microcompile.errors import UserError
 from microcompile.lower import lower_node
 from microcompile.schedule import Knob, KnobSpace, Trace
 from microcompile.target import load_board
-from microcompile.tune import (Budget, Environment, Outcome, RecordWriter, extract_workloads, make_search,
+from microcompile.autotune import (Budget, Environment, Outcome, RecordWriter, extract_workloads, make_search,
                               read_records, record, select, tune, workload_key)
-from microcompile.tune.run import parse_budget
+from microcompile.autotune.run import parse_budget
 from tests.e2e import multi_op_models as M
 
 DSP = load_board("mps2-an386")
@@ -321,7 +321,7 @@ def test_records_of_another_schedule_version_are_ignored_with_a_note():
     """A record measured against other default schedules or knob meanings (schedule/version.py)
     is never replayed nor resumed; a record written before the version existed counts as 0."""
     from microcompile.schedule.version import SCHEDULE_VERSION
-    from microcompile.tune.run import resumable
+    from microcompile.autotune.run import resumable
 
     w, t = _W(), Trace.loads('[{"primitive": "split", "args": ["i", 4]}]')
     old_env = Environment(*[getattr(ENV, f) for f in ("board", "core", "kernel_set", "cflags", "toolchain")],
@@ -346,7 +346,7 @@ def test_records_of_another_schedule_version_are_ignored_with_a_note():
 def test_the_arena_budget_flag():
     """--arena-budget: absent is the default schedules' arena, `none` lifts it, else bytes (a
     bad value is a UserError naming the flag)."""
-    from microcompile.tune.run import parse_arena_budget as _arena_budget
+    from microcompile.autotune.run import parse_arena_budget as _arena_budget
     from microcompile.errors import UserError
 
     assert _arena_budget(None) == "default"

@@ -18,8 +18,8 @@ import pytest
 
 from microcompile.errors import UserError
 from microcompile.target import load_board
-from microcompile.tune import Budget, Outcome, RecordWriter, read_records, tune
-from microcompile.tune.boards import BoardLink, resolve_boards
+from microcompile.autotune import Budget, Outcome, RecordWriter, read_records, tune
+from microcompile.autotune.boards import BoardLink, resolve_boards
 from tests.tune.test_tune_units import ENV, _W, _cost, _schedule
 
 STM32 = load_board("nucleo-f446re")
@@ -141,7 +141,7 @@ def flash_tools(tmp_path, monkeypatch):
 
 
 def test_each_board_flashes_with_its_probe_and_a_failing_one_is_lost(tmp_path, flash_tools):
-    from microcompile.tune import run as tuning
+    from microcompile.autotune import run as tuning
     from microcompile.schedule import apply_config
     from tests.e2e import multi_op_models as M
 

@@ -12,7 +12,7 @@ import pytest
 
 from microcompile.errors import UserError
 from microcompile.schedule import Knob, KnobSpace
-from microcompile.tune import check_cost_model, make_search
+from microcompile.autotune import check_cost_model, make_search
 from tests.skip_budget import NO_XGBOOST
 
 # 360 points: the optimum a=8, b=z, c=1, d=2, e=32 is one of them, with interactions (a=8 with

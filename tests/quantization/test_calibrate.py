@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from microcompile.ir import Graph, Node, Tensor
-from microcompile.quantize.calibrate import METHODS, Calibration, Range, activation_qparams
+from microcompile.quantization.calibrate import METHODS, Calibration, Range, activation_qparams
 
 
 def _identity_graph(n=64):

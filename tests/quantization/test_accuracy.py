@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from microcompile.quantize import DEFAULT_METHOD  # noqa: E402
+from microcompile.quantization import DEFAULT_METHOD  # noqa: E402
 from tests.conftest import MODELS_DIR, model_path  # noqa: E402
 
 

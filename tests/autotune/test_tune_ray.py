@@ -11,7 +11,7 @@ import pytest
 
 import microcompile as mc
 from microcompile.errors import UserError
-from microcompile.tune import Budget, read_records
+from microcompile.autotune import Budget, read_records
 from tests.e2e import multi_op_models as M
 from tests.skip_budget import NO_RAY
 
@@ -28,7 +28,7 @@ def test_trials_run_as_ray_tasks_on_a_local_instance(tmp_path):
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         with pytest.raises(UserError, match="resource 'board:nucleo-f446re'"):
-            from microcompile.tune.ray_executor import RayExecutor
+            from microcompile.autotune.ray_executor import RayExecutor
             RayExecutor(None, board="nucleo-f446re")
         options = mc.TuneOptions(Budget(trials=5), jobs=2, executor="ray", work_dir=tmp_path / "work")
         result = mc.tune(mc.compile(path, "mps2-an386"), records=records, options=options,

@@ -13,13 +13,13 @@ import sys
 import numpy as np
 import pytest
 
-from microcompile.tune import run as tuning
+from microcompile.autotune import run as tuning
 from support import flows
 from microcompile.schedule import Knob, KnobSpace, apply_config, primitive
 from microcompile.target import load_board
 from microcompile.tir.nodes import BinOp, Buffer, Cast, For, IntImm, Load, PrimFunc, SeqStmt, Store, Var
-from microcompile.tune import Budget, RecordWriter, read_records, tune
-from microcompile.tune.records import environment
+from microcompile.autotune import Budget, RecordWriter, read_records, tune
+from microcompile.autotune.records import environment
 from tests.e2e import multi_op_models as M
 
 BOARD = load_board("mps2-an386")
