@@ -233,3 +233,58 @@ def test_get_models_keeps_only_tflite_files(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "6 models in" in p.stdout and len(log.read_text().splitlines()) == 8   # only the two missing
     assert sorted(f.name for f in out.iterdir()) == sorted(name for name, _ in entries)
+
+
+# --- the command line as documented -------------------------------------------------------------
+
+def cli_help(*args) -> str:
+    p = subprocess.run([sys.executable, "-m", "microcompile", *args, "--help"], cwd=REPO,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+@pytest.fixture(scope="module")
+def cli_options() -> dict[str, set[str]]:
+    """command -> the options its --help lists (long forms, and -o)."""
+    usage = cli_help().split("positional arguments")[0]
+    commands = re.search(r"\{([a-z,-]+)\}", usage).group(1).split(",")
+    options = {}
+    for command in commands:
+        # the option lines: "  -o PROJECT_DIR, --project-dir PROJECT_DIR   where ..."
+        flags = " ".join(re.findall(r"^  (-.*?)(?:\s{2,}|$)", cli_help(command), flags=re.M))
+        options[command] = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*|-o)\b", flags)) - {"--help"}
+    return options
+
+
+def cli_page_sections() -> dict[str, str]:
+    """'## command' section of docs/cli.md -> its text."""
+    parts = re.split(r"^## (\S+)\s*$", (DOCS / "cli.md").read_text(), flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def test_cli_page_lists_every_command_and_option(cli_options):
+    """docs/cli.md promises every command and option: its options tables and --help agree."""
+    sections = cli_page_sections()
+    assert not set(cli_options) - set(sections), f"commands without a section: {set(cli_options) - set(sections)}"
+    for command, options in cli_options.items():
+        rows = [re.split(r"(?<!\\)\|", ln)[1] for ln in sections[command].splitlines() if ln.startswith("| `-")]
+        documented = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*|-o)\b", " ".join(rows)))
+        assert documented == options, (command, "missing:", options - documented, "no such option:",
+                                       documented - options)
+
+
+def test_documented_command_lines_use_real_options(cli_options):
+    """Every `microcompile COMMAND ...` line in a code block of the README or docs/ uses only
+    options COMMAND has."""
+    wrong = []
+    for f in doc_files():
+        for block in re.findall(r"^```[^\n]*\n(.*?)^```", f.read_text(), flags=re.S | re.M):
+            for line in block.replace("\\\n", " ").splitlines():
+                m = re.search(r"\bmicrocompile (\w+)\b(.*)", line)
+                if not m or m.group(1) not in cli_options:
+                    continue
+                used = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*|-o)\b", m.group(2).split("#")[0]))
+                if used - cli_options[m.group(1)]:
+                    wrong.append(f"{f.relative_to(REPO)}: {line.strip()}: {sorted(used - cli_options[m.group(1)])}")
+    assert not wrong, "\n".join(wrong)
