@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import pytest
-import yaml   # PyYAML comes with mkdocs (the docs extra, in the test extra)
 
 from tests.conftest import REPO
 
@@ -122,6 +121,7 @@ def test_no_link_leaves_what_a_clone_holds():
 
 
 def test_every_docs_page_is_in_the_nav():
+    import yaml   # PyYAML comes with mkdocs (the docs extra, which the test extra includes)
     config = yaml.safe_load((REPO / "mkdocs.yml").read_text())
     listed = nav_pages(config["nav"])
     pages = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md"))
