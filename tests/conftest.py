@@ -55,7 +55,7 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_terminal_summary(terminalreporter, config):
     if _is_worker(config):
         return
-    if _BACKEND:   # the figures the README quotes
+    if _BACKEND:   # the figures docs/onnx.md quotes
         terminalreporter.section("ONNX backend suite (tests/onnx_backend/expected_pass.txt)")
         for category in sorted({c for c, _ in _BACKEND}):
             terminalreporter.write_line(f"{category:18s} " + "  ".join(

@@ -9,8 +9,8 @@ from import_graph import cycles, foreign_writes, imports
 
 PKG = pathlib.Path(microcompile.__file__).parent
 
-# package -> microcompile packages it may import (besides itself and COMMON). README's
-# "Where the code departs" says why frontend and transform may read `reference`.
+# package -> microcompile packages it may import (besides itself and COMMON). docs/design-departures.md
+# ("Where the code departs from the design") says why frontend and transform may read `reference`.
 ALLOWED = {
     "ir": set(),
     "tir": {"ir"},

@@ -3,7 +3,7 @@ LiteRT refuses a model that TFLM runs (e.g. the old converter's bias quantized_d
 
 `run_tflm(model, inputs, n_outputs)` runs one inference and returns the outputs in the model's order.
 Where TFLM and LiteRT both run a model but differ (FULLY_CONNECTED rounds twice in TFLM, once
-in LiteRT), microcompile follows LiteRT; README's "A second oracle" lists the differences.
+in LiteRT), microcompile follows LiteRT; docs/models.md ("The model corpus and the second oracle") lists the differences.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the README promises about the command line, each claim tested where it could fail:
+"""What the README and docs/cli.md promise about the command line, each claim tested where it could fail:
 exit code 1 on a mismatch (deploy and verify), the report's per-layer instructions and
 `benchmarks/mlperf_tiny.py --layers`, "model too big" through the CLI, and `scripts/demo`."""
 
@@ -116,7 +116,7 @@ def test_model_too_big_for_the_board_exits_2(tmp_path):
 
 @pytest.mark.qemu
 def test_scripts_demo(tmp_path):
-    """The README's first command, as it is (setup skipped: scripts/test has just run it)."""
+    """The README's first command (docs/getting-started.md), as it is (setup skipped: scripts/test has just run it)."""
     env = dict(os.environ, MICROCOMPILE_DEMO_DIR=str(tmp_path / "digits"), MICROCOMPILE_DEMO_NO_SETUP="1",
                MICROCOMPILE_DEMO_PYTHON=sys.executable)
     p = subprocess.run([str(REPO / "scripts" / "demo")], capture_output=True, text=True, env=env, timeout=900)

@@ -95,7 +95,7 @@ def test_tflm_runs_the_int8_corpus_model_exactly_as_we_do(name):
 def test_tflm_integer_lstm_differs_from_litert_by_at_most_one_step():
     """TFLM's integer LSTM is its own (gate matmuls through its FULLY_CONNECTED, LUT sigmoid and
     tanh); on the classifier's output it differs from LiteRT's by one step on a few elements.
-    We follow LiteRT bit for bit (README, "A second oracle")."""
+    We follow LiteRT bit for bit (docs/models.md, "The model corpus and the second oracle")."""
     model = (CORPUS / "keras_lstm_int8.tflite").read_bytes()
     g = load_model(CORPUS / "keras_lstm_int8.tflite")
     t = g.tensors[g.inputs[0]]

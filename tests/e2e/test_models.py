@@ -94,7 +94,7 @@ def test_cli_deploy_writes_output_and_report(tmp_path):
                       ("flash_code_bytes", int), ("flash_weights_bytes", int), ("stack_bytes", int),
                       ("widened_kernels", list)]:
         assert isinstance(report[key], kind), key
-    # The memory keys (README "Report"): the arena never below its bound, flash split in two,
+    # The memory keys (docs/report.md): the arena never below its bound, flash split in two,
     # the weights as linked (mps2-an386 has room: every kernel that can widen did).
     assert report["arena_lower_bound_bytes"] <= report["arena_bytes"]
     assert report["flash_code_bytes"] + report["flash_weights_bytes"] + report["flash_other_bytes"] == report["flash_bytes"]
