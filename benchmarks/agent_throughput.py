@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from microcompile import driver
+import microcompile as mc
+from microcompile.deploy import model_inputs
 from microcompile.device import protocol as P
 
 MODELS = Path(__file__).resolve().parent.parent.parent / "shared" / "models"
@@ -51,12 +52,14 @@ def main(argv=None) -> int:
     if not model.is_file():
         print(f"{model} not found", file=sys.stderr)
         return 2
-    board = driver.load_board(args.board)
+    board = mc.board(args.board)
+    cm = mc.compile(model, board)
     with tempfile.TemporaryDirectory(prefix="mc-agent-bench-") as tmp:
-        compiled, _, _ = driver._build_agent(model, board, Path(tmp), emulate=True, progress=lambda s: None)
-        x = driver.load_inputs(compiled.graph, None)
-        inputs = [x[n] for n in compiled.graph.inputs]
-        with driver.open_session(tmp, board, emulate=True, progress=lambda s: None, timeout=30) as s:
+        x = model_inputs(cm.graph)          # the deterministic input
+        inputs = [x[n] for n in cm.graph.inputs]
+        # the agent firmware built in tmp, on the board's QEMU twin
+        with cm.emulate(Path(tmp), timeout=30) as dev:
+            s = dev.session
             info = s.info()
             chunk = info.chunk_bytes
             rtt = _median_ms(lambda: s._request(P.CMD_STATS, b""), args.n)

@@ -15,11 +15,10 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from microcompile import driver
+import microcompile as mc
 from microcompile.project import FitError
 from microcompile.project.fit import FLASH_KEYS, RAM_KEYS
 from microcompile.schedule import kernel_set
-from microcompile.target import list_boards, load_board
 
 
 def main(argv=None) -> int:
@@ -33,14 +32,14 @@ def main(argv=None) -> int:
               f"{'of':>9} {'arena':>7} {'data+bss':>8} {'stack':>6} {'RAM':>8} {'of':>9}  fits")
     print(header)
     print("-" * len(header))
-    for name in list_boards():
-        board = load_board(name)
+    for board in mc.boards():
+        name = board.name
         if board.is_host:
             continue
         head = f"{name:<17} {board.target.core:<13} {kernel_set(board.target):<4}"
         with tempfile.TemporaryDirectory() as tmp:
             try:
-                fit = driver.build_firmware(model, board, Path(tmp) / "p", progress=lambda s: None).fit
+                fit = mc.compile(model, board).build(Path(tmp) / "p").fit
             except FitError as e:
                 print(f"{head} does not fit: {e.report.problems[0]}; would help: {e.report.hints[0] if e.report.hints else '-'}")
                 continue

@@ -5,7 +5,7 @@
 Each model is a stack of float32 3x3 convolutions (C -> C channels on a 4x4 map, so almost
 all of it is weights; 512x5 holds 11.8 M parameters, 47 MB, about a PyTorch ResNet-18),
 written with microcompile's own TFLite writer. Each is compiled for the host board
-(`driver.compile_model`: import, passes, lowering, scheduling, planning, C and weights) in a
+(`mc.compile`: import, passes, lowering, scheduling, planning, C and weights) in a
 fresh Python process, which reports its wall time and peak RSS (VmHWM; Linux). Printed per
 model: file size, compile seconds, peak RSS, and RSS above the tiny model's, per byte of
 model. Wall time depends on the machine and its load; run it on a quiet one.
@@ -26,14 +26,14 @@ import numpy as np
 # Peak RSS is VmHWM of /proc/self/status: per address space, so it starts afresh at exec
 # (ru_maxrss would carry the parent's, which holds the models it just wrote).
 _CHILD = r"""
-import json, re, sys, tempfile, time
+import json, re, sys, time
 from pathlib import Path
-from microcompile import driver
-from microcompile.target import load_board
+import microcompile as mc
+mc.compile      # loads the API's modules before the clock starts
 t0 = time.perf_counter()
-with tempfile.TemporaryDirectory() as tmp:
-    c = driver.compile_model(sys.argv[1], load_board("host"), Path(tmp))
-    weights = c.manifest["weights_bytes"]
+cm = mc.compile(sys.argv[1], "host")
+weights = cm.manifest["weights_bytes"]
+del cm          # removes its artifact directory, as leaving the temporary directory did
 elapsed = time.perf_counter() - t0
 hwm = int(re.search(r"VmHWM:\s+(\d+) kB", Path("/proc/self/status").read_text()).group(1))
 print(json.dumps({"seconds": elapsed, "rss_kib": hwm, "weights": weights}))

@@ -1,6 +1,6 @@
 """The conv2d placement knobs (pointwise, pad_split, cache_read_at, cache_write_at) measured per
 workload on the QEMU twin: instructions per kernel and scratch bytes of each value against the
-default point, every firmware checked byte for byte (tuning.Measurer: outputs and every tuned
+default point, every firmware checked byte for byte (tune.run.Measurer: outputs and every tuned
 kernel's tensor equal the reference interpreter's).
 
     PYTHONPATH=. python benchmarks/conv_knobs.py [--models DIR] [--board mps2-an386] [--only NAME ...]
@@ -19,9 +19,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from microcompile import driver, tuning
+import microcompile as mc
+from microcompile.compiler import CompileOptions, plan_model
+from microcompile.deploy import Link
 from microcompile.schedule import InvalidConfig, apply_config
-from microcompile.target import load_board
+from microcompile.autotune.run import Measurer, lowered_workloads
 
 MODELS = ("kws_ref_model", "pretrainedResnet_quant")
 # (name, knob changes against the default point, the variant it is compared with)
@@ -42,9 +44,10 @@ VARIANTS = (
 def measure(model: Path, board, work: Path) -> tuple[list, int, dict]:
     """Rows (workload, variant, count | reason, scratch, base variant), the wrong answers, and
     the model's arena bytes per variant (every conv workload it applies to at that point)."""
-    compiled, workloads = tuning.lowered_workloads(model, board)
+    _, workloads = lowered_workloads(model, board)
     convs = [w for w in workloads if w.family == "conv2d"]
-    meter = tuning.Measurer(model, board, work, compiled, emulate=True, port=None, timeout=120.0)
+    cm = mc.compile(model, board)      # the default schedules: what each candidate is measured against
+    meter = Measurer(cm.artifact, work, Link(emulate=True, timeout=120.0))
     rows, wrong, arena = [], 0, {}
     for name, change, base in VARIANTS:
         items, skipped = [], []
@@ -57,8 +60,8 @@ def measure(model: Path, board, work: Path) -> tuple[list, int, dict]:
                 continue
             items.append((w, config, trace, func.scratch_bytes))
         if items:
-            arena[name] = driver.compile_model(model, board, work / "arena",
-                                               tuned={w.key: t for w, _, t, _ in items}).plan.arena_bytes
+            arena[name] = plan_model(model, board, CompileOptions(tuned={w.key: t for w, _, t, _ in items})
+                                     ).plan.arena_bytes
         outcomes = meter.batch(0, [(w, c, t) for w, c, t, _ in items]) if items else []
         # a firmware that failed as a whole: each item alone
         outcomes = [meter(0, w, c, t) if o.status == "retry" else o for (w, c, t, _), o in zip(items, outcomes)]
@@ -78,7 +81,7 @@ def main(argv=None) -> int:
     ap.add_argument("--board", default="mps2-an386")
     ap.add_argument("--only", nargs="*", default=list(MODELS))
     args = ap.parse_args(argv)
-    board = load_board(args.board)
+    board = mc.board(args.board)
     wrong = 0
     for m in args.only:
         path = Path(args.models) / f"{m}.tflite"

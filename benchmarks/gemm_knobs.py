@@ -6,9 +6,9 @@
 For each model (default: kws_ref_model and pretrainedResnet_quant from ../shared/models) and
 each knob value (default: every non-default value of gemm_loop_order and gemm_tile), every
 conv2d workload where the value applies is measured through the tuner's measurement path
-(microcompile/tuning.py: one agent firmware per value with it on every such workload, each
+(microcompile/tune/run.py: one agent firmware per value with it on every such workload, each
 tuned kernel's tensor checked byte for byte against the reference, then profiled) next to
-the default point on the same workloads (with the im2col cap the driver gave each kernel,
+the default point on the same workloads (with the im2col cap the compiler gave each kernel,
 schedule/blocks.py). Printed: per workload, the instructions per kernel
 (QEMU -icount: instructions, not cycles) for the default and the value, and the model's
 total over its kernels of those workloads. `--base` sets knobs on both sides (e.g. `cols=25
@@ -23,10 +23,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+import microcompile as mc
+from microcompile.deploy import Link
 from microcompile.schedule import InvalidConfig, KNOBS, apply_config
 from microcompile.schedule.blocks import col_bytes_max
-from microcompile.target import load_board
-from microcompile.tuning import Measurer, lowered_workloads
+from microcompile.autotune.run import Measurer, lowered_workloads
 
 MODELS = ("kws_ref_model", "pretrainedResnet_quant")
 KNOB_VALUES = ("gemm_loop_order=columns", "gemm_tile=4x2")
@@ -46,7 +47,8 @@ def _parse(text: str):
 def measure(model: Path, board, knobs, work: Path, base: dict) -> bool:
     compiled, workloads = lowered_workloads(model, board)
     convs = [w for w in workloads if w.space is not None and w.space.family == "conv2d"]
-    m = Measurer(model, board, work, compiled, emulate=True, port=None, timeout=120.0)
+    cm = mc.compile(model, board)      # the default schedules: what each candidate is measured against
+    m = Measurer(cm.artifact, work, Link(emulate=True, timeout=120.0))
     caps = {n.name: col_bytes_max(t) for n, _, t in compiled.kernels}
     ok = True
     for name, value in knobs:
@@ -56,7 +58,7 @@ def measure(model: Path, board, knobs, work: Path, base: dict) -> bool:
         print(f"{model.stem}: {name}={value}" + "".join(f", {k}={v}" for k, v in base.items()))
         default, tuned = [], []
         for w in convs:
-            # the default as deployed: with the im2col cap the driver gave the kernel (blocks.py)
+            # the default as deployed: with the im2col cap the compiler gave the kernel (blocks.py)
             start = {**w.default, "col_bytes_max": caps.get(w.nodes[0]) or w.default["col_bytes_max"], **base}
             config = {**start, name: value}
             try:
@@ -94,7 +96,7 @@ def main(argv=None) -> int:
     ap.add_argument("--knob", nargs="*", default=list(KNOB_VALUES), help="NAME=VALUE, e.g. gemm_tile=4x2")
     ap.add_argument("--base", nargs="*", default=[], help="NAME=VALUE set on both sides, e.g. cols=25")
     args = ap.parse_args(argv)
-    board = load_board("mps2-an386")
+    board = mc.board("mps2-an386")
     knobs = [_parse(k) for k in args.knob]
     ok = True
     with tempfile.TemporaryDirectory(prefix="mc-gemm-knobs-") as tmp:

@@ -18,14 +18,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from microcompile import driver
-from microcompile.target import load_board
+import microcompile as mc
 
 MODELS = ["kws_ref_model", "pretrainedResnet_quant", "ad01_int8"]
 
 
 def boards() -> dict:
-    b = load_board("mps3-an547")
+    b = mc.board("mps3-an547")
     return {"c": dataclasses.replace(b, target=dataclasses.replace(b.target, mve=False, dsp=False)),
             "dsp": dataclasses.replace(b, target=dataclasses.replace(b.target, mve=False)),
             "mve": b}
@@ -50,7 +49,7 @@ def main(argv=None) -> int:
         counts, layers, ok, macs = {}, {}, True, 0
         for kernels, board in boards().items():
             with tempfile.TemporaryDirectory() as tmp:
-                r = driver.deploy(path, board, Path(tmp) / "p", emulate=True, progress=lambda s: None).report
+                r = mc.compile(path, board).deploy(Path(tmp) / "p", emulate=True).report
             counts[kernels], layers[kernels], macs = r["instructions"], r["layers"], r["macs"]
             ok &= r["verified"]
         ok_all &= ok

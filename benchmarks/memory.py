@@ -30,8 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from microcompile import driver
-from microcompile.errors import UserError
+import microcompile as mc
 from microcompile.frontend import load_model
 from microcompile.ir import ops
 
@@ -76,8 +75,8 @@ def main(argv=None) -> int:
             failures.append(f"{name} missing")
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            r = driver.deploy(path, "mps2-an386", Path(tmp) / name, emulate=True, progress=lambda s: None).report
-        narrow = driver.plan_model(path, "mps2-an386", flash_budget=1).manifest["weights_bytes"]
+            r = mc.compile(path, "mps2-an386").deploy(Path(tmp) / name, emulate=True).report
+        narrow = mc.compile(path, "mps2-an386", flash_budget=1).manifest["weights_bytes"]
         own = model_tensor_bytes(path)
         today = TODAY[name][0]
         # The target's "code" is all flash but the weights: our program plus "other" (the
@@ -107,8 +106,8 @@ def main(argv=None) -> int:
                 continue
             with tempfile.TemporaryDirectory() as tmp:
                 try:
-                    r = driver.deploy(path, "stm32", Path(tmp) / name, emulate=True, progress=lambda s: None).report
-                except UserError as e:
+                    r = mc.compile(path, "stm32").deploy(Path(tmp) / name, emulate=True).report
+                except mc.UserError as e:
                     print(f"  {name:<24} does not fit: {e.message}")
                     failures.append(f"{name} does not fit stm32")
                     continue

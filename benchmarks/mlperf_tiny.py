@@ -19,8 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from microcompile import driver
-from microcompile.errors import UserError
+import microcompile as mc
 
 # TFLM + CMSIS-NN on the same QEMU set-up at -O2 (BENCHMARK.md): instructions, arena_used_bytes,
 # code+rodata excluding the model array, and the TFLM portable-reference-kernel instructions.
@@ -59,8 +58,8 @@ def main(argv=None) -> int:
             continue
         with tempfile.TemporaryDirectory() as tmp:
             try:
-                r = driver.deploy(path, args.board, Path(tmp) / name, emulate=True, progress=lambda s: None).report
-            except UserError as e:
+                r = mc.compile(path, args.board).deploy(Path(tmp) / name, emulate=True).report
+            except mc.UserError as e:
                 print(f"{name:<24} error: {e.message}")
                 all_ok = False
                 continue

@@ -28,8 +28,6 @@ time step.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import sys
 import tempfile
 from pathlib import Path
@@ -39,8 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "ir"), str(ROOT / "tests" / "lower")]
 
-from microcompile import driver  # noqa: E402
-from microcompile.errors import UserError  # noqa: E402
+import microcompile as mc  # noqa: E402
 
 CORPUS = ROOT / "tests" / "fixtures" / "corpus"
 # (op, dtypes, fixed plan choices): everything else from the plan's first case, seed 1.
@@ -85,12 +82,9 @@ def _calibration(path: Path, tmp: Path) -> Path:
     return out
 
 
-def _deploy(path: Path, board: str, activations: str | None, tmp: Path) -> driver.DeployResult:
-    if activations is None:
-        return driver.deploy(path, board, tmp / "project", emulate=True, progress=lambda s: None)
-    with contextlib.redirect_stderr(io.StringIO()):   # the calibration progress bar
-        return driver.deploy(path, board, tmp / "project", emulate=True, progress=lambda s: None, quantize="int8",
-                             calibration=_calibration(path, tmp), activations=activations)
+def _deploy(path: Path, board: str, activations: str | None, tmp: Path) -> mc.DeployResult:
+    model = path if activations is None else mc.quantize(path, _calibration(path, tmp), activations=activations)
+    return mc.compile(model, board).deploy(tmp / "project", emulate=True)
 
 
 def _kernel_cases():
@@ -174,11 +168,11 @@ def main(argv=None) -> int:
             with tempfile.TemporaryDirectory() as tmp:
                 try:
                     res = _deploy(CORPUS / file, board, activations, Path(tmp))
-                except UserError as e:
+                except mc.UserError as e:
                     print(f"{name:<22} error: {e.message}")
                     all_ok = False
                     continue
-            r, graph = res.report, res.compiled.graph
+            r, graph = res.report, res.built.compiled.graph
             all_ok &= r["verified"]
             print(f"{name:<22} {r['macs']:>9,} {r['instructions']:>13,} {r['instructions'] / max(r['macs'], 1):>9.2f} "
                   f"{r['arena_bytes']:>7,} {r['state_bytes']:>6,} {r['flash_bytes'] - r['weights_bytes']:>7,} "

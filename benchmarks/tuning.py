@@ -41,22 +41,23 @@ import tempfile
 import time
 from pathlib import Path
 
-from microcompile import driver, tuning
+import microcompile as mc
 from microcompile.errors import UserError
-from microcompile.autotune import COST_MODELS, check_cost_model, read_records
+from microcompile.autotune import COST_MODELS, Budget, check_cost_model, read_records
+from microcompile.autotune.run import lowered_workloads, parse_arena_budget
 
 # TFLM + CMSIS-NN instructions on the same QEMU set-up at -O2 (BENCHMARK.md).
 PEER = {"kws_ref_model": 7_697_361, "pretrainedResnet_quant": 29_860_944, "ad01_int8": 582_955}
 # TFLM's arena_used_bytes for the same models (BENCHMARK.md; benchmarks/mlperf_tiny.py prints them).
 TFLM_ARENA = {"kws_ref_model": 22_820, "pretrainedResnet_quant": 54_996, "ad01_int8": 2_580}
 GOAL = 0.45
-QUIET = lambda s: None  # noqa: E731
 
 
 def _deploy(path, board, out, records=None):
     """(instructions, bit-exact, arena bytes) of one inference on the QEMU twin."""
-    d = driver.deploy(path, board, out, emulate=True, progress=QUIET, records=records)
-    return d.report["instructions"], d.report["verified"], d.compiled.plan.arena_bytes
+    cm = mc.compile(path, board, records=records)
+    d = cm.deploy(out, emulate=True)
+    return d.report["instructions"], d.report["verified"], cm.memory.arena_bytes
 
 
 def _tune(path, board, records: Path, trials: int, jobs: int, *, strategy="model", cost_model="ridge",
@@ -65,10 +66,12 @@ def _tune(path, board, records: Path, trials: int, jobs: int, *, strategy="model
     wall seconds over every run that measured this file)."""
     clock = records.with_name(records.name + ".time.json")
     spent = json.loads(clock.read_text())["seconds"] if clock.is_file() and records.is_file() else 0.0
+    cm = mc.compile(path, board)    # the default schedules (tune compiles them again, inside the clock)
+    options = mc.TuneOptions(Budget(trials, None), jobs=jobs, resume=True, strategy=strategy, batch=batch,
+                             cost_model=cost_model, arena_budget=arena_budget)
     start = time.monotonic()
-    result, workloads = tuning.tune_model(path, board, records, budget=tuning.Budget(trials, None), emulate=True,
-                                          jobs=jobs, strategy=strategy, cost_model=cost_model, progress=QUIET,
-                                          bar=False, batch=batch, resume=True, arena_budget=arena_budget)
+    tuned = mc.tune(cm, records=records, link=mc.Link(emulate=True), options=options)
+    result, workloads = tuned.result, tuned.workloads
     if result.trials:                 # this run measured something: its time counts
         spent += time.monotonic() - start
     if not result.interrupted:
@@ -166,7 +169,7 @@ def _arena_budget(text: str, name: str):
     t = text.strip().lower()
     if t == "tflm":
         return TFLM_ARENA[name]
-    return tuning.parse_arena_budget(None if t == "default" else text)
+    return parse_arena_budget(None if t == "default" else text)
 
 
 def _run(args) -> int:
@@ -187,7 +190,7 @@ def _run(args) -> int:
             default, ok0, arena0 = _deploy(path, args.board, Path(tmp) / name / "default")
             trials = args.trials
             if trials is None:
-                _, workloads = tuning.lowered_workloads(path, driver.load_board(args.board))
+                _, workloads = lowered_workloads(path, mc.board(args.board))
                 trials = args.per_workload * len(workloads)
             common = dict(cost_model=args.cost_model, batch=args.batch,
                           arena_budget=_arena_budget(args.arena_budget, name))
