@@ -66,11 +66,17 @@ def _cmd_deploy(args) -> int:
         raise UserError("--quantize int8 needs --calibration", hint="pass a .npz/.npy of input samples or a directory")
     _check_outputs(args)
     project_dir = api.check_project_dir(args.project_dir or Path("build") / Path(args.model).stem)
+    inputs = api.read_inputs(args.input) if args.input else None
     dump = None
     if args.dump_ir:
         from .ir.printer import print_graph
 
         dump = lambda name, g: _print(f"--- after {name} ---\n{print_graph(g)}")  # noqa: E731
+    link = api.Link(emulate=args.emulate, port=args.port, probe=args.probe, timeout=args.timeout)
+    board = api.board(args.board)
+    api.check_link(board, link, agent=args.agent or bool(args.port))
+    build = api.BuildOptions(emulate=args.emulate, arena_region=args.arena_region, weights_region=args.weights_region)
+    api.check_build_options(board, build)
     model, quantized = args.model, None
     shapes = parse_input_shapes(args.input_shape)
     if args.quantize:
@@ -78,11 +84,10 @@ def _cmd_deploy(args) -> int:
         _PROGRESS(f"[quantize] {args.model} ({scheme})")
         quantized = api.quantize(args.model, args.calibration, activations=args.activations, input_shapes=shapes)
         model, shapes = quantized, None
-    link = api.Link(emulate=args.emulate, port=args.port, probe=args.probe, timeout=args.timeout)
-    cm = api.compile(model, args.board, records=args.records, input_shapes=shapes, name=Path(args.model).stem,
+    cm = api.compile(model, board, records=args.records, input_shapes=shapes, name=Path(args.model).stem,
                      flash_budget=parse_bytes(args.flash_budget, "--flash-budget"), progress=_PROGRESS, dump_ir=dump)
-    result = cm.deploy(project_dir, inputs=args.input, agent=args.agent, link=link, progress=_PROGRESS,
-                       options=api.BuildOptions(arena_region=args.arena_region, weights_region=args.weights_region))
+    result = cm.deploy(project_dir, inputs=inputs, agent=args.agent, link=link, progress=_PROGRESS,
+                       options=build)
     if quantized is not None:   # keep the quantized model the firmware was built from, next to it
         _save_quantized(quantized, project_dir, f"{Path(args.model).stem}_{quantized.options.scheme}.tflite")
     r = result.report
@@ -162,10 +167,13 @@ def _cmd_inspect(args) -> int:
 
 
 def _compiled(args):
-    """The model of a device command (run, profile, verify), compiled for --board."""
+    """The model of a device command (run, profile, verify), compiled for --board, after the
+    link to the device is checked (a missing port is found before a minute of compiling)."""
     from . import api
 
-    return api.compile(args.model, args.board, records=getattr(args, "records", None), progress=_PROGRESS)
+    board = api.board(args.board)
+    api.check_link(board, _link(args))
+    return api.compile(args.model, board, records=getattr(args, "records", None), progress=_PROGRESS)
 
 
 def _link(args):
@@ -194,7 +202,8 @@ def _cmd_verify(args) -> int:
 
     _check_outputs(args)
     project_dir = _project_dir(args)
-    result = _compiled(args).verify(project_dir, inputs=args.input, link=_link(args), progress=_PROGRESS)
+    inputs = api.read_inputs(args.input) if args.input else None
+    result = _compiled(args).verify(project_dir, inputs=inputs, link=_link(args), progress=_PROGRESS)
     if args.report:
         api.write_report(result.report, args.report)
     _print(result.table)
@@ -208,9 +217,11 @@ def _cmd_run(args) -> int:
     if args.repeat and args.input is None:      # before a minute of building
         raise UserError("--repeat needs --input with a batch of samples", hint="np.save('x.npy', batch)")
     project_dir = _project_dir(args)
+    inputs = api.read_inputs(args.input) if args.input else None
+    labels = api.read_inputs(args.labels, "labels file").arrays if args.labels else None
     cm = _compiled(args)
     with _device(cm, args, project_dir) as dev:
-        result = dev.check(args.input, args.labels, count=args.repeat)
+        result = dev.check(inputs, labels, count=args.repeat)
     r = result.report
     if args.output:
         api.save_outputs(result.outputs, args.output)
@@ -243,10 +254,11 @@ def _cmd_profile(args) -> int:
         raise UserError(f"cannot write the plot {args.plot}: unknown format {fmt!r}",
                         hint=f"end the file name with one of {', '.join('.' + f for f in PLOT_FORMATS)}")
     project_dir = _project_dir(args)
+    inputs = api.read_inputs(args.input) if args.input else None
     cm = _compiled(args)
     device = _device(cm, args, project_dir)
     with device as dev:
-        prof = dev.profile(args.input)
+        prof = dev.profile(inputs)
     sizes = device.built.sizes
     footer = [f"arena {cm.memory.arena_bytes:,} bytes, flash {sizes.flash:,} bytes, "
               f"RAM {sizes.ram:,} bytes (static; agent frame buffers and stack included)",
@@ -266,16 +278,17 @@ def _cmd_tune(args) -> int:
     from .autotune.run import format_result, parse_arena_budget, parse_budget
 
     budget = parse_budget(args.trials, args.budget)
-    api.check_output(args.records, "--records file")    # before any work
     options = api.TuneOptions(budget, jobs=args.jobs, resume=args.resume, strategy=args.strategy, seed=args.seed,
                               batch=args.batch, cost_model=args.cost_model,
                               scratch_budget=parse_bytes(args.scratch_budget, "--scratch-budget"),
                               arena_budget=parse_arena_budget(args.arena_budget), executor=args.executor,
                               address=args.address, work_dir=args.project_dir, ports=tuple(args.port or ()),
                               probes=tuple(args.probe or ()))
-    cm = api.compile(args.model, args.board, progress=_PROGRESS)
-    records = api.tune(cm, records=args.records, options=options,
-                       link=api.Link(emulate=args.emulate, timeout=args.timeout), progress=_PROGRESS)
+    link = api.Link(emulate=args.emulate, timeout=args.timeout)
+    board = api.board(args.board)
+    api.check_tune(board, args.records, options, link)     # before any work
+    cm = api.compile(args.model, board, progress=_PROGRESS)
+    records = api.tune(cm, records=args.records, options=options, link=link, progress=_PROGRESS)
     _print(format_result(records.result, records.workloads))
     _print(f"records      {args.records} (deploy/run/profile --records {args.records})")
     return 130 if records.result.interrupted else 0

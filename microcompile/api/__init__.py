@@ -4,11 +4,11 @@ boards, and the objects they return."""
 from ..compiler import CompileOptions  # noqa: F401
 from ..deploy import BuildOptions, DeployResult, Link, SamplesResult, VerifyResult  # noqa: F401
 from ..autotune.run import TuneOptions  # noqa: F401
-from .boards import board, board_info, boards, flash  # noqa: F401
-from .files import check_output, check_project_dir, save_outputs, write_in_project, write_report  # noqa: F401
+from .boards import board, board_info, boards, check_build_options, check_link, flash  # noqa: F401
+from .files import check_output, check_project_dir, read_inputs, save_outputs, write_in_project, write_report  # noqa: F401
 from .device import Device, Profile  # noqa: F401
 from .firmware import Firmware  # noqa: F401
 from .model import CompiledModel, Inspection, compile, inspect, list_ops  # noqa: F401
 from .quantize import Quantized, quantize  # noqa: F401
 from .tensors import TensorSpec  # noqa: F401
-from .tune import Records, tune  # noqa: F401
+from .tune import Records, check_tune, tune  # noqa: F401

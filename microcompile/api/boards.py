@@ -43,3 +43,17 @@ def flash(firmware, board: str | None = None, probe: str | None = None):
     board's probe (`microcompile flash`); returns what was flashed with which runner."""
     from ..project import flash as flash_project
     return flash_project(firmware, board=board, probe=probe)
+
+
+def check_link(board: Board, link, agent: bool = True) -> None:
+    """Before any work: refuse a link the board cannot have (--emulate without a twin, a port on
+    the host, --emulate with --port), and on a real board find its serial port now."""
+    from ..deploy import check_target
+    check_target(board, link, agent)
+
+
+def check_build_options(board: Board, options) -> None:
+    """Before any work: the memory regions of `options` (BuildOptions) exist on the board and can
+    hold what they are asked to (project.placement)."""
+    from ..project import placement
+    placement(board, options.arena_region, options.weights_region, emulated=options.emulate)

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import deploy
 from ..deploy import Built, Link
-from ..deploy.inputs import model_batch, model_inputs
+from ..deploy.inputs import InputFile, model_batch, model_inputs
 from ..errors import UserError
 from ..files import load_arrays
 from ..report import profile as profile_report
@@ -163,13 +163,15 @@ class Device:
     def _samples(self, inputs, count: int | None = None) -> tuple[list[dict[str, np.ndarray]], bool]:
         """The samples in `inputs` and whether it was a batch."""
         if isinstance(inputs, (str, os.PathLike)):
-            inputs = load_arrays(inputs, "input file")
+            inputs = InputFile.read(inputs)
         if inputs is not None and (count is not None or self._is_batch(inputs)):
             return model_batch(self._graph, inputs, count, note=self._progress), True
         return [model_inputs(self._graph, inputs, note=self._progress)], False
 
     def _is_batch(self, inputs) -> bool:
         first = self._graph.tensors[self._graph.inputs[0]]
+        if isinstance(inputs, InputFile):
+            inputs = inputs.arrays
         if isinstance(inputs, dict):
             a = inputs.get(first.name)
         elif isinstance(inputs, np.ndarray):

@@ -47,3 +47,11 @@ def write_in_project(project_dir, name: str, data: bytes) -> Path:
 
     OutputTree(Path(project_dir)).write(name, data)
     return Path(project_dir) / name
+
+
+def read_inputs(path, what: str = "input file"):
+    """Read a .npy/.npz file now (a bad file is an error before any work); the result is
+    accepted wherever inputs are (its `arrays`: one array, or {name: array})."""
+    from ..deploy.inputs import InputFile
+    from ..files import load_arrays
+    return InputFile(Path(path), load_arrays(path, what))

@@ -26,6 +26,11 @@ class Firmware:
         return host if self.built.board.is_host else self.project_dir / "firmware.elf"
 
     @property
+    def compiled(self):
+        """The compiled model the firmware holds (graph, plan, kernels)."""
+        return self.built.compiled
+
+    @property
     def sizes(self):
         return self.built.sizes
 

@@ -17,10 +17,12 @@ from .. import deploy, project
 from ..compiler import CompileOptions, compile_model
 from ..deploy import Artifact, BuildOptions, Link
 from ..deploy.inputs import model_inputs
+from ..errors import UserError
 from ..ir import Graph
 from ..ir.summary import format_pass_effects, format_table, layer_table, pass_effects
 from ..memory import MemoryPlan
 from ..reference import interp
+from ..schedule import ScheduleError
 from ..target import Board
 from .boards import board as board_named
 from .cache import project_cache_dir
@@ -90,6 +92,13 @@ def compile(model, board: str | Board, *, records=None, input_shapes: dict | Non
     directory = tempfile.mkdtemp(prefix="microcompile-artifact-")
     try:
         compiled = compile_model(source, b, Path(directory), options)
+    except ScheduleError as e:
+        shutil.rmtree(directory, ignore_errors=True)
+        if not tuned:
+            raise
+        raise UserError(f"a record of {records} does not replay on this model: {e}",
+                        hint="records are tied to microcompile's loop and buffer names; tune again with this "
+                             "version") from None
     except BaseException:
         shutil.rmtree(directory, ignore_errors=True)
         raise

@@ -97,3 +97,10 @@ def tune(model, trials: int | None = 200, jobs: int = 1, *, records=None, minute
         options = replace(options, resume=True)
     result, workloads = tune_model(model.artifact, path, options, link or Link(emulate=True), progress=progress)
     return Records(path, result, workloads)
+
+
+def check_tune(board: Board, records, options: TuneOptions, link: Link | None = None) -> None:
+    """Before any work: what `tune` would refuse (the link, boards, jobs, cost model, executor,
+    the records file and the work directory)."""
+    from ..autotune.run import check_request
+    check_request(board, records, options, link or Link(emulate=True))

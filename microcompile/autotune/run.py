@@ -304,31 +304,10 @@ def tune_model(default: Artifact, records_path, options: TuneOptions, link: Link
     link.port) name them, one job per board (tune/boards.py); with one job and none given, the
     one attached board."""
     board = default.board
-    ports = list(options.ports or ([link.port] if link.port else []))
-    probes = list(options.probes)
     emulate = link.emulate
-    deploy.check_target(board, Link(emulate, ports[0] if ports else None))
-    if probes and (emulate or board.is_host):
-        raise UserError("--probe names a real board's debug probe", hint="drop --probe, or drop --emulate")
-    if len(ports) > 1 and (emulate or board.is_host):
-        raise UserError("several --port are several real boards", hint="drop --port")
-    if options.jobs < 1:
-        raise UserError(f"--jobs {options.jobs}: needs at least one job")
-    check_cost_model(options.cost_model)
-    if options.executor not in EXECUTORS:
-        raise UserError(f"unknown executor {options.executor!r}", hint=f"one of {', '.join(EXECUTORS)}")
-    if options.address is not None and options.executor != "ray":
-        raise UserError("--address is the Ray cluster's address", hint="add --executor ray")
-    boards = None
-    if not emulate and not board.is_host and options.executor == "local":
-        boards = resolve_boards(board, options.jobs, ports, probes)
-        if len(boards) > 1:
-            progress(f"[tune] {len(boards)} boards: {', '.join(map(str, boards))}")
-    elif not emulate and not board.is_host:     # Ray: each task finds the board of its node
-        boards = [BoardLink(probes[0] if probes else None, ports[0] if ports else None)]
-    records_path = check_output_file(records_path, "--records file")   # before any work; never a link
-    if work_dir is not None:
-        _check_work_dir(Path(work_dir), jobs)
+    records_path, boards = check_request(board, records_path, options, link)
+    if boards is not None and len(boards) > 1:
+        progress(f"[tune] {len(boards)} boards: {', '.join(map(str, boards))}")
     previous = []
     env = environment(board)
     if records_path.exists() and records_path.stat().st_size > 0:
@@ -380,6 +359,36 @@ def tune_model(default: Artifact, records_path, options: TuneOptions, link: Link
                           hint=f"check the boards and their probes; the {result.trials} measurement(s) made are in "
                                f"{records_path}, and `tune ... --resume` continues it")
     return result, workloads
+
+
+def check_request(board: Board, records_path, options: TuneOptions, link: Link) -> tuple[Path, list | None]:
+    """Before any work: refuse what cannot be tuned as asked (the link, probes and ports,
+    jobs, cost model, executor, the records file and the work directory). Returns the records
+    path and, on real boards, one BoardLink per job (tune/boards.py; None on QEMU or the host)."""
+    ports = list(options.ports or ([link.port] if link.port else []))
+    emulate = link.emulate
+    deploy.check_target(board, Link(emulate, ports[0] if ports else None))
+    if options.probes and (emulate or board.is_host):
+        raise UserError("--probe names a real board's debug probe", hint="drop --probe, or drop --emulate")
+    if len(ports) > 1 and (emulate or board.is_host):
+        raise UserError("several --port are several real boards", hint="drop --port")
+    if options.jobs < 1:
+        raise UserError(f"--jobs {options.jobs}: needs at least one job")
+    check_cost_model(options.cost_model)
+    if options.executor not in EXECUTORS:
+        raise UserError(f"unknown executor {options.executor!r}", hint=f"one of {', '.join(EXECUTORS)}")
+    if options.address is not None and options.executor != "ray":
+        raise UserError("--address is the Ray cluster's address", hint="add --executor ray")
+    records_path = check_output_file(records_path, "--records file")   # never a link
+    if options.work_dir is not None:
+        _check_work_dir(Path(options.work_dir), options.jobs)
+    probes = list(options.probes)
+    if emulate or board.is_host:
+        return records_path, None
+    if options.executor == "local":
+        return records_path, resolve_boards(board, options.jobs, ports, probes)
+    # Ray: each task finds the board of its node
+    return records_path, [BoardLink(probes[0] if probes else None, ports[0] if ports else None)]
 
 
 def _check_work_dir(work_dir: Path, jobs: int) -> None:

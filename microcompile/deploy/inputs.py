@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,19 @@ from ..ir.budget import elements
 from ..quantization.ptq import quantize_array
 
 Note = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """A .npy/.npz file's arrays, read once (`read`), so that a bad file is found before any
+    work and messages still name the file."""
+
+    path: Path
+    arrays: object          # one ndarray, or {name: ndarray}
+
+    @classmethod
+    def read(cls, path) -> InputFile:
+        return cls(Path(path), load_arrays(path, "input file"))
 
 
 def deterministic_input(shape, dtype: str) -> np.ndarray:
@@ -79,8 +93,9 @@ def _arrays(graph: Graph, given) -> tuple[dict[str, np.ndarray], str]:
     """{input name: array} from what the user gave, and how messages name it."""
     names = list(graph.inputs)
     if isinstance(given, (str, os.PathLike)):
-        where = str(Path(given))
-        loaded = load_arrays(given, "input file")
+        given = InputFile.read(given)
+    if isinstance(given, InputFile):
+        where, loaded = str(given.path), given.arrays
     else:
         where, loaded = "the inputs given", given
     if isinstance(loaded, (np.ndarray, list, tuple)):
@@ -121,7 +136,7 @@ def _conform(t: Tensor, a, where: str, note: Note | None) -> np.ndarray:
                  f"{t.quant.scale[0]:.6g} and zero point {t.quant.zero_point[0]}")
         check_finite_inputs({t.name: a}, where)
         return quantize_array(a, t.quant, t.dtype)
-    if t.dtype == "float32" and a.dtype.kind in "fiu":
+    if t.dtype == "float32" and a.dtype.kind == "f":   # numpy's default float64 included
         return a.astype(np.float32)
     if want.kind == "i" and a.dtype.kind in "iu":
         info = np.iinfo(want)
@@ -130,7 +145,8 @@ def _conform(t: Tensor, a, where: str, note: Note | None) -> np.ndarray:
                             f"[{info.min}, {info.max}]", hint=f"give {t.dtype} values, or float values, which are "
                                                              "quantized with the input's scale and zero point")
         return a.astype(want)
-    raise UserError(f"input {shown(t.name)!r} in {where} is {a.dtype}, the model takes {want}",
+    raise UserError(f"input {shown(t.name)!r} in {where} is {a.dtype}{list(a.shape)}, but the model expects "
+                    f"{want}{list(t.shape)}",
                     hint="give float values (quantized with the input's scale and zero point for an integer input) "
                          f"or {want} values")
 

@@ -20,7 +20,7 @@ from microcompile.errors import UserError
 from microcompile.target import load_board
 from microcompile.autotune import Budget, Outcome, RecordWriter, read_records, tune
 from microcompile.autotune.boards import BoardLink, resolve_boards
-from tests.tune.test_tune_units import ENV, _W, _cost, _schedule
+from tests.autotune.test_tune_units import ENV, _W, _cost, _schedule
 
 STM32 = load_board("nucleo-f446re")
 A, B = "0671FF495457725187074012", "066DFF555054877567014727"     # the probes fake_runners.ST_INFO_TWO lists
@@ -142,6 +142,7 @@ def flash_tools(tmp_path, monkeypatch):
 
 def test_each_board_flashes_with_its_probe_and_a_failing_one_is_lost(tmp_path, flash_tools):
     from microcompile.autotune import run as tuning
+    from support import flows
     from microcompile.schedule import apply_config
     from tests.e2e import multi_op_models as M
 

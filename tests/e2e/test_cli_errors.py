@@ -66,8 +66,7 @@ def test_unknown_board(tiny_model, tmp_path):
 
 @pytest.mark.parametrize("array, what", [
     (np.zeros((1, 7), np.float32), "[1, 7]"),            # wrong shape
-    (np.zeros((1, 8), np.int8), "int8"),                 # wrong dtype
-    (np.zeros((1, 8), np.float64), "float64"),
+    (np.zeros((1, 8), np.int8), "int8"),                 # integers for a float input: refused, not guessed at
 ])
 def test_input_with_wrong_shape_or_dtype(tiny_model, tmp_path, array, what):
     x = tmp_path / "x.npy"
@@ -75,6 +74,13 @@ def test_input_with_wrong_shape_or_dtype(tiny_model, tmp_path, array, what):
     p = run_cli("deploy", tiny_model, "--board=host", "--input", x, "-o", tmp_path / "out")
     assert p.returncode == 2
     assert what in p.stderr and "float32[1, 8]" in p.stderr
+
+
+def test_float64_input_for_a_float32_model_is_taken(tiny_model, tmp_path):
+    """numpy's default float64 (np.random.rand, np.array([...])) is converted, not refused."""
+    np.save(tmp_path / "x.npy", np.full((1, 8), 0.25))
+    p = run_cli("deploy", tiny_model, "--board=host", "--input", tmp_path / "x.npy", "-o", tmp_path / "out")
+    assert p.returncode == 0 and "outputs match reference: yes" in p.stdout, p.stderr
 
 
 def _path_without(tmp_path, *tools) -> str:

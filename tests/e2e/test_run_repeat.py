@@ -35,7 +35,7 @@ def test_repeat_over_one_session_with_labels(tmp_path):
     p = subprocess.run([sys.executable, "-m", "microcompile", "run", str(path), "--board=host", "--input",
                         str(tmp_path / "x.npy"), "--repeat", "9", "-o", str(tmp_path / "p")],
                        capture_output=True, text=True, timeout=600)
-    assert p.returncode == 2 and "--repeat 9 but" in p.stderr and "Traceback" not in p.stderr
+    assert p.returncode == 2 and "9 samples asked for but" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_deploy_with_the_agent_reports_like_deploy(tmp_path):

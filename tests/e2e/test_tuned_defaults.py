@@ -163,7 +163,7 @@ def test_the_tuners_default_point_is_what_deploy_builds():
     """The tuner measures each workload's default point as the bar a record must beat: for a
     conv whose block the driver grew, that point carries the grown cap, so replaying it gives
     the kernel deploy builds without records (not the 1 KiB block)."""
-    from microcompile import tuning
+    from microcompile.autotune import run as tuning
     from microcompile.schedule import apply_config
     board = load_board(BOARD)
     compiled, workloads = tuning.lowered_workloads(model_path("pretrainedResnet_quant"), board)

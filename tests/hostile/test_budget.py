@@ -280,7 +280,7 @@ def test_fold_constants_pass_refuses_what_would_pass_its_total(monkeypatch):
 def test_scheduled_constants_are_taken_from_the_schedule_stage_total(monkeypatch, tmp_path):
     """Each layer's scheduled constants (its weights, repacked, and their int16 copy) add up;
     with the budget scaled down to 64 KiB, the third 96x96 int8 layer is refused."""
-    from microcompile import driver
+    from microcompile.compiler import compile_graph
     from microcompile.ir import Graph, Node, QuantParams
     from microcompile.target import load_board
 
@@ -297,7 +297,7 @@ def test_scheduled_constants_are_taken_from_the_schedule_stage_total(monkeypatch
     g = Graph("mlp", t, tuple(nodes), ("x",), ("h3",))
     monkeypatch.setattr(budget, "TOTAL_BYTES", 64 << 10)
     with pytest.raises(ModelFormatError) as e:
-        driver.compile_graph(g, load_board("mps2-an386"), tmp_path)
+        compile_graph(g, load_board("mps2-an386"), tmp_path)
     # per layer: int8 weights in panels (9,216) + their int16 copy (18,432) + the bias of each (2 x 384)
     assert e.value.message.startswith("layer 'fc2' (fully_connected): 28,416 bytes (27.8 KiB) after 56,832 bytes "
                                       "(55.5 KiB) made by scheduling (weights repacked, int16 copies): more than the "

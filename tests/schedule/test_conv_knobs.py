@@ -217,6 +217,7 @@ def _measure(model, board, tmp_path, points):
     """Each (knob changes) point, one firmware per batch of distinct workloads: outputs and every
     tuned kernel's tensor must equal the reference interpreter's bytes (tuning.Measurer)."""
     from microcompile.autotune import run as tuning
+    from support import flows
 
     compiled, workloads = tuning.lowered_workloads(model, board)
     meter = flows.measurer(model, board, tmp_path / "work", compiled, emulate=True, port=None, timeout=120.0)

@@ -186,7 +186,7 @@ def test_knob_values_are_bit_exact_on_cortex_m4(model_file, tmp_path, knob, valu
     from support import flows
     from microcompile.schedule import knob_space
     from microcompile.autotune.records import RecordWriter, environment, record
-    from microcompile.tuning import lowered_workloads
+    from microcompile.autotune.run import lowered_workloads
 
     board = load_board("mps2-an386")
     compiled, workloads = lowered_workloads(model_file, board)
