@@ -369,7 +369,11 @@ def _cmd_flash(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="microcompile", description="Compile TFLite models to C for microcontrollers.")
+    from . import __version__
+
+    p = argparse.ArgumentParser(prog="microcompile",
+                                description="Compile TFLite and ONNX models to C for microcontrollers.")
+    p.add_argument("--version", action="version", version=f"microcompile {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("deploy", help="compile, build, run on a board (or its emulated twin) and verify")
