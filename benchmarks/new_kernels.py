@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "ir"), str(ROOT / "tests" / "lower")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]   # this checkout, and the tests' shared helpers (tests/support)
 
 import microcompile as mc  # noqa: E402
 
@@ -89,7 +89,7 @@ def _deploy(path: Path, board: str, activations: str | None, tmp: Path) -> mc.De
 
 def _kernel_cases():
     import importlib
-    from op_cases import cases
+    from support.op_cases import cases
 
     for family in ("op_cases_s16", "op_cases_recurrent"):   # they add their plans to op_cases'
         importlib.import_module(family)
@@ -107,8 +107,8 @@ def _kernel_cases():
 
 def kernel_table(board: str) -> bool:
     """One firmware with every KERNELS case side by side on `board`; prints one row per kernel."""
-    from op_cases import build_graph, random_inputs
-    from qemu_cases import deploy_graph, merge_graphs
+    from support.op_cases import build_graph, random_inputs
+    from support.qemu_cases import deploy_graph, merge_graphs
     from microcompile.ir import ops
 
     all_cases = _kernel_cases()

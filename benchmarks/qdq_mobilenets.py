@@ -21,13 +21,13 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "frontend"))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]   # this checkout, and the tests' shared helpers (tests/support)
 
 import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static  # noqa: E402
 
-import qdq_layers  # noqa: E402
+from support import qdq_layers  # noqa: E402
 from microcompile.frontend.onnx import load_onnx  # noqa: E402
 from microcompile.reference import interp  # noqa: E402
 from microcompile.transform import pipeline  # noqa: E402

@@ -16,7 +16,7 @@ import unicodedata
 
 import pytest
 
-from hostile.names import PAYLOADS, random_name
+from support.names import PAYLOADS, random_name
 from microcompile import escape
 
 COUNT = 3000          # random strings per destination in the default run

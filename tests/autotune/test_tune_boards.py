@@ -126,7 +126,7 @@ def flash_tools(tmp_path, monkeypatch):
     """Fake flash tools first on PATH (the real make and gcc after them, for the build); st-info
     lists probes A and B, st-flash writes through A and fails through B."""
     from microcompile.project import flash_runners as fr
-    from tests.project import fake_runners as fake
+    from support import fake_runners as fake
 
     bin_dir = fake.install(tmp_path, ["st-flash", "st-info", "openocd", "STM32_Programmer_CLI"])
     monkeypatch.setenv("PATH", f"{bin_dir}:{fake.ORIGINAL_PATH}")
@@ -144,7 +144,7 @@ def test_each_board_flashes_with_its_probe_and_a_failing_one_is_lost(tmp_path, f
     from microcompile.autotune import run as tuning
     from support import flows
     from microcompile.schedule import apply_config
-    from tests.e2e import multi_op_models as M
+    from support import multi_op_models as M
 
     bin_dir, fake = flash_tools
     model = M.write("residual_int8", tmp_path)

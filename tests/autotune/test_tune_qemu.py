@@ -20,7 +20,7 @@ from microcompile.target import load_board
 from microcompile.tir.nodes import BinOp, Buffer, Cast, For, IntImm, Load, PrimFunc, SeqStmt, Store, Var
 from microcompile.autotune import Budget, RecordWriter, read_records, tune
 from microcompile.autotune.records import environment
-from tests.e2e import multi_op_models as M
+from support import multi_op_models as M
 
 BOARD = load_board("mps2-an386")
 QUIET = lambda s: None  # noqa: E731

@@ -12,7 +12,7 @@ import pytest
 import microcompile as mc
 from microcompile.errors import UserError
 from microcompile.autotune import Budget, read_records
-from tests.e2e import multi_op_models as M
+from support import multi_op_models as M
 from tests.skip_budget import NO_RAY
 
 

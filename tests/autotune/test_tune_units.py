@@ -19,7 +19,7 @@ from microcompile.target import load_board
 from microcompile.autotune import (Budget, Environment, Outcome, RecordWriter, extract_workloads, make_search,
                               read_records, record, select, tune, workload_key)
 from microcompile.autotune.run import parse_budget
-from tests.e2e import multi_op_models as M
+from support import multi_op_models as M
 
 DSP = load_board("mps2-an386")
 PLAIN = load_board("mps2-an385")

@@ -14,11 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from c_harness import RUNTIME, compile_graph, run_on_host
-from op_cases import build_graph, cases
+from support.c_harness import RUNTIME, compile_graph, run_on_host
+from support.op_cases import build_graph, cases
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lower"))
-from lower_cases import hybrid_conv_graph  # noqa: E402
+from support.lower_cases import hybrid_conv_graph  # noqa: E402
 from microcompile.codegen.c_emitter import float_literal
 from microcompile.escape import c_string
 from microcompile.ir import Graph, Node, QuantParams, Tensor, verify

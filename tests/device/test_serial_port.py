@@ -12,7 +12,7 @@ from microcompile.errors import DeviceError
 from microcompile.project import children
 from microcompile.target import load_board
 from microcompile.deploy import serial_port
-from tests.device.host_agent_build import built  # noqa: F401  (fixture)
+from support.host_agent_build import built  # noqa: F401  (fixture)
 
 
 def test_a_session_over_a_serial_port(built):  # noqa: F811

@@ -14,7 +14,7 @@ from microcompile import project
 from microcompile.device import (AgentError, BuildIdMismatch, DeviceTimeout, LinkError, PipeTransport, Session,
                                  frame as fr, protocol as P)
 from microcompile.reference import interp
-from tests.device.host_agent_build import built  # noqa: F401  (fixture)
+from support.host_agent_build import built  # noqa: F401  (fixture)
 
 
 class Faulty:

@@ -19,7 +19,7 @@ from microcompile.device import BuildIdMismatch, frame as fr, protocol as P
 from microcompile.reference import interp
 from microcompile.target import load_board
 from tests.conftest import model_path
-from tests.e2e import multi_op_models as M
+from support import multi_op_models as M
 
 QUIET = lambda s: None  # noqa: E731
 BOARDS = ["mps2-an386", "mps2-an385", "stm32"]

@@ -27,9 +27,9 @@ from microcompile.project import FitError
 from microcompile.target import list_boards, load_board
 from microcompile.deploy import model_inputs
 from tests.conftest import REPO, model_path
-from tests.e2e import multi_op_models as M
+from support import multi_op_models as M
 from tests.litert_ref import run_reference
-from tests.lower.qemu_cases import assert_matches_litert
+from support.qemu_cases import assert_matches_litert
 
 BOARDS = [b for b in list_boards() if b != "host"]
 EMULATED = ["mps2-an385", "mps2-an386", "mps2-an500", "mps2-an505", "mps3-an547", "netduinoplus2", "microbit"]

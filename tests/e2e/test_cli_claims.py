@@ -19,7 +19,7 @@ from microcompile.frontend.tflite.writer import write_tflite
 from microcompile.ir import Graph, Node, Tensor
 from microcompile.reference import interp
 from tests.conftest import REPO, model_path
-from tests.e2e import multi_op_models as M
+from support import multi_op_models as M
 from tests.litert_ref import run_reference
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import model_path
-from cli_run import run_cli_inprocess   # cli.main in this process: no interpreter start-up per case
+from support.cli_run import run_cli_inprocess   # cli.main in this process: no interpreter start-up per case
 
 from microcompile.frontend.tflite.writer import write_tflite
 from microcompile.ir import Graph, Node, Tensor

@@ -12,7 +12,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from cli_run import run_cli, run_cli_inprocess, run_cli_unprivileged, tiny_model
+from support.cli_run import run_cli, run_cli_inprocess, run_cli_unprivileged, tiny_model
 
 
 @pytest.fixture(scope="module")

@@ -20,13 +20,12 @@ import numpy as np
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent / "ir"), str(HERE.parent / "lower"), str(HERE.parent)]
 
 from litert_ref import make_interpreter, run_reference  # noqa: E402
-from qemu_cases import deploy_graph, merge_graphs  # noqa: E402
+from support.qemu_cases import deploy_graph, merge_graphs  # noqa: E402
 from tflm_ref import run_tflm  # noqa: E402
 
-from cli_run import run_cli_inprocess  # noqa: E402
+from support.cli_run import run_cli_inprocess  # noqa: E402
 from microcompile import project  # noqa: E402
 from microcompile.compiler import compile_graph  # noqa: E402
 from support import flows  # noqa: E402

@@ -22,7 +22,7 @@ from microcompile.ir import ops
 from microcompile.project.mapfile import section_sizes
 from microcompile.schedule.widening import Candidate, choose_wide
 from tests.conftest import model_path
-from tests.lower.qemu_cases import assert_matches_litert
+from support.qemu_cases import assert_matches_litert
 
 
 def test_choice_is_fastest_first_within_the_budget():

@@ -28,11 +28,10 @@ import numpy as np
 import pytest
 from microcompile.deploy import model_inputs
 
-from cli_run import REPO, run_cli, run_cli_inprocess
-from mutants import bytes_mutants, tflite_mutants
+from support.cli_run import REPO, run_cli, run_cli_inprocess
+from support.mutants import bytes_mutants, tflite_mutants
 from tests.conftest import MODELS_DIR
 
-sys.path.insert(0, str(REPO / "examples" / "digits"))
 
 SEED = 14
 # mutants per source model: (inspect, of which also compiled in-process at most) in the default run
@@ -49,7 +48,7 @@ DEPLOY_SAMPLE = 6     # mutants of the digits models deployed to the host board 
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory) -> dict[str, pathlib.Path]:
     """name -> model file: the digits MLP (float32 and int8), two ONNX CNNs, the shared models."""
-    from make_model import build_graph, load_digits_split, train
+    from support.digits import build_graph, load_digits_split, train
     from support import flows
     from microcompile.frontend.tflite.writer import write_tflite
 

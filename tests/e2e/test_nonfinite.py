@@ -8,7 +8,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from cli_run import run_cli_inprocess as run_cli, tiny_model
+from support.cli_run import run_cli_inprocess as run_cli, tiny_model
 
 
 @pytest.fixture(scope="module")

@@ -18,11 +18,10 @@ import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "lower"), str(HERE.parent)]
 
-import multi_op_models  # noqa: E402
-import op_coverage_models as cover  # noqa: E402
-from qemu_cases import assert_matches_litert  # noqa: E402
+from support import multi_op_models  # noqa: E402
+from support import op_coverage_models as cover  # noqa: E402
+from support.qemu_cases import assert_matches_litert  # noqa: E402
 
 from support import flows  # noqa: E402
 from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402

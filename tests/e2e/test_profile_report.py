@@ -11,7 +11,7 @@ import pytest
 import microcompile as mc
 from microcompile.report import profile as profile_report
 from microcompile.errors import UserError
-from tests.e2e import multi_op_models as M
+from support import multi_op_models as M
 
 @pytest.fixture(scope="module")
 def profiled(tmp_path_factory):

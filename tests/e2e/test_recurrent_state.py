@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent / "ir"), str(HERE.parent / "codegen"), str(HERE.parent)]
 
-from c_harness import CFLAGS, RUNTIME, compile_graph  # noqa: E402
+from support.c_harness import CFLAGS, RUNTIME, compile_graph  # noqa: E402
 from litert_ref import make_interpreter  # noqa: E402
-from op_cases import build_graph, cases, random_inputs  # noqa: E402
+from support.op_cases import build_graph, cases, random_inputs  # noqa: E402
 
 from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
 from microcompile.frontend import load_model

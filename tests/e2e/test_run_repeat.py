@@ -9,7 +9,7 @@ import numpy as np
 from support import flows
 from microcompile.reference import interp
 from microcompile.target import load_board
-from tests.e2e import multi_op_models as M
+from support import multi_op_models as M
 
 
 def test_repeat_over_one_session_with_labels(tmp_path):

@@ -25,7 +25,7 @@ import time
 import numpy as np
 import pytest
 
-from cli_run import REPO
+from support.cli_run import REPO
 
 pytestmark = [
     pytest.mark.qemu,

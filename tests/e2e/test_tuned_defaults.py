@@ -21,8 +21,7 @@ from microcompile.transform import pipeline
 from microcompile.compiler import schedule_and_plan
 from tests.conftest import model_path
 
-sys.path[:0] = [str(Path(__file__).resolve().parent.parent / "ir")]
-from op_cases import build_graph, cases  # noqa: E402
+from support.op_cases import build_graph, cases  # noqa: E402
 
 BOARD = "mps2-an386"
 

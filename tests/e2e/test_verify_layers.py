@@ -20,7 +20,7 @@ from microcompile.report import layers as vl
 from microcompile.errors import DeviceError
 from microcompile.ir.compare import compare
 from tests.conftest import ALL_MODELS, model_path
-from tests.e2e import multi_op_models as M
+from support import multi_op_models as M
 from tests.litert_ref import run_reference
 
 BOARDS = [pytest.param("host", id="host"), pytest.param("mps2-an386", id="mps2-an386", marks=pytest.mark.qemu)]

@@ -11,13 +11,11 @@ import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "codegen"))
 
 import onnxruntime as ort  # noqa: E402
 
-from c_harness import run_on_host  # noqa: E402
-from onnx_cases import CASES, build_model, onnx_inputs  # noqa: E402
+from support.c_harness import run_on_host  # noqa: E402
+from support.onnx_cases import CASES, build_model, onnx_inputs  # noqa: E402
 from microcompile.frontend.onnx import load_onnx  # noqa: E402
 from microcompile.reference import interp  # noqa: E402
 from microcompile.ir.compare import compare  # noqa: E402

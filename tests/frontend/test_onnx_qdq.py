@@ -31,10 +31,8 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,  # noqa: E402
                                       quantize_static)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "codegen"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import qdq_layers  # noqa: E402
-from c_harness import run_on_host  # noqa: E402
+from support import qdq_layers  # noqa: E402
+from support.c_harness import run_on_host  # noqa: E402
 
 from microcompile import cli  # noqa: E402
 from microcompile.errors import UnsupportedOpError, UserError  # noqa: E402

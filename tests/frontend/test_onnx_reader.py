@@ -10,13 +10,12 @@ import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "codegen"))
 
 import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from c_harness import run_on_host  # noqa: E402
+from support.c_harness import run_on_host  # noqa: E402
 from microcompile import cli  # noqa: E402
 from microcompile.errors import ModelFormatError, UnsupportedOpError, UserError  # noqa: E402
 from microcompile.frontend import load_model  # noqa: E402

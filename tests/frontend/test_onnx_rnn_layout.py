@@ -10,11 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 ort = pytest.importorskip("onnxruntime")
 
-from onnx_cases import build_model, w  # noqa: E402
+from support.onnx_cases import build_model, w  # noqa: E402
 from microcompile.frontend.onnx import load_onnx  # noqa: E402
 from microcompile.ir.compare import compare  # noqa: E402
 from microcompile.reference import interp  # noqa: E402

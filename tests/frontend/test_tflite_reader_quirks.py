@@ -11,10 +11,9 @@ import sys
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "ir"))
 
 from litert_ref import run_reference  # noqa: E402
-from op_cases import build_graph, cases, random_inputs  # noqa: E402
+from support.op_cases import build_graph, cases, random_inputs  # noqa: E402
 from tflm_ref import run_tflm  # noqa: E402
 from microcompile.frontend.tflite.reader import load_tflite  # noqa: E402
 from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402

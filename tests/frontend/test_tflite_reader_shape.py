@@ -7,7 +7,6 @@ import sys
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from litert_ref import run_reference  # noqa: E402
 

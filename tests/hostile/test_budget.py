@@ -23,8 +23,7 @@ import numpy as np
 import onnx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import build_budget as bb  # noqa: E402
+from support import build_budget as bb  # noqa: E402
 
 from microcompile.errors import ModelFormatError  # noqa: E402
 from microcompile.ir import Tensor, budget  # noqa: E402

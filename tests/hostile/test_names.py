@@ -30,11 +30,10 @@ import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "e2e"))
 
-from cli_run import REPO, run_cli, run_cli_inprocess  # noqa: E402
-from multi_op_models import _Model, quantize_graph  # noqa: E402
-from names import NAME_BYTES, hostile_names, patch, placeholder  # noqa: E402
+from support.cli_run import REPO, run_cli, run_cli_inprocess  # noqa: E402
+from support.multi_op_models import _Model, quantize_graph  # noqa: E402
+from support.names import NAME_BYTES, hostile_names, patch, placeholder  # noqa: E402
 
 from microcompile import project  # noqa: E402
 from microcompile.compiler import compile_model  # noqa: E402

@@ -21,13 +21,11 @@ import numpy as np
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "e2e"))
-sys.path.insert(0, str(HERE))
 
-import build_not_a_model as build  # noqa: E402
-from build_not_a_model import (RawBuffer, RawOp, RawSubgraph, RawTensor, add_constant_subgraph, constant,  # noqa: E402
+from support import build_not_a_model as build  # noqa: E402
+from support.build_not_a_model import (RawBuffer, RawOp, RawSubgraph, RawTensor, add_constant_subgraph, constant,  # noqa: E402
                                nested_if_onnx, raw_tflite, relu_subgraph, relu_tflite, while_options)
-from cli_run import run_cli_inprocess  # noqa: E402
+from support.cli_run import run_cli_inprocess  # noqa: E402
 from microcompile.ir import Node, Tensor  # noqa: E402
 
 COMMANDS = ("inspect", "deploy", "quantize")

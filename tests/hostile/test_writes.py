@@ -26,10 +26,8 @@ import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "e2e"))
-sys.path.insert(0, str(HERE.parent / "project"))
 
-from cli_run import REPO, run_cli, run_cli_inprocess, run_cli_unprivileged, tiny_model  # noqa: E402
+from support.cli_run import REPO, run_cli, run_cli_inprocess, run_cli_unprivileged, tiny_model  # noqa: E402
 
 OUTSIDE = b"outside the project: must not change\n"
 LONG_AGO = 946684800   # 2000-01-01: older than any object, so make rebuilds what a link stands for
@@ -395,7 +393,7 @@ def test_project_dir_option_swallowing_a_dash_name_is_refused(model, tmp_path):
 
 @pytest.mark.parametrize("umask,mode", [(0o022, 0o755), (0o077, 0o700), (0o002, 0o775)])
 def test_new_project_directory_follows_the_umask(tmp_path, umask, mode):
-    from fake_artifact import benchmark_input, write_artifact
+    from support.fake_artifact import benchmark_input, write_artifact
     from microcompile.project import generate
 
     artifact = write_artifact(tmp_path / "artifact")

@@ -9,9 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "codegen"))
 
-from c_harness import run_on_host  # noqa: E402
+from support.c_harness import run_on_host  # noqa: E402
 from litert_ref import run_reference  # noqa: E402
 from microcompile.errors import UserError  # noqa: E402
 from microcompile.frontend import load_tflite  # noqa: E402

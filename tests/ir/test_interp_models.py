@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import ALL_MODELS, model_path
 from litert_ref import load_model, run_reference
-from op_cases import random_inputs
+from support.op_cases import random_inputs
 from microcompile.reference import interp
 from microcompile.ir import verify
 from microcompile.ir.compare import compare

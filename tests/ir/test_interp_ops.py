@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from litert_ref import run_reference
-from op_cases import PLANS, PLANS16, build_graph, case_id, cases, random_inputs
+from support.op_cases import PLANS, PLANS16, build_graph, case_id, cases, random_inputs
 from microcompile.frontend.tflite.writer import write_tflite
 from microcompile.ir.compare import compare
 from microcompile.reference import interp

@@ -52,7 +52,7 @@ def test_int64_requantization_rounds_once_ties_up():
 
 def test_every_int16_op_has_a_plan_and_nothing_else_claims_int16():
     """The OpDef trait the reader and PTQ trust is exactly the set the 16x8 plans test."""
-    from op_cases import PLANS16
+    from support.op_cases import PLANS16
     from microcompile.ir import ops
 
     assert {n for n, o in ops.REGISTRY.items() if o.int16} == set(PLANS16)

@@ -7,7 +7,7 @@ import pytest
 import tflite
 
 from litert_ref import run_reference
-from op_cases import build_graph, cases
+from support.op_cases import build_graph, cases
 from microcompile.frontend.tflite.writer import write_tflite
 from microcompile.ir import Graph, Node, QuantParams, Tensor, verify
 from microcompile.reference import interp

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from lower_cases import build_graph, cases, matches, random_inputs, reference, run_lowered
+from support.lower_cases import build_graph, cases, matches, random_inputs, reference, run_lowered
 from microcompile.tir import nodes as tir
 from microcompile.lower import lower_node
 from microcompile.lower.depthwise import tap_runs
@@ -78,6 +78,6 @@ def test_per_tensor_multiplier_is_an_immediate():
                                   "kernel-wider-than-input", "per-tensor", "odd-channels", "pot-scales",
                                   "rectangular-no-bias", "3x3-dil2-same"])
 def test_split_on_cortex_m_matches_interpreter(name, board, tmp_path):
-    from qemu_cases import deploy_graph
+    from support.qemu_cases import deploy_graph
     g = build_graph(dict(_case(name, "int8", seed=4), activation="RELU"))
     assert deploy_graph(g, random_inputs(g, 8), board, tmp_path)["verified"]

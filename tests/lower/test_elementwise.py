@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lower_cases import build_graph, cases, matches, reference, run_lowered
+from support.lower_cases import build_graph, cases, matches, reference, run_lowered
 from microcompile.tir import nodes as tir
 from microcompile.lower import lower_node
 from microcompile.schedule import default_schedule
@@ -55,6 +55,6 @@ def test_add_tables_match_interpreter(shapes, act, pot):
 @pytest.mark.parametrize("act", ["NONE", "RELU"])
 @pytest.mark.parametrize("shapes", ["equal", "broadcast-both"])
 def test_add_on_cortex_m_matches_interpreter(shapes, act, board, tmp_path):
-    from qemu_cases import deploy_graph
+    from support.qemu_cases import deploy_graph
     g = _graph(shapes, act, False, seed=3)
     assert deploy_graph(g, _sweep(g), board, tmp_path)["verified"]

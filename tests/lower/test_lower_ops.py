@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from lower_cases import (FLOAT_ONLY_OPS, KERNEL_OPS, build_graph, cases, hybrid_conv_graph, matches, random_inputs, reference,
+from support.lower_cases import (FLOAT_ONLY_OPS, KERNEL_OPS, build_graph, cases, hybrid_conv_graph, matches, random_inputs, reference,
                          run_lowered)
-from op_cases import PLANS16
+from support.op_cases import PLANS16
 from microcompile.errors import UnsupportedOpError
 from microcompile.ir import Graph, Node, Tensor, ops
 from microcompile.tir import nodes as tir

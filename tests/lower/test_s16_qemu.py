@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from lower_cases import build_graph, cases, random_inputs
-from qemu_cases import deploy_graph, merge_graphs
+from support.lower_cases import build_graph, cases, random_inputs
+from support.qemu_cases import deploy_graph, merge_graphs
 
 OPS = {"conv2d": 6, "depthwise_conv2d": 6, "transpose_conv2d": 4, "fully_connected": 6, "softmax": 2,
        "logistic": 2, "tanh": 2}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lower_cases import build_graph, cases, random_inputs, reference, run_lowered
+from support.lower_cases import build_graph, cases, random_inputs, reference, run_lowered
 from microcompile.tir import nodes as tir
 from microcompile.lower import lower_node
 

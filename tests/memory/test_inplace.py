@@ -17,10 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lower"))
 
-from lower_cases import build_graph, cases, hybrid_conv_graph, random_inputs, reference  # noqa: E402
-from op_cases import PLANS  # noqa: E402
+from support.lower_cases import build_graph, cases, hybrid_conv_graph, random_inputs, reference  # noqa: E402
+from support.op_cases import PLANS  # noqa: E402
 from microcompile.ir import NP_DTYPES, ops  # noqa: E402
 from microcompile.lower import lower_node  # noqa: E402
 from microcompile.memory import Alias, aliases, concat_slices, overlap_rules  # noqa: E402

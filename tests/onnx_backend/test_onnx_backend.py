@@ -32,8 +32,7 @@ import onnx.backend.test  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
 from onnx.backend.test.loader import load_model_tests  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from backend import HOST, MicrocompileBackend, Refused, compile_model  # noqa: E402
+from support.backend import HOST, MicrocompileBackend, Refused, compile_model  # noqa: E402
 
 from microcompile.frontend.onnx import find_converter  # noqa: E402
 from microcompile.ir.compare import compare  # noqa: E402

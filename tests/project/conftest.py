@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fake_artifact import benchmark_input, write_artifact
+from support.fake_artifact import benchmark_input, write_artifact
 
 
 @pytest.fixture(scope="session")

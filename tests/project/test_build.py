@@ -7,7 +7,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from fake_artifact import expected_outputs, needs_arm, needs_qemu, write_artifact
+from support.fake_artifact import expected_outputs, needs_arm, needs_qemu, write_artifact
 from microcompile.errors import BoardError, ToolchainError
 from microcompile.project import build, generate, run_emulated, run_host
 

@@ -3,7 +3,7 @@ the compiler's call graph, and what would help when a firmware does not fit."""
 
 import pytest
 
-from fake_artifact import benchmark_input, needs_arm, write_artifact
+from support.fake_artifact import benchmark_input, needs_arm, write_artifact
 from microcompile.errors import BoardError
 from microcompile.project import build, fit_report, generate, placement
 from microcompile.project.elf import read_elf

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-import fake_runners as fake
-from fake_artifact import needs_arm, write_artifact, benchmark_input
+from support import fake_runners as fake
+from support.fake_artifact import needs_arm, write_artifact, benchmark_input
 from microcompile.errors import BoardError, DeviceError
 from microcompile.project import build, flash, generate
 from microcompile.project import flash_runners as fr

@@ -4,7 +4,7 @@ import shutil
 import numpy as np
 import pytest
 
-from fake_artifact import write_artifact
+from support.fake_artifact import write_artifact
 from microcompile.errors import BoardError, UserError
 from microcompile.project import MARKER, check_fits, generate, load_manifest
 from microcompile.target import load_board

@@ -12,15 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from support.examples import benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from microcompile.quantization import DEFAULT_METHOD  # noqa: E402
 from tests.conftest import MODELS_DIR, model_path  # noqa: E402
 
 
 def test_digits_int8_accuracy_against_float_and_onnxruntime(tmp_path):
-    from digits_models import digits_table
+    digits_table = benchmark("digits_models").digits_table
 
     row = digits_table(tmp_path, [DEFAULT_METHOD])
     ours = row[f"ours int8 {DEFAULT_METHOD}"]
@@ -34,7 +35,7 @@ def test_digits_int8_accuracy_against_float_and_onnxruntime(tmp_path):
 def test_mlperf_sqnr_no_worse_than_reference_minus_1db():
     for name in ("kws_ref_model_float32", "pretrainedResnet", "ad01_fp32"):
         model_path(name)   # skips when the models are absent
-    from quantization_accuracy import mlperf_table
+    mlperf_table = benchmark("quantization_accuracy").mlperf_table
 
     rows = mlperf_table(MODELS_DIR, [DEFAULT_METHOD])
     assert len(rows) == 3

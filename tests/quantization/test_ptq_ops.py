@@ -14,10 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ir"))
 
 from litert_ref import run_reference  # noqa: E402
-from op_cases import PLANS, build_graph, case_id, cases  # noqa: E402
+from support.op_cases import PLANS, build_graph, case_id, cases  # noqa: E402
 from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
 from microcompile.reference import interp  # noqa: E402
 from microcompile.quantization import quantize  # noqa: E402

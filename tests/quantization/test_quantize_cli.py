@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "examples" / "digits"))
+from support.examples import benchmark
 
-from make_model import build_graph, load_digits_split, train  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+
+from support.digits import build_graph, load_digits_split, train  # noqa: E402
 
 from litert_ref import run_reference  # noqa: E402
 from microcompile.frontend import load_model  # noqa: E402
@@ -122,9 +123,8 @@ def _assert_device_equals_litert(int8_model: Path, x: np.ndarray, device_output:
 @pytest.fixture(scope="module")
 def digits_onnx(tmp_path_factory, trained):
     """The same digits MLP exported to ONNX with onnx.helper (benchmarks/digits_models.py)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     import onnx
-    from digits_models import onnx_model
+    onnx_model = benchmark("digits_models").onnx_model
 
     tmp = tmp_path_factory.mktemp("digits_onnx")
     params, xtr, (xte, yte) = trained

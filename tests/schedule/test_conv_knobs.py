@@ -14,9 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lower"))
 
-from lower_cases import build_graph, cases  # noqa: E402
+from support.lower_cases import build_graph, cases  # noqa: E402
 from tests.conftest import model_path  # noqa: E402
 
 from microcompile.lower import lower_node  # noqa: E402

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "lower"))
-from lower_cases import build_graph, matches, random_inputs, reference, run_lowered  # noqa: E402
+from support.lower_cases import build_graph, matches, random_inputs, reference, run_lowered  # noqa: E402
 from test_depthwise import SPLITS, _case  # noqa: E402
 
 from microcompile.tir import nodes as tir  # noqa: E402

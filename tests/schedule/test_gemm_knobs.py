@@ -17,7 +17,7 @@ from microcompile.tir.printer import tir_str
 from microcompile.frontend import load_model
 from microcompile.ir import ops
 from microcompile.transform import pipeline
-from tests.e2e import multi_op_models as M
+from support import multi_op_models as M
 
 DSP = load_board("mps2-an386").target
 PLAIN = load_board("mps2-an385").target

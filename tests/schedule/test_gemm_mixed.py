@@ -13,9 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lower"))
 
-from lower_cases import build_graph, cases, matches, random_inputs, run_lowered  # noqa: E402
+from support.lower_cases import build_graph, cases, matches, random_inputs, run_lowered  # noqa: E402
 
 from microcompile.lower import lower_node  # noqa: E402
 from microcompile.schedule import Trace, apply_config, default_config, default_schedule  # noqa: E402
@@ -103,7 +102,7 @@ def test_fc_input_knob_chooses_the_widened_copy_and_is_refused_without_int16_wei
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["mps2-an386", "mps2-an500", "mps2-an505"])    # Cortex-M4, M7, M33
 def test_mixed_kernel_on_dsp_cores_matches_litert(board, tmp_path):
-    from qemu_cases import deploy_graph, merge_graphs
+    from support.qemu_cases import deploy_graph, merge_graphs
     graphs = [_fc(40 + i, rows, k, units, pc, bias=i % 3 != 1) for i, (rows, k, units, pc) in enumerate(SHAPES)]
     g = merge_graphs(graphs, "mixed_gemm")
     inputs = {}

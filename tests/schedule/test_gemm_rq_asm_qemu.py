@@ -10,7 +10,7 @@ import pytest
 from support import flows
 from microcompile.frontend.tflite import writer as tflite_writer
 from microcompile.tir.nodes import Call, walk
-from tests.e2e import multi_op_models as M
+from support import multi_op_models as M
 
 
 def _model():

@@ -13,10 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lower"))
 
 from tests.conftest import INT8_MODELS, model_path  # noqa: E402
-from lower_cases import build_graph, cases, matches, random_inputs, run_lowered  # noqa: E402
+from support.lower_cases import build_graph, cases, matches, random_inputs, run_lowered  # noqa: E402
 
 from microcompile.tir import nodes as tir  # noqa: E402
 from microcompile.tir.printer import tir_str  # noqa: E402
@@ -195,7 +194,7 @@ QEMU_GEMM_CASES = {
 @pytest.mark.qemu
 @pytest.mark.parametrize("name", sorted(QEMU_GEMM_CASES))
 def test_packed_dsp_gemm_kernels_on_cortex_m4(name, tmp_path):
-    from qemu_cases import deploy_graph
+    from support.qemu_cases import deploy_graph
     kind, over, dtype = QEMU_GEMM_CASES[name]
     base = cases("conv2d", "int8", 1, seed=5)[0] if kind == "conv" else cases("fully_connected", "int8", 1, seed=2)[0]
     if kind == "conv":
@@ -217,7 +216,7 @@ def test_packed_dsp_gemm_kernels_on_cortex_m4(name, tmp_path):
 @pytest.mark.parametrize("name", INT8_MODELS)
 def test_int8_models_bit_exact_on_cortex_m3_without_dsp(name, tmp_path):
     from support import flows
-    from qemu_cases import assert_matches_litert
+    from support.qemu_cases import assert_matches_litert
     path = model_path(name)
     r = flows.deploy(path, "mps2-an385", tmp_path / name, emulate=True, progress=lambda s: None)
     assert_matches_litert(path, r.inputs, r.outputs, f"{name} on mps2-an385")

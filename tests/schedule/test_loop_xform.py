@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lower"))
 
-from lower_cases import build_graph, cases, matches, random_inputs, run_lowered  # noqa: E402
+from support.lower_cases import build_graph, cases, matches, random_inputs, run_lowered  # noqa: E402
 
 from microcompile.tir import nodes as tir  # noqa: E402
 from microcompile.tir.printer import tir_str  # noqa: E402

@@ -11,9 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lower"))
 
-from lower_cases import build_graph, cases, matches, random_inputs, reference, run_lowered  # noqa: E402
+from support.lower_cases import build_graph, cases, matches, random_inputs, reference, run_lowered  # noqa: E402
 from test_depthwise import _case  # noqa: E402
 
 from microcompile.ir import QuantParams, Tensor  # noqa: E402
@@ -125,7 +124,7 @@ def test_the_tie_case_has_ties(build):
 @pytest.mark.parametrize("name", ["conv m5 k27", "conv m9 k72 (k tail of 8)", "conv rounding ties", "fc m13 k37 n2", "depthwise rounding ties",
                                   "depthwise c7 (a partial group)"])
 def test_mve_kernels_bit_exact_on_cortex_m55(name, tmp_path):
-    from qemu_cases import deploy_graph
+    from support.qemu_cases import deploy_graph
     g = CASES[name]()
     report = deploy_graph(g, random_inputs(g, 4), "mps3-an547", tmp_path)
     assert report["verified"], report["outputs"]

@@ -18,7 +18,7 @@ from microcompile.transform import pipeline
 from microcompile.frontend import load_model
 from microcompile.ir import ops
 from tests.conftest import model_path
-from tests.e2e import multi_op_models as M
+from support import multi_op_models as M
 
 DSP = load_board("mps2-an386").target
 PLAIN = load_board("mps2-an385").target

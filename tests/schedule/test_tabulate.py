@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lower"))
 
-from lower_cases import build_graph, cases, matches, random_inputs, reference, run_lowered  # noqa: E402
+from support.lower_cases import build_graph, cases, matches, random_inputs, reference, run_lowered  # noqa: E402
 from microcompile.lower import lower_node  # noqa: E402
 from microcompile.schedule import ScheduleError, Trace, default_schedule  # noqa: E402
 from microcompile.schedule.tabulate import tabulate  # noqa: E402

@@ -13,11 +13,10 @@ import numpy as np
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent), str(HERE.parent / "ir"), str(HERE.parent / "codegen")]
 
-from c_harness import run_on_host  # noqa: E402
+from support.c_harness import run_on_host  # noqa: E402
 from litert_ref import run_reference  # noqa: E402
-from op_cases import _Builder, random_inputs  # noqa: E402
+from support.op_cases import _Builder, random_inputs  # noqa: E402
 
 from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
 from microcompile.ir import Graph, Node, ops, verify  # noqa: E402

@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent), str(HERE.parent / "ir")]
 
 from litert_ref import run_reference  # noqa: E402
-from op_cases import _Builder, random_inputs  # noqa: E402
+from support.op_cases import _Builder, random_inputs  # noqa: E402
 
 from microcompile.frontend.tflite import writer as tflite_writer  # noqa: E402
 from microcompile.frontend.tflite.reader import load_tflite  # noqa: E402

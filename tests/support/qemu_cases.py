@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from litert_ref import run_reference  # noqa: E402
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from op_cases import ACTS, BUILDERS, PLANS, _act_q
+from support.op_cases import ACTS, BUILDERS, PLANS, _act_q
 from microcompile.ir import QuantParams
 
 # Broadcast pairs up to 4-D: equal shapes, scalars, either side broadcasting, both at once.

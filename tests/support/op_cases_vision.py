@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from op_cases import ACTS, BUILDERS, PLANS, _explicit_padding
+from support.op_cases import ACTS, BUILDERS, PLANS, _explicit_padding
 from microcompile.ir import QuantParams, ops
 
 # (input shape, axes) pairs: H and W of NHWC (the special 4-D path of TFLite), and others.

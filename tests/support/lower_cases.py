@@ -8,9 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ir"))
 
-from op_cases import build_graph, cases, random_inputs  # noqa: E402,F401
+from support.op_cases import build_graph, cases, random_inputs  # noqa: E402,F401
 
 from microcompile.ir import Graph, QuantParams, Tensor
 from microcompile.ir.compare import compare  # noqa: E402

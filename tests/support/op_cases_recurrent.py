@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from op_cases import BUILDERS, PLANS, _act_q
+from support.op_cases import BUILDERS, PLANS, _act_q
 from microcompile.ir import QuantParams, Tensor
 
 PLANS.update({

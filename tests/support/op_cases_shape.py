@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from op_cases import BUILDERS, PLANS
+from support.op_cases import BUILDERS, PLANS
 from microcompile.ir.ops_shape import nested_tuple, strided_slice_dims
 
 _SHAPES = ((1, 4, 6, 3), (2, 5, 4), (6, 7), (9,), (2, 3, 2, 4), (1, 1, 5, 2), (3, 2, 4, 1, 2))

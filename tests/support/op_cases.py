@@ -252,9 +252,9 @@ def random_inputs(graph: Graph, seed: int, float_std: float = 1.5) -> dict[str, 
     return out
 
 
-import op_cases_vision  # noqa: E402,F401  (transpose conv, max pool, mean, pad, resize)
-import op_cases_shape  # noqa: E402,F401  (shape and data-movement ops)
-import op_cases_elementwise  # noqa: E402,F401  (elementwise binary ops, activations, quantize)
-import op_cases_reduce  # noqa: E402,F401  (reduce_max)
-import op_cases_recurrent  # noqa: E402,F401  (lstm, svdf)
-import op_cases_s16  # noqa: E402,F401  (the int16 variants: 16x8 quantization)
+from support import op_cases_vision  # noqa: E402,F401  (transpose conv, max pool, mean, pad, resize)
+from support import op_cases_shape  # noqa: E402,F401  (shape and data-movement ops)
+from support import op_cases_elementwise  # noqa: E402,F401  (elementwise binary ops, activations, quantize)
+from support import op_cases_reduce  # noqa: E402,F401  (reduce_max)
+from support import op_cases_recurrent  # noqa: E402,F401  (lstm, svdf)
+from support import op_cases_s16  # noqa: E402,F401  (the int16 variants: 16x8 quantization)

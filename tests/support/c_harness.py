@@ -19,9 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ir"))
 
-from op_cases import build_graph, random_inputs  # noqa: E402
+from support.op_cases import build_graph, random_inputs  # noqa: E402
 
 from microcompile.codegen import emit_artifact  # noqa: E402
 from microcompile.ir import NP_DTYPES, Graph, ops  # noqa: E402

@@ -3,8 +3,8 @@ shape/axes cases (op_cases_vision), int8 and float32. Merged into op_cases on im
 
 from __future__ import annotations
 
-from op_cases import BUILDERS, PLANS
-from op_cases_vision import _MEAN_CASES
+from support.op_cases import BUILDERS, PLANS
+from support.op_cases_vision import _MEAN_CASES
 
 PLANS["reduce_max"] = {"case": _MEAN_CASES, "keep_dims": (True, False)}
 

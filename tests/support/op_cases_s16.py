@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from op_cases import ACTS, BUILDERS16, PLANS, PLANS16, _act_q, _act_q16
+from support.op_cases import ACTS, BUILDERS16, PLANS, PLANS16, _act_q, _act_q16
 from microcompile.ir import QuantParams
 
 _BINARY_SHAPES = (((1, 4, 4, 3), (1, 4, 4, 3)), ((1, 4, 4, 3), (3,)), ((2, 1, 5, 3), (1, 4, 1, 3)),

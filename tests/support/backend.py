@@ -29,8 +29,7 @@ import onnx
 import onnx.version_converter
 from onnx.backend.base import Backend, BackendRep
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "codegen"))
-from c_harness import CFLAGS, RUNTIME, compile_graph, weight_symbols  # noqa: E402
+from support.c_harness import CFLAGS, RUNTIME, compile_graph, weight_symbols  # noqa: E402
 
 from microcompile.errors import UserError  # noqa: E402
 from microcompile.frontend.onnx import load_onnx  # noqa: E402

@@ -7,7 +7,7 @@ import pytest
 from microcompile import project
 from support import flows
 from microcompile.target import load_board
-from tests.e2e import multi_op_models as M
+from support import multi_op_models as M
 
 QUIET = lambda s: None  # noqa: E731
 

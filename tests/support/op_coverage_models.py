@@ -14,7 +14,7 @@ import numpy as np
 from microcompile.ir import Graph
 from microcompile.quantization import quantize
 
-from multi_op_models import _Model
+from support.multi_op_models import _Model
 
 COVERED = {
     "elementwise": ("sub", "mul", "squared_difference", "maximum", "minimum", "prelu", "leaky_relu", "hard_swish",
