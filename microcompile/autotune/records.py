@@ -131,6 +131,8 @@ class Selection:
 
     best: dict[str, dict] = field(default_factory=dict)      # workload key -> record
     notes: list[str] = field(default_factory=list)
+    applicable: int = 0          # records measured on this environment (core, toolchain, version)
+    slower: int = 0              # workloads whose records are none faster than their default
 
     def traces(self) -> dict[str, Trace]:
         return {k: Trace.from_json(r["trace"]) for k, r in self.best.items()}
@@ -164,6 +166,7 @@ def select(records: list[dict], env: Environment) -> Selection:
         if why is not None:
             ignored[why] = ignored.get(why, 0) + 1
             continue
+        sel.applicable += 1
         if rec["status"] != "ok" or not isinstance(rec.get("count"), int) or not rec.get("trace"):
             continue
         key = rec["workload"]
@@ -175,6 +178,7 @@ def select(records: list[dict], env: Environment) -> Selection:
             sel.best[key] = rec
     for key in [k for k, rec in sel.best.items() if k in defaults and rank(rec) >= defaults[k]]:
         del sel.best[key]          # no faster than the default schedule
+        sel.slower += 1
     for why, n in sorted(ignored.items()):
         sel.notes.append(f"{n} record(s) from {why} ignored (this build: {env.core}/{env.kernel_set}, "
                          f"{env.toolchain}, schedule version {env.schedule_version})")
@@ -201,5 +205,8 @@ def load_selection(path, board, progress=say) -> Selection:
 def tuned_summary(compiled, sel: Selection) -> str:
     """How many kernels of a compiled model replay a record, e.g. "3 of 12 kernels tuned ..."."""
     workloads = len(set(compiled.tuned.values()))
+    slower = f", {sel.slower} no faster than their default" if sel.slower else ""
     return (f"{len(compiled.tuned)} of {len(compiled.kernels)} kernels tuned ({workloads} workload(s) with a "
-            f"record; {len(sel.best)} in the file for this core), the others keep the default schedule")
+            f"record faster than the default; the file holds {sel.applicable} record(s) for this core and "
+            f"toolchain, the best of {len(sel.best)} workload(s) used{slower}), the others keep the default "
+            "schedule")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,7 +63,8 @@ def build(artifact: Artifact, project_dir: Path, options: BuildOptions, inputs: 
     where = project.placement(board, options.arena_region, options.weights_region, emulated=options.emulate)
     check_arena(compiled, options.arena_budget)
     if not board.is_host:
-        project.check_manifest_fits(compiled.manifest, board, where, compiled.widened_weight_bytes)
+        with _quantize_hint(compiled):
+            project.check_manifest_fits(compiled.manifest, board, where, compiled.widened_weight_bytes)
     test_inputs = None if options.agent else [inputs[n] for n in compiled.graph.inputs]
     project.generate(artifact.directory, board, project_dir, test_inputs, emulated=options.emulate,
                      trace=options.trace, agent=options.agent, arena_region=options.arena_region,
@@ -80,8 +82,25 @@ def build(artifact: Artifact, project_dir: Path, options: BuildOptions, inputs: 
         fit = project.fit_report(project_dir / "firmware.elf", board, where, project_dir / "build" / platform,
                                  compiled.widened_weight_bytes)
         if not fit.fits:
-            raise project.FitError(fit, compiled.manifest["model"])
+            with _quantize_hint(compiled):
+                raise project.FitError(fit, compiled.manifest["model"])
     return Built(artifact, options, inputs, sizes, fit, project_dir)
+
+
+QUANTIZE_HINT = ("quantize it to int8 (deploy --quantize int8 --calibration SAMPLES, or microcompile.quantize): "
+                 "its float32 weights and activations take four times the bytes of int8 ones")
+
+
+@contextmanager
+def _quantize_hint(compiled):
+    """A float model that does not fit is told about quantizing first, before a bigger board."""
+    try:
+        yield
+    except project.FitError as e:
+        if any(t.is_const and t.dtype == "float32" and t.size > 1 for t in compiled.graph.tensors.values()):
+            e.report.hints.insert(0, QUANTIZE_HINT)
+            e.hint = "; ".join(e.report.hints)
+        raise
 
 
 def build_with_bar(project_dir: Path, progress: Progress, platform: str | None = None) -> project.SizeReport:

@@ -72,6 +72,7 @@ def report_keys(compiled, sizes, project_dir: Path, fit=None) -> dict:
         "flash_code_bytes": max(sizes.flash - weights - other, 0),
         "flash_other_bytes": other,
         "stack_bytes": stack,
+        "stack_reserve_bytes": sizes.sections.get(".stack_reserve", 0),
         "ram_data_bytes": sizes.data,
         "ram_bss_bytes": max(sizes.bss - arena - sizes.sections.get(".stack_reserve", 0), 0),
         "widened_kernels": widened_kernels(compiled),
@@ -95,7 +96,12 @@ def summary_lines(r: dict) -> list[str]:
     lines.append("weights      the model's own types (no int16 copies, no tables)" if not widened else
                  f"weights      int16 (ADD: tables) in {len(widened)} kernel(s), +{r['widened_bytes']:,} bytes: "
                  f"{', '.join(widened)}")
-    stack = f"stack {r['stack_bytes']:,} (worst case)" if r.get("stack_bytes") is not None else "stack n/a"
+    # The RAM total counts the stack's reserve (what the linker keeps free for it); the stack the
+    # call graph needs in the worst case is shown beside it, so the parts add up to the total.
+    need = f", needs {r['stack_bytes']:,} worst case" if r.get("stack_bytes") is not None else ""
+    reserve = r.get("stack_reserve_bytes") or 0
+    stack = f"stack reserve {reserve:,}{need}" if reserve else \
+        (f"stack {r['stack_bytes']:,} (worst case)" if r.get("stack_bytes") is not None else "stack n/a")
     lines.append(f"ram          {r['ram_bytes']:>10,} bytes: arena {r['arena_bytes']:,}, data {r['ram_data_bytes']:,}, "
                  f"bss {r['ram_bss_bytes']:,}, {stack}")
     return lines
@@ -169,18 +175,25 @@ def plot_memory(compiled, path: str | Path) -> None:
             from None
     plan, graph = compiled.plan, compiled.graph
     steps = list(range(len(graph.nodes)))
-    fig, ax = plt.subplots(figsize=(max(6, 0.4 * len(steps)), 4))
+    fig, ax = plt.subplots(figsize=(max(7, 0.4 * len(steps) + 3), 4.5))
     bottoms = [0] * len(steps)
+    labels = legend_labels([b.name for b in plan.buffers])
     for b in sorted(plan.buffers, key=lambda b: (b.first, b.name)):
         heights = [b.size if b.first <= s <= b.last else 0 for s in steps]
-        ax.bar(steps, heights, bottom=bottoms, label=_short(b.name, 24) if b.size >= plan.arena_bytes / 8 else None)
+        ax.bar(steps, heights, bottom=bottoms, label=labels[b.name] if b.size >= plan.arena_bytes / 8 else None)
         bottoms = [x + h for x, h in zip(bottoms, heights)]
-    ax.plot(steps, plan.timeline()[:len(steps)], "k-", label="live (in place credited)")
-    ax.axhline(plan.arena_bytes, color="r", linestyle="--", label=f"arena {plan.arena_bytes:,}")
+    ax.plot(steps, plan.timeline()[:len(steps)], "k-", label="live bytes (in-place sharing credited)")
+    ax.axhline(plan.arena_bytes, color="r", linestyle="--", label=f"arena {plan.arena_bytes:,} B")
+    ax.set_ylim(0, max(max(bottoms, default=0), plan.arena_bytes) * 1.12)   # no bar top cut off
     ax.set_xlabel("kernel step")
     ax.set_ylabel("bytes")
-    ax.set_title(f"{graph.name}: arena {plan.arena_bytes:,} B, lower bound {plan.lower_bound:,} B")
-    ax.legend(fontsize=6, loc="upper right")
+    ax.set_title(f"{graph.name}: arena {plan.arena_bytes:,} B, lower bound {plan.lower_bound:,} B", fontsize=9)
+    # Why a stack can pass the arena line: a kernel that writes over its input in place makes
+    # two buffers that share bytes; each is drawn whole, the black line counts the shared bytes once.
+    ax.text(0.01, 0.98, "bars: every buffer live at a step, stacked (buffers written in place share bytes,\n"
+            "so a stack may pass the arena; the black line counts them once)", transform=ax.transAxes,
+            fontsize=6, va="top")
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
     # A fixed date and no hash salt keep an SVG byte-for-byte reproducible.
     fmt = Path(path).suffix[1:].lower() or "png"
@@ -188,6 +201,17 @@ def plot_memory(compiled, path: str | Path) -> None:
     fig.savefig(buf, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
     plt.close(fig)
     write_file(path, buf.getvalue(), "--plot file")   # atomically, and never through a symlink
+
+
+def legend_labels(names: list[str], width: int = 28) -> dict[str, str]:
+    """A short, distinct legend label per buffer: the first of a TFLite name's ';'-joined names,
+    its tail when long, and #k when two still read alike."""
+    out, seen = {}, {}
+    for name in names:
+        label = _short(name.split(";")[0], width)
+        seen[label] = seen.get(label, 0) + 1
+        out[name] = label if seen[label] == 1 else f"{label} #{seen[label]}"
+    return out
 
 
 def _short(name: str, n: int = 32) -> str:

@@ -148,3 +148,12 @@ def test_the_other_shared_int8_models_do_not_fit_the_microbit(name, bank, tmp_pa
     assert f"{bank} needs" in e.message and "over by" in e.message
     assert "a board that fits: " in e.hint
     assert not (tmp_path / "p").exists()
+
+
+def test_a_float_model_that_does_not_fit_is_told_to_quantize_first(tmp_path):
+    """Papercut: the float ad01 on the micro:bit was told about a bigger board, not about int8."""
+    with pytest.raises(FitError) as info:
+        flows.build(model_path("ad01_fp32"), "microbit", tmp_path / "p", **quiet)
+    hints = info.value.hint.split("; ")
+    assert hints[0].startswith("quantize it to int8 (deploy --quantize int8 --calibration SAMPLES")
+    assert any(h.startswith("a board that fits: ") for h in hints[1:])

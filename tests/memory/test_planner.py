@@ -158,3 +158,15 @@ def test_in_place_chain_reaches_the_bound():
         offsets = fn(reqs, rule)
         check_no_overlap(reqs, offsets, rule)
         assert arena_end(reqs, offsets) == 2048 + 64
+
+
+def test_memory_plot_legend_labels_are_distinct():
+    """TF-style names that share a long tail get distinct legend labels (papercut: the inspect
+    --memory --plot legend showed several identical names)."""
+    from microcompile.report.memory import legend_labels
+
+    names = ["model/block_1/conv2d/Conv2D;model/block_1/relu", "model/block_2/conv2d/Conv2D;model/block_2/relu",
+             "x" * 40 + "/same/tail/of/a/long/name", "y" * 40 + "/same/tail/of/a/long/name", "short"]
+    labels = legend_labels(names)
+    assert len(set(labels.values())) == len(names)
+    assert labels["short"] == "short" and all(len(v) <= 31 for v in labels.values())
