@@ -110,7 +110,9 @@ def test_model_too_big_for_the_board_exits_2(tmp_path):
     assert p.returncode == 2, p.stdout + p.stderr
     assert "does not fit nucleo-f446re" in p.stderr and "flash bank FLASH needs 602.3 KiB" in p.stderr
     assert "nucleo-f446re has 512 KiB (over by 90.3 KiB): weights 602.3 KiB" in p.stderr
-    assert "hint: a board that fits:" in p.stderr and "Traceback" not in p.stderr
+    # a float model: quantizing comes first among the hints, then a board that fits
+    assert "hint: quantize it to int8" in p.stderr and "; a board that fits:" in p.stderr
+    assert "Traceback" not in p.stderr
     assert not (tmp_path / "out").exists()
 
 
