@@ -82,11 +82,13 @@ def _grow_blocks(graph: Graph, plan: MemoryPlan, scheduled: dict, lowered: dict,
     live bytes, its lower bound, less the bytes live at its step); all together are re-planned, and if that arena is larger (the order
     or the placement changed), one kernel at a time, each kept only if the arena stays. Updates
     `scheduled` in place; returns the graph in its order and the plan."""
-    live = dict(zip((n.name for n in graph.nodes), plan.timeline()))
+    timeline = plan.timeline()
+    live = dict(zip((n.name for n in graph.nodes), timeline))
+    bound = max(timeline, default=0)           # plan.lower_bound, computed once
     bigger = {}
     for name, func in lowered.items():
         f, t = scheduled[name]
-        grown = blocks.larger_block(func, target, name in widened, f, t, plan.lower_bound - live[name])
+        grown = blocks.larger_block(func, target, name in widened, f, t, bound - live[name])
         if grown is not None:
             bigger[name] = grown
     if not bigger:

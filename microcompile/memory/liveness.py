@@ -64,11 +64,13 @@ def aliases(g: Graph, slices: dict[str, Alias] | None = None) -> dict[str, Alias
     out: dict[str, Alias] = {}
 
     def resolve(name: str) -> Alias:
-        a = out.get(name) or (slices or {}).get(name)
-        if a is None:
-            return Alias(name)
-        inner = resolve(a.root)
-        return Alias(inner.root, inner.offset + a.offset)
+        # Iterative: views of views and slices of slices chain as long as the graph does.
+        offset = 0
+        while True:
+            a = out.get(name) or (slices or {}).get(name)
+            if a is None:
+                return Alias(name, offset)
+            name, offset = a.root, offset + a.offset
 
     for name in slices or {}:
         out[name] = resolve(name)
@@ -140,9 +142,16 @@ def live_bytes(reqs: list[BufferReq], overlaps=(), steps: int | None = None) -> 
         src, out = by_name[o.src], by_name[o.out]
         per_out = credit.setdefault(out.first, {})
         per_out[o.out] = min(out.size, per_out.get(o.out, 0) + overlap_credit(src, out, o.max_shift))
-    out = []
+    # A difference array (+size at birth, -size after death), summed once: linear in the
+    # buffers and steps, where a sum over every buffer at every step was quadratic in a chain.
+    delta = [0] * (steps + 2)
+    for r in reqs:
+        if r.first <= steps:
+            delta[max(r.first, 0)] += r.size
+            delta[min(r.last, steps) + 1] -= r.size
+    out, total = [], 0
     for s in range(steps + 1):
-        total = sum(r.size for r in reqs if r.first <= s <= r.last)
+        total += delta[s]
         out.append(total - sum(credit.get(s, {}).values()))
     return out
 

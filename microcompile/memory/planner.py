@@ -33,8 +33,19 @@ def _align(x: int, a: int) -> int:
     return (x + a - 1) // a * a
 
 
-def _lifetimes_overlap(a: BufferReq, b: BufferReq) -> bool:
-    return a.first <= b.last and b.first <= a.last
+def live_together(reqs: list[BufferReq]) -> list[tuple[int, int]]:
+    """Index pairs (i < j) of the buffers whose lifetimes overlap, by a sweep over birth steps:
+    proportional to the buffers and the pairs found, not to every pair (a chain of 20,000 ops
+    has 20,000 buffers but only a few live at each step)."""
+    order = sorted(range(len(reqs)), key=lambda i: reqs[i].first)
+    active: list[int] = []
+    pairs = []
+    for j in order:
+        r = reqs[j]
+        active = [i for i in active if reqs[i].last >= r.first]
+        pairs += [(min(i, j), max(i, j)) for i in active]
+        active.append(j)
+    return sorted(pairs)
 
 
 Unit = tuple[tuple[BufferReq, int], ...]    # members and their offsets relative to the unit
@@ -47,8 +58,12 @@ class _Problem:
         self.reqs = list(reqs)
         self.rules = valid_overlaps(self.reqs, overlaps)
         self.shift = {(o.out, o.src): o.max_shift for o in self.rules}
-        self.conflicts = {r.name: [p for p in self.reqs if p is not r and _lifetimes_overlap(p, r)]
-                          for r in self.reqs}
+        conflicts: dict[str, list[int]] = {r.name: [] for r in self.reqs}
+        for i, j in live_together(self.reqs):
+            conflicts[self.reqs[i].name].append(j)
+            conflicts[self.reqs[j].name].append(i)
+        # each list in the order of the buffers, as an all-pairs scan gave it
+        self.conflicts = {name: [self.reqs[k] for k in sorted(ks)] for name, ks in conflicts.items()}
         self.units = self._chains()
 
     def _chains(self) -> list[Unit]:
@@ -63,29 +78,30 @@ class _Problem:
                 continue
             over[o.out] = o
             taken.add(o.src)
+        # Walk each chain from its head (the member written over nothing) along `over`,
+        # iteratively: a chain is as long as the graph (a 20,000-op chain of ADDs).
+        written_over = {o.src: o.out for o in over.values()}     # src -> the out over it
         rel: dict[str, int] = {}
-
-        def place(name: str) -> int:
-            if name not in rel:
-                o = over.get(name)
-                rel[name] = 0 if o is None else place(o.src) + min(o.max_shift, 0)
-            return rel[name]
+        groups: dict[str, list[str]] = {}                        # head -> chain members
         for r in self.reqs:
-            place(r.name)
-        # Group the members of each chain by its first source.
-        root: dict[str, str] = {}
-
-        def head(name: str) -> str:
-            o = over.get(name)
-            return name if o is None else head(o.src)
-        groups: dict[str, list[BufferReq]] = {}
-        for r in self.reqs:
-            root[r.name] = head(r.name)
-            groups.setdefault(root[r.name], []).append(r)
+            if r.name in over:
+                continue                                         # not a head
+            members, name, offset = [r.name], r.name, 0
+            rel[name] = 0
+            while name in written_over:
+                o = over[written_over[name]]
+                name, offset = o.out, offset + min(o.max_shift, 0)
+                rel[name] = offset
+                members.append(name)
+            groups[r.name] = members
+        by_req = {r.name: r for r in self.reqs}
+        order = {r.name: i for i, r in enumerate(self.reqs)}
         units = []
-        for members in groups.values():
-            low = min(rel[m.name] for m in members)
-            units.append(tuple((m, rel[m.name] - low) for m in members))
+        chains = sorted((sorted(members, key=order.__getitem__) for members in groups.values()),
+                        key=lambda members: order[members[0]])
+        for members in chains:
+            low = min(rel[m] for m in members)
+            units.append(tuple((by_req[m], rel[m] - low) for m in members))
         return units
 
     def forbidden(self, r: BufferReq, p: BufferReq, off_p: int) -> tuple[int, int]:
@@ -230,18 +246,20 @@ class OverlapError(AssertionError):
 def check_no_overlap(reqs: list[BufferReq], offsets: dict[str, int], overlaps=()) -> None:
     """Every buffer aligned; no two buffers live at the same step share a byte, unless an
     Overlap lets one be written over the other and the plan keeps within its max_shift."""
-    shift = {(o.out, o.src): o.max_shift for o in valid_overlaps(list(reqs), overlaps)}
-    for i, a in enumerate(reqs):
+    reqs = list(reqs)
+    shift = {(o.out, o.src): o.max_shift for o in valid_overlaps(reqs, overlaps)}
+    for a in reqs:
         oa = offsets[a.name]
         if oa < 0 or oa % a.align:
             raise OverlapError(f"{a.name} at {oa} is not {a.align}-byte aligned")
-        for b in reqs[i + 1:]:
-            ob = offsets[b.name]
-            if not (_lifetimes_overlap(a, b) and oa < ob + b.size and ob < oa + a.size):
-                continue
-            if (a.name, b.name) in shift and oa - ob <= shift[(a.name, b.name)]:
-                continue
-            if (b.name, a.name) in shift and ob - oa <= shift[(b.name, a.name)]:
-                continue
-            raise OverlapError(f"{a.name} [{oa},{oa + a.size}) overlaps {b.name} [{ob},{ob + b.size}) "
-                               f"while both are live (steps {a.first}-{a.last} and {b.first}-{b.last})")
+    for i, j in live_together(reqs):
+        a, b = reqs[i], reqs[j]
+        oa, ob = offsets[a.name], offsets[b.name]
+        if not (oa < ob + b.size and ob < oa + a.size):
+            continue
+        if (a.name, b.name) in shift and oa - ob <= shift[(a.name, b.name)]:
+            continue
+        if (b.name, a.name) in shift and ob - oa <= shift[(b.name, a.name)]:
+            continue
+        raise OverlapError(f"{a.name} [{oa},{oa + a.size}) overlaps {b.name} [{ob},{ob + b.size}) "
+                           f"while both are live (steps {a.first}-{a.last} and {b.first}-{b.last})")

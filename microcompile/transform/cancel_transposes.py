@@ -62,8 +62,14 @@ class _State:
             if name not in self.tensors and all(n.name != name for n in self.nodes):
                 return name
 
+    def index(self) -> None:
+        """Who writes each value, for the pass about to scan the nodes (each pass returns at its
+        first rewrite, so the index stays exact while it scans): a lookup per operand instead of
+        a scan of every node, which made a long chain quadratic."""
+        self._producers = {o: n for n in self.nodes for o in n.outputs}
+
     def producer(self, name: str) -> Node | None:
-        return next((n for n in self.nodes if name in n.outputs), None)
+        return self._producers.get(name)
 
     def readers(self, name: str) -> list[Node]:
         return [n for n in self.nodes if name in n.inputs]
@@ -82,6 +88,7 @@ class _State:
 
     def merge_once(self) -> bool:
         self.sweep()
+        self.index()
         for k, n in enumerate(self.nodes):
             if n.op != "transpose":
                 continue
@@ -110,6 +117,7 @@ class _State:
 
     # --- 2. sink -------------------------------------------------------------------------
     def sink_once(self) -> bool:
+        self.index()
         for k, n in enumerate(self.nodes):
             if _layout(n.op) is None:
                 continue
