@@ -42,7 +42,3 @@ def progress_bar(progress: Callable[[str], None], total, desc: str, unit: str = 
     """`progress`'s bar; a plain callable (a test's list.append) gets the CLI's."""
     return (progress if isinstance(progress, Progress) else CLI).bar(total, desc, unit, **kw)
 
-
-def shows_bars(progress) -> bool | None:
-    """Whether `progress` wants bars (None: when stderr is a terminal)."""
-    return progress.bars if isinstance(progress, Progress) else None

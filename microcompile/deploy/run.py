@@ -147,19 +147,12 @@ class SamplesResult:
     counts: list[int]                   # per inference, in `report["unit"]`
 
 
-def run_samples(built: Built, link: Link, samples: list[dict[str, np.ndarray]], labels: np.ndarray | None = None,
-                progress: Progress = say) -> SamplesResult:
-    """Run `samples` over one agent session, comparing each with the reference interpreter.
-    With `labels` (class indices) the report has the top-1 accuracy."""
-    with open_session(built.project_dir, built.board, link, progress) as session:
-        return run_samples_on(session, built, link, samples, labels, progress)
-
-
 def run_samples_on(session, built: Built, link: Link, samples: list[dict[str, np.ndarray]],
                    labels: np.ndarray | None = None, progress: Progress = say, stack: bool | None = None
                    ) -> SamplesResult:
-    """run_samples over an open session; `stack` (default: more than one sample) stacks each
-    output over the samples."""
+    """Run `samples` over an open agent session, comparing each with the reference interpreter
+    (`microcompile run`). With `labels` (class indices) the report has the top-1 accuracy;
+    `stack` (default: more than one sample) stacks each output over the samples."""
     compiled, sizes = built.compiled, built.sizes
     names = list(compiled.graph.outputs)
     got: dict[str, list] = {n: [] for n in names}
@@ -198,31 +191,6 @@ def iter_bar(items: list, desc: str, unit: str, progress: Progress = say) -> Ite
         for item in items:
             yield item
             b.update(1)
-
-
-@dataclass
-class ProfileResult:
-    report: dict            # exactly {"unit", "total", "layers": [{"name", "op", "macs", "count"}]}
-    rows: list              # report.profile.ProfileRow, one per kernel
-    unit: str
-    total: int              # the profiled run (hooks included)
-    plain_total: int        # the same input without the hooks: comparable with deploy's instructions
-    built: Built
-
-
-def profile(built: Built, link: Link, inputs: dict[str, np.ndarray], progress: Progress = say) -> ProfileResult:
-    """Per-kernel counts of one inference over the agent: one run without the hooks (the total
-    `deploy` reports), one with them (per kernel), on the same input."""
-    from ..report import profile as profile_report
-
-    ordered = [inputs[n] for n in built.compiled.graph.inputs]
-    with open_session(built.project_dir, built.board, link, progress) as session:
-        info = session.info()
-        session.run(ordered)
-        plain = info.to_units(session.last_ticks)
-        prof = session.profile(ordered)
-    rows = profile_report.rows(built.compiled, prof.counts)
-    return ProfileResult(profile_report.to_json(prof.unit, prof.total, rows), rows, prof.unit, prof.total, plain, built)
 
 
 @dataclass
