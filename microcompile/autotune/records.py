@@ -53,12 +53,24 @@ class Environment:
     schedule_version: int = SCHEDULE_VERSION
 
 
-def record(env: Environment, workload, config: dict, trace: Trace | None, *, status: str, count: int | None = None,
-           unit: str | None = None, error: str | None = None, model: str = "", trial: int = 0) -> dict:
-    assert status in STATUSES, status
+@dataclass(frozen=True)
+class Outcome:
+    """What measuring one candidate gave."""
+
+    status: str                   # "ok", "failed", "invalid" (refused before code generation),
+                                  # "retry" (batch: measure this one on its own) or
+                                  # "lost" (the slot's device is gone: measure it elsewhere)
+    count: int | None = None      # per kernel of the workload, in `unit`
+    unit: str | None = None
+    error: str | None = None
+
+
+def record(env: Environment, workload, config: dict, trace: Trace | None, outcome: Outcome, *,
+           model: str = "", trial: int = 0) -> dict:
+    assert outcome.status in STATUSES, outcome.status
     return {"v": RECORD_VERSION, "workload": workload.key, "family": workload.family, "op": workload.op,
             "config": dict(config), "trace": trace.to_json() if trace is not None else None,
-            "status": status, "count": count, "unit": unit, "error": error,
+            "status": outcome.status, "count": outcome.count, "unit": outcome.unit, "error": outcome.error,
             "board": env.board, "core": env.core, "kernel_set": env.kernel_set, "cflags": list(env.cflags),
             "toolchain": env.toolchain, "microcompile": env.microcompile,
             "schedule_version": env.schedule_version, "model": model,

@@ -35,9 +35,9 @@ from ..report.memory import parse_bytes
 from ..schedule import ScheduleError, blocks
 from ..target import Board
 from .boards import BoardLink, resolve_boards
-from .records import RecordWriter, compatible, environment, read_records
+from .records import Outcome, RecordWriter, compatible, environment, read_records
 from .search import check_cost_model
-from .tuner import Budget, Outcome, tune
+from .tuner import Budget, Plan, tune
 from .workload import extract_workloads
 
 Progress = Callable[[str], None]
@@ -346,11 +346,12 @@ def tune_model(default: Artifact, records_path, options: TuneOptions, link: Link
         with RecordWriter(records_path) as writer, \
                 progress_bar(progress, total, "tune", "trial",
                              initial=min(len([r for r in previous if r["status"] != "invalid"]), total or 0)) as pbar:
-            result = tune(workloads, board.target, env, measurer.batch if options.batch else measurer, writer,
-                          options.budget, jobs=options.jobs, strategy=options.strategy, batch=options.batch,
-                          cost_model=options.cost_model, seed=options.seed, model=default.name, previous=previous,
-                          scratch_budget=options.scratch_budget, bar=pbar,
-                          executor=pool, note=lambda text: progress(f"[tune] note: {text}"))
+            plan = Plan(board.target, env, options.budget, jobs=options.jobs, strategy=options.strategy,
+                        cost_model=options.cost_model, seed=options.seed, batch=options.batch, model=default.name,
+                        scratch_budget=options.scratch_budget)
+            result = tune(workloads, plan, measurer.batch if options.batch else measurer, writer,
+                          previous=previous, executor=pool, bar=pbar,
+                          note=lambda text: progress(f"[tune] note: {text}"))
     finally:
         if own:
             shutil.rmtree(work, ignore_errors=True)

@@ -2,7 +2,7 @@
 measure the valid ones (bit-exact check first) on `jobs` devices at once, write a record per
 outcome, and stop at the trial or time budget.
 
-The measuring itself is a function given by the caller (microcompile/tuning.py wires the
+The measuring itself is a function given by the caller (autotune/run.py wires the
 build and the host agent), so this module knows no device:
 
     measure(slot, workload, config, trace) -> Outcome
@@ -26,17 +26,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..schedule import InvalidConfig, apply_config
-from .records import Environment, record
+from .records import Environment, Outcome, record
 from .search import make_search
-
-
-@dataclass(frozen=True)
-class Outcome:
-    status: str                   # "ok", "failed", "retry" (batch: measure this one on its own) or
-                                  # "lost" (the slot's device is gone: measure it elsewhere)
-    count: int | None = None      # per kernel of the workload, in `unit`
-    unit: str | None = None
-    error: str | None = None
 
 
 @dataclass
@@ -75,66 +66,147 @@ class TuneResult:
     devices_lost: bool = False    # every slot's device was lost before the budget was spent
 
 
-def tune(workloads, target, env: Environment, measure: Callable, writer, budget: Budget, *, jobs: int = 1,
-         strategy: str = "model", seed: int = 0, model: str = "", previous: list[dict] | None = None,
-         scratch_budget: int | None = None, bar=None, schedule: Callable = apply_config,
-         executor=None, batch: bool = False, cost_model: str = "ridge",
-         note: Callable[[str], None] | None = None) -> TuneResult:
-    """Tune `workloads` (tune.workload.Workload) on `jobs` slots. `previous`: records of an
-    earlier run (--resume) for this environment: their points are not tried again and their
-    measurements count toward the budget. `bar`: a tqdm-like object (update, set_postfix_str).
-    `schedule(func, target, config, scratch_budget=...)` -> (PrimFunc, Trace) or InvalidConfig:
-    schedule.apply_config, or a wrapper (the tests add a knob that breaks candidates).
-    `executor`: where measurements run, an object with submit(fn, *args) -> concurrent.futures.Future
-    and shutdown(wait, cancel_futures) (default: `jobs` local threads; tune/ray_executor.py: Ray tasks).
-    `batch`: one firmware measures a candidate of every workload at once, `measure(slot, items)`
-    with items [(workload, config, trace)] -> [Outcome]; an Outcome "retry" (the firmware failed
-    and the item cannot be told apart from the others) measures that item again on its own.
-    Otherwise `measure(slot, workload, config, trace)` -> Outcome.
-    `cost_model`: the model search's cost model (search.COST_MODELS). `note(text)` hears of a slot
-    dropped from the pool (the notes are also in TuneResult.notes)."""
-    start = time.monotonic()
-    deadline = start + budget.minutes * 60 if budget.minutes is not None else None
-    stats = {w.key: WorkloadStats(w.key, list(w.nodes)) for w in workloads}
-    searches = {w.key: make_search(strategy, w.space, w.default, seed + i, cost_model=cost_model,
-                                   workload_features=_workload_features(w))
-                for i, w in enumerate(workloads)}
-    by_key = {w.key: w for w in workloads}
-    resumed = 0
-    for rec in previous or []:
-        key = rec.get("workload")
-        if key not in by_key or not isinstance(rec.get("config"), dict):
-            continue
-        _note(stats[key], searches[key], rec["config"], rec["status"], rec.get("count"), by_key[key])
-        resumed += rec["status"] != "invalid"
-    recorded = resumed                          # measured trials, resumed ones included
-    pending: dict[str, int] = {w.key: 0 for w in workloads}     # items in flight per workload
-    solo: list = []                             # items to measure again on their own
-    requeued: list[list] = []                   # items of a lost slot, to measure on another
-    notes: list[str] = []
-    live = jobs                                 # slots not lost
+@dataclass(frozen=True)
+class Plan:
+    """What a tuning run searches, where, and for how long."""
 
-    def tell(text: str) -> None:
-        notes.append(text)
-        if note is not None:
-            note(text)
+    target: object                # the core's target (what the schedules are made for)
+    env: Environment              # written into every record
+    budget: Budget
+    jobs: int = 1                 # slots: devices measuring at once
+    strategy: str = "model"       # search.make_search
+    cost_model: str = "ridge"     # the model search's cost model (search.COST_MODELS)
+    seed: int = 0
+    batch: bool = False           # one firmware measures a candidate of every workload at once
+    model: str = ""               # the model's name, written into every record
+    scratch_budget: int | None = None
+    # schedule(func, target, config, scratch_budget=...) -> (PrimFunc, Trace) or InvalidConfig:
+    # schedule.apply_config, or a wrapper (the tests add a knob that breaks candidates).
+    schedule: Callable = apply_config
 
-    def room() -> int:
+
+def tune(workloads, plan: Plan, measure: Callable, writer, *, previous: list[dict] | None = None,
+         executor=None, bar=None, note: Callable[[str], None] | None = None) -> TuneResult:
+    """Tune `workloads` (autotune.workload.Workload) as `plan` says.
+
+    `measure(slot, workload, config, trace)` -> Outcome; with `plan.batch`, `measure(slot, items)`
+    with items [(workload, config, trace)] -> [Outcome], where an Outcome "retry" (the firmware
+    failed and the item cannot be told apart from the others) measures that item again on its own.
+    `writer.write(record)` receives a record per outcome. `previous`: records of an earlier run
+    (--resume) for this environment: their points are not tried again and their measurements
+    count toward the budget. `executor`: where measurements run, an object with
+    submit(fn, *args) -> concurrent.futures.Future and shutdown(wait, cancel_futures) (default:
+    `plan.jobs` local threads; autotune/ray_executor.py: Ray tasks). `bar`: a tqdm-like object
+    (update, set_postfix_str). `note(text)` hears of a slot dropped from the pool (the notes are
+    also in TuneResult.notes)."""
+    return _Run(workloads, plan, measure, writer, note).run(previous or [], executor, bar)
+
+
+class _Run:
+    """One tuning run's state: the searches, what is in flight, what is recorded."""
+
+    def __init__(self, workloads, plan: Plan, measure: Callable, writer, note):
+        self.workloads, self.plan, self.measure, self.writer, self.note = workloads, plan, measure, writer, note
+        self.start = time.monotonic()
+        budget = plan.budget
+        self.deadline = self.start + budget.minutes * 60 if budget.minutes is not None else None
+        self.stats = {w.key: WorkloadStats(w.key, list(w.nodes)) for w in workloads}
+        self.searches = {w.key: make_search(plan.strategy, w.space, w.default, plan.seed + i,
+                                            cost_model=plan.cost_model, workload_features=_workload_features(w))
+                         for i, w in enumerate(workloads)}
+        self.recorded = 0                       # measured trials, resumed ones included
+        self.pending = {w.key: 0 for w in workloads}    # items in flight per workload
+        self.solo: list = []                    # items to measure again on their own
+        self.requeued: list[list] = []          # items of a lost slot, to measure on another
+        self.notes: list[str] = []
+        self.live = plan.jobs                   # slots not lost
+        self.running: dict[Future, tuple] = {}  # future -> (items, slot)
+        self.slots: queue.SimpleQueue = queue.SimpleQueue()
+        self.interrupted = False
+        self.bar = None
+
+    def run(self, previous: list[dict], executor, bar) -> TuneResult:
+        self.bar = bar
+        resumed = self._resume(previous)
+        self.recorded = resumed
+        for s in range(self.plan.jobs):
+            self.slots.put(s)
+        pool = executor if executor is not None else \
+            ThreadPoolExecutor(max_workers=self.plan.jobs, thread_name_prefix="tune-job")
+        try:
+            self._loop(pool)
+        except KeyboardInterrupt:
+            self._interrupt()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if self.requeued and not self.interrupted:
+            self._tell(f"{sum(map(len, self.requeued))} candidate(s) not measured: every job's device was lost")
+        return TuneResult(list(self.stats.values()), self.recorded - resumed, resumed,
+                          time.monotonic() - self.start, self.interrupted, self.notes, devices_lost=self.live == 0)
+
+    def _resume(self, previous: list[dict]) -> int:
+        by_key = {w.key: w for w in self.workloads}
+        resumed = 0
+        for rec in previous:
+            key = rec.get("workload")
+            if key not in by_key or not isinstance(rec.get("config"), dict):
+                continue
+            _note(self.stats[key], self.searches[key], rec["config"], rec["status"], rec.get("count"), by_key[key])
+            resumed += rec["status"] != "invalid"
+        return resumed
+
+    def _loop(self, pool) -> None:
+        while True:
+            while len(self.running) < self.live and (self.requeued or self.solo or self._room() > 0):
+                items = self._next_items()
+                if not items:
+                    break
+                for w, _, _ in items:
+                    self.pending[w.key] += 1
+                slot = self.slots.get()
+                self.running[pool.submit(self._measure, slot, items)] = (items, slot)
+            if not self.running:
+                return
+            done, _ = wait(list(self.running), return_when=FIRST_COMPLETED)
+            for fut in done:
+                self._finish(fut)
+
+    def _interrupt(self) -> None:
+        self.interrupted = True
+        # The running measurements end within their device timeout; each stops its QEMU.
+        # Those that finish are recorded: no measurement is lost.
+        for fut in list(self.running):
+            if fut.cancel():
+                items, slot = self.running.pop(fut)
+                self.slots.put(slot)
+                for w, _, _ in items:
+                    self.pending[w.key] -= 1
+        for fut in list(self.running):
+            wait([fut])
+            self._finish(fut)
+
+    def _tell(self, text: str) -> None:
+        self.notes.append(text)
+        if self.note is not None:
+            self.note(text)
+
+    def _room(self) -> int:
         """Trials the budget still allows beyond those recorded and in flight."""
-        if deadline is not None and time.monotonic() >= deadline:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
             return 0
-        if budget.trials is None:
+        if self.plan.budget.trials is None:
             return 1 << 30
-        return budget.trials - recorded - sum(pending.values())
+        return self.plan.budget.trials - self.recorded - sum(self.pending.values())
 
-    def next_candidate(exclude: set):
+    def _next_candidate(self, exclude: set):
         """(workload, config, trace) of the next valid point of a workload not in `exclude`,
         writing invalid ones as records."""
-        order = sorted(workloads, key=lambda w: (stats[w.key].trials + pending[w.key], workloads.index(w)))
+        stats, plan, workloads = self.stats, self.plan, self.workloads
+        order = sorted(workloads, key=lambda w: (stats[w.key].trials + self.pending[w.key], workloads.index(w)))
         for w in order:
             if w.key in exclude:
                 continue
-            search = searches[w.key]
+            search = self.searches[w.key]
             if hasattr(search, "hint"):
                 search.hint([stats[o.key].best_config for o in workloads if o is not w and o.family == w.family
                              and stats[o.key].best_config is not None])
@@ -143,44 +215,36 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
                 if config is None:
                     break
                 try:
-                    _, trace = schedule(w.func, target, config, scratch_budget=scratch_budget)
+                    _, trace = plan.schedule(w.func, plan.target, config, scratch_budget=plan.scratch_budget)
                 except InvalidConfig as e:
-                    writer.write(record(env, w, config, None, status="invalid", error=str(e), model=model,
-                                        trial=recorded))
+                    self.writer.write(record(plan.env, w, config, None, Outcome("invalid", error=str(e)),
+                                             model=plan.model, trial=self.recorded))
                     _note(stats[w.key], search, config, "invalid", None, w)
                     continue
                 search.mark_seen(config)
                 return w, config, trace
         return None
 
-    def next_items() -> list:
-        if requeued:
-            return requeued.pop(0)
-        if solo:
-            return [solo.pop(0)]
+    def _next_items(self) -> list:
+        if self.requeued:
+            return self.requeued.pop(0)
+        if self.solo:
+            return [self.solo.pop(0)]
         items = []
-        while room() > len(items) and (batch or not items):
-            cand = next_candidate({w.key for w, _, _ in items})
+        while self._room() > len(items) and (self.plan.batch or not items):
+            cand = self._next_candidate({w.key for w, _, _ in items})
             if cand is None:
                 break
             items.append(cand)
         return items
 
-    def run(slot, items):
-        return measure(slot, items) if batch else [measure(slot, *items[0])]
+    def _measure(self, slot, items):
+        return self.measure(slot, items) if self.plan.batch else [self.measure(slot, *items[0])]
 
-    slots: queue.SimpleQueue = queue.SimpleQueue()
-    for s in range(jobs):
-        slots.put(s)
-    running: dict[Future, tuple] = {}
-    interrupted = False
-    pool = executor if executor is not None else ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="tune-job")
-
-    def finish(fut: Future) -> None:
-        nonlocal recorded, live
-        items, slot = running.pop(fut)
+    def _finish(self, fut: Future) -> None:
+        items, slot = self.running.pop(fut)
         for w, _, _ in items:
-            pending[w.key] -= 1
+            self.pending[w.key] -= 1
         try:
             outs = list(fut.result())
             assert len(outs) == len(items), f"{len(outs)} outcomes for {len(items)} candidates"
@@ -188,64 +252,29 @@ def tune(workloads, target, env: Environment, measure: Callable, writer, budget:
             outs = [Outcome("failed", error=f"internal error: {type(e).__name__}: {e}")] * len(items)
         lost = next((o for o in outs if o.status == "lost"), None)
         if lost is not None:                   # the device is gone, not the candidates' fault
-            live -= 1
-            tell(f"job {slot} dropped from the pool: {lost.error}; "
-                 + (f"its {len(items)} candidate(s) go to the other {live} job(s)" if live else "no job is left"))
-            if not interrupted:
-                requeued.append(list(items))
+            self.live -= 1
+            self._tell(f"job {slot} dropped from the pool: {lost.error}; "
+                       + (f"its {len(items)} candidate(s) go to the other {self.live} job(s)" if self.live
+                          else "no job is left"))
+            if not self.interrupted:
+                self.requeued.append(list(items))
             return
-        slots.put(slot)
+        self.slots.put(slot)
         for (w, config, trace), out in zip(items, outs):
-            if out.status == "retry" and len(items) > 1 and not interrupted:
-                solo.append((w, config, trace))
+            if out.status == "retry" and len(items) > 1 and not self.interrupted:
+                self.solo.append((w, config, trace))
                 continue
             if out.status == "retry":
                 out = Outcome("failed", error=out.error)
-            if interrupted and out.status != "ok":
+            if self.interrupted and out.status != "ok":
                 continue      # Ctrl-C also reaches make and gcc: a failure now says nothing of the point
-            recorded += 1
-            writer.write(record(env, w, config, trace, status=out.status, count=out.count, unit=out.unit,
-                                error=out.error, model=model, trial=recorded))
-            _note(stats[w.key], searches[w.key], config, out.status, out.count, w)
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix_str(_postfix(stats.values()))
-
-    try:
-        while True:
-            while len(running) < live and (requeued or solo or room() > 0):
-                items = next_items()
-                if not items:
-                    break
-                for w, _, _ in items:
-                    pending[w.key] += 1
-                slot = slots.get()
-                fut = pool.submit(run, slot, items)
-                running[fut] = (items, slot)
-            if not running:
-                break
-            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-            for fut in done:
-                finish(fut)
-    except KeyboardInterrupt:
-        interrupted = True
-        # The running measurements end within their device timeout; each stops its QEMU.
-        # Those that finish are recorded: no measurement is lost.
-        for fut in list(running):
-            if fut.cancel():
-                items, slot = running.pop(fut)
-                slots.put(slot)
-                for w, _, _ in items:
-                    pending[w.key] -= 1
-        for fut in list(running):
-            wait([fut])
-            finish(fut)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-    if requeued and not interrupted:
-        tell(f"{sum(map(len, requeued))} candidate(s) not measured: every job's device was lost")
-    return TuneResult(list(stats.values()), recorded - resumed, resumed, time.monotonic() - start, interrupted,
-                      notes, devices_lost=live == 0)
+            self.recorded += 1
+            self.writer.write(record(self.plan.env, w, config, trace, out, model=self.plan.model,
+                                     trial=self.recorded))
+            _note(self.stats[w.key], self.searches[w.key], config, out.status, out.count, w)
+            if self.bar is not None:
+                self.bar.update(1)
+                self.bar.set_postfix_str(_postfix(self.stats.values()))
 
 
 def _workload_features(w) -> tuple:

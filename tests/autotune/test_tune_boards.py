@@ -18,7 +18,7 @@ import pytest
 
 from microcompile.errors import UserError
 from microcompile.target import load_board
-from microcompile.autotune import Budget, Outcome, RecordWriter, read_records, tune
+from microcompile.autotune import Budget, Outcome, Plan, RecordWriter, read_records, tune
 from microcompile.autotune.boards import BoardLink, resolve_boards
 from tests.autotune.test_tune_units import ENV, _W, _cost, _schedule
 
@@ -35,8 +35,8 @@ def test_a_lost_board_is_dropped_and_its_candidate_measured_on_another(tmp_path)
             return Outcome("lost", error="board /dev/ttyACM1 (probe B): flash failed: no probe")
         return Outcome("ok", count=int(_cost(config)), unit="instructions")
     with RecordWriter(tmp_path / "r.jsonl") as out:
-        result = tune([_W()], None, ENV, measure, out, Budget(trials=8), jobs=3, strategy="random", seed=1,
-                      schedule=_schedule, note=notes.append)
+        result = tune([_W()], Plan(None, ENV, Budget(trials=8), jobs=3, strategy="random", seed=1,
+                                       schedule=_schedule), measure, out, note=notes.append)
     recs = [r for r in read_records(tmp_path / "r.jsonl")[0] if r["status"] != "invalid"]
     assert result.trials == len(recs) == 8 and all(r["status"] == "ok" for r in recs)
     lost = [c for s, c in slots if s == 1]
@@ -52,8 +52,8 @@ def test_when_every_board_is_lost_the_run_stops_with_a_note(tmp_path):
     def measure(slot, w, config, trace):
         return Outcome("lost", error=f"board {slot}: its serial port vanished")
     with RecordWriter(tmp_path / "r.jsonl") as out:
-        result = tune([_W()], None, ENV, measure, out, Budget(trials=8), jobs=2, strategy="random",
-                      schedule=_schedule)
+        result = tune([_W()], Plan(None, ENV, Budget(trials=8), jobs=2, strategy="random", schedule=_schedule),
+                      measure, out)
     assert result.trials == 0 and result.devices_lost
     assert not [r for r in read_records(tmp_path / "r.jsonl")[0] if r["status"] != "invalid"]
     assert any("no job is left" in n for n in result.notes)

@@ -18,7 +18,7 @@ from support import flows
 from microcompile.schedule import Knob, KnobSpace, apply_config, primitive
 from microcompile.target import load_board
 from microcompile.tir.nodes import BinOp, Buffer, Cast, For, IntImm, Load, PrimFunc, SeqStmt, Store, Var
-from microcompile.autotune import Budget, RecordWriter, read_records, tune
+from microcompile.autotune import Budget, Plan, RecordWriter, read_records, tune
 from microcompile.autotune.records import environment
 from support import multi_op_models as M
 
@@ -91,8 +91,8 @@ def test_broken_candidates_are_recorded_and_the_search_goes_on(dscnn, tmp_path):
     pool.default = {"fault": "none", **pool.default}
     measure = flows.measurer(dscnn, BOARD, tmp_path / "work", compiled, emulate=True, port=None, timeout=3.0)
     with RecordWriter(tmp_path / "r.jsonl") as out:
-        result = tune([pool], BOARD.target, environment(BOARD), measure, out, Budget(trials=4), strategy="random",
-                      schedule=_faulty)
+        result = tune([pool], Plan(BOARD.target, environment(BOARD), Budget(trials=4), strategy="random",
+                                       schedule=_faulty), measure, out)
     recs = {r["config"]["fault"]: r for r in read_records(tmp_path / "r.jsonl")[0]}
     assert set(recs) == set(FAULTS) and result.trials == 4
     assert recs["none"]["status"] == "ok" and recs["none"]["count"] > 0 and recs["none"]["unit"] == "instructions"
@@ -211,8 +211,8 @@ def test_batch_mode_pins_a_wrong_answer_on_its_kernel(dscnn, tmp_path):
         w.default = {"fault": faults[0], **w.default}
     measure = flows.measurer(dscnn, BOARD, tmp_path / "work", compiled, emulate=True, port=None, timeout=5.0)
     with RecordWriter(tmp_path / "r.jsonl") as out:
-        result = tune(workloads, BOARD.target, environment(BOARD), measure.batch, out,
-                      Budget(trials=len(workloads) + 1), strategy="random", schedule=_faulty, batch=True)
+        result = tune(workloads, Plan(BOARD.target, environment(BOARD), Budget(trials=len(workloads) + 1),
+                                     strategy="random", schedule=_faulty, batch=True), measure.batch, out)
     recs = read_records(tmp_path / "r.jsonl")[0]
     assert result.trials == len(workloads) + 1 == len(recs)
     by = {(r["workload"], r["config"]["fault"]): r for r in recs}

@@ -16,7 +16,7 @@ from microcompile.errors import UserError
 from microcompile.lower import lower_node
 from microcompile.schedule import Knob, KnobSpace, Trace
 from microcompile.target import load_board
-from microcompile.autotune import (Budget, Environment, Outcome, RecordWriter, extract_workloads, make_search,
+from microcompile.autotune import (Budget, Environment, Outcome, Plan, RecordWriter, extract_workloads, make_search,
                               read_records, record, select, tune, workload_key)
 from microcompile.autotune.run import parse_budget
 from support import multi_op_models as M
@@ -81,9 +81,9 @@ def test_records_round_trip_and_a_line_cut_short(tmp_path):
     path = tmp_path / "r.jsonl"
     trace = Trace.loads('[{"primitive": "split", "args": ["i", 4]}]')
     with RecordWriter(path) as out:
-        out.write(record(ENV, w, w.default, trace, status="ok", count=1234, unit="instructions", model="m"))
-        out.write(record(ENV, w, {**w.default, "a": 2}, None, status="invalid", error="tile too large"))
-        out.write(record(ENV, w, {**w.default, "a": 4}, trace, status="failed", error="hang: no answer"))
+        out.write(record(ENV, w, w.default, trace, Outcome("ok", 1234, "instructions"), model="m"))
+        out.write(record(ENV, w, {**w.default, "a": 2}, None, Outcome("invalid", error="tile too large")))
+        out.write(record(ENV, w, {**w.default, "a": 4}, trace, Outcome("failed", error="hang: no answer")))
     with open(path, "a") as f:
         f.write('{"v": 1, "workload": "conv2d:te')       # a crash mid-write
     recs, notes = read_records(path)
@@ -103,17 +103,17 @@ def test_select_takes_the_fastest_valid_record_of_this_core_and_toolchain():
     w, t = _W(), Trace.loads('[{"primitive": "split", "args": ["i", 4]}]')
     other_core = Environment("mps2-an385", "cortex-m3", "c", (), ENV.toolchain)
     other_cc = Environment(ENV.board, ENV.core, ENV.kernel_set, ENV.cflags, "arm-none-eabi-gcc 13.3.1")
-    recs = [record(ENV, w, w.default, t, status="ok", count=900, unit="instructions"),
-            record(ENV, w, {**w.default, "a": 2}, t, status="ok", count=800, unit="instructions"),
-            record(ENV, w, {**w.default, "a": 4}, t, status="failed", count=None, error="wrong answer"),
-            record(other_core, w, {**w.default, "a": 8}, t, status="ok", count=10, unit="instructions"),
-            record(other_cc, w, {**w.default, "a": 8}, t, status="ok", count=20, unit="instructions")]
+    recs = [record(ENV, w, w.default, t, Outcome("ok", 900, "instructions")),
+            record(ENV, w, {**w.default, "a": 2}, t, Outcome("ok", 800, "instructions")),
+            record(ENV, w, {**w.default, "a": 4}, t, Outcome("failed", error="wrong answer")),
+            record(other_core, w, {**w.default, "a": 8}, t, Outcome("ok", 10, "instructions")),
+            record(other_cc, w, {**w.default, "a": 8}, t, Outcome("ok", 20, "instructions"))]
     sel = select(recs, ENV)
     assert sel.best[w.key]["count"] == 800 and sel.best[w.key]["config"]["a"] == 2
     # A record of the default point is never selected, however fast: the default serves it; nor
     # a point slower than the default's record.
-    assert w.key not in select([record(ENV, w, w.default, t, status="ok", count=1, unit="instructions")], ENV).best
-    slower = [record(ENV, w, w.default, t, status="ok", count=700, unit="instructions"), *recs[1:]]
+    assert w.key not in select([record(ENV, w, w.default, t, Outcome("ok", 1, "instructions"))], ENV).best
+    slower = [record(ENV, w, w.default, t, Outcome("ok", 700, "instructions")), *recs[1:]]
     assert w.key not in select(slower, ENV).best
     assert len(sel.notes) == 2
     assert any("core cortex-m3/c ignored" in n for n in sel.notes)
@@ -179,8 +179,8 @@ def test_the_loop_records_every_outcome_and_keeps_to_the_budget(tmp_path):
     w1, w2 = _W("conv2d:one"), _W("conv2d:two")
     calls = []
     with RecordWriter(tmp_path / "r.jsonl") as out:
-        result = tune([w1, w2], None, ENV, _fake_measure(calls, fail=lambda c: c["b"] == "y"), out,
-                      Budget(trials=10), strategy="random", seed=3, schedule=_schedule)
+        result = tune([w1, w2], Plan(None, ENV, Budget(trials=10), strategy="random", seed=3, schedule=_schedule),
+                      _fake_measure(calls, fail=lambda c: c["b"] == "y"), out)
     recs, _ = read_records(tmp_path / "r.jsonl")
     measured = [r for r in recs if r["status"] != "invalid"]
     assert len(calls) == len(measured) == 10 == result.trials
@@ -199,15 +199,15 @@ def test_ctrl_c_loses_nothing_and_resume_measures_no_point_twice(tmp_path):
     path = tmp_path / "r.jsonl"
     calls = []
     with RecordWriter(path) as out:
-        result = tune([w], None, ENV, _fake_measure(calls, stop_after=6), out, Budget(trials=14),
-                      strategy="model", seed=0, schedule=_schedule)
+        result = tune([w], Plan(None, ENV, Budget(trials=14), strategy="model", seed=0, schedule=_schedule),
+                      _fake_measure(calls, stop_after=6), out)
     assert result.interrupted
     first, _ = read_records(path)
     assert len([r for r in first if r["status"] != "invalid"]) == 5 == len(calls) - 1   # the 6th was interrupted
     calls2 = []
     with RecordWriter(path) as out:
-        result = tune([w], None, ENV, _fake_measure(calls2), out, Budget(trials=14), strategy="model", seed=0,
-                      previous=first, schedule=_schedule)
+        result = tune([w], Plan(None, ENV, Budget(trials=14), strategy="model", seed=0, schedule=_schedule),
+                      _fake_measure(calls2), out, previous=first)
     assert result.resumed == 5 and result.trials == 9 and len(calls2) == 9
     recs, _ = read_records(path)
     points = [json.dumps(r["config"], sort_keys=True) for r in recs]
@@ -226,7 +226,8 @@ def test_two_jobs_use_two_slots_at_once(tmp_path):
             both.wait()       # the first two measurements overlap, or this times out
         return Outcome("ok", count=int(_cost(config)), unit="instructions")
     with RecordWriter(tmp_path / "r.jsonl") as out:
-        result = tune([w], None, ENV, measure, out, Budget(trials=6), jobs=2, strategy="random", schedule=_schedule)
+        result = tune([w], Plan(None, ENV, Budget(trials=6), jobs=2, strategy="random", schedule=_schedule),
+                      measure, out)
     assert result.trials == 6 and sorted(set(slots)) == [0, 1]
 
 
@@ -245,7 +246,7 @@ def test_budget_parsing():
 def test_a_time_budget_that_has_run_out_measures_nothing(tmp_path):
     calls = []
     with RecordWriter(tmp_path / "r.jsonl") as out:
-        result = tune([_W()], None, ENV, _fake_measure(calls), out, Budget(minutes=1e-9), schedule=_schedule)
+        result = tune([_W()], Plan(None, ENV, Budget(minutes=1e-9), schedule=_schedule), _fake_measure(calls), out)
     assert result.trials == 0 and calls == []
 
 
@@ -284,8 +285,8 @@ def test_batch_mode_measures_every_workload_at_once_and_retries_alone(tmp_path):
         return [Outcome("failed", error="hang: no answer") if c["b"] == "y"
                 else Outcome("ok", count=int(_cost(c)), unit="instructions") for _, c, _ in items]
     with RecordWriter(tmp_path / "r.jsonl") as out:
-        result = tune(ws, None, ENV, measure, out, Budget(trials=15), strategy="random", seed=5, batch=True,
-                      schedule=_schedule)
+        result = tune(ws, Plan(None, ENV, Budget(trials=15), strategy="random", seed=5, batch=True,
+                               schedule=_schedule), measure, out)
     recs, _ = read_records(tmp_path / "r.jsonl")
     measured = [r for r in recs if r["status"] != "invalid"]
     assert result.trials == len(measured) == 15
@@ -307,10 +308,11 @@ def test_the_model_search_tries_the_best_point_of_a_sibling_workload(tmp_path):
 
     def second_workload(strategy):
         a, b = _W("conv2d:a"), _W("conv2d:b")
-        known = [record(ENV, a, best, Trace(), status="ok", count=100, unit="instructions")]
+        known = [record(ENV, a, best, Trace(), Outcome("ok", 100, "instructions"))]
         with RecordWriter(tmp_path / f"{strategy}.jsonl") as out:
-            tune([a, b], None, ENV, measure, out, Budget(trials=4), strategy=strategy, seed=2, previous=known,
-                 schedule=lambda f, t, c, scratch_budget=None: (None, Trace()))
+            tune([a, b], Plan(None, ENV, Budget(trials=4), strategy=strategy, seed=2,
+                              schedule=lambda f, t, c, scratch_budget=None: (None, Trace())),
+                 measure, out, previous=known)
         return [r["config"] for r in read_records(tmp_path / f"{strategy}.jsonl")[0] if r["workload"] == b.key]
     model, rand = second_workload("model"), second_workload("random")
     assert model == [_W().default, best], model
@@ -326,8 +328,8 @@ def test_records_of_another_schedule_version_are_ignored_with_a_note():
     w, t = _W(), Trace.loads('[{"primitive": "split", "args": ["i", 4]}]')
     old_env = Environment(*[getattr(ENV, f) for f in ("board", "core", "kernel_set", "cflags", "toolchain")],
                           schedule_version=SCHEDULE_VERSION - 1)
-    now = record(ENV, w, {**w.default, "a": 2}, t, status="ok", count=800, unit="instructions")
-    old = record(old_env, w, {**w.default, "a": 4}, t, status="ok", count=500, unit="instructions")
+    now = record(ENV, w, {**w.default, "a": 2}, t, Outcome("ok", 800, "instructions"))
+    old = record(old_env, w, {**w.default, "a": 4}, t, Outcome("ok", 500, "instructions"))
     unversioned = {k: v for k, v in old.items() if k != "schedule_version"}
     assert now["schedule_version"] == SCHEDULE_VERSION and old["schedule_version"] == SCHEDULE_VERSION - 1
     sel = select([now, old], ENV)

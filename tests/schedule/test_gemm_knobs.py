@@ -185,7 +185,7 @@ def test_knob_values_are_bit_exact_on_cortex_m4(model_file, tmp_path, knob, valu
     deploy compares every output with the reference interpreter byte for byte."""
     from support import flows
     from microcompile.schedule import knob_space
-    from microcompile.autotune.records import RecordWriter, environment, record
+    from microcompile.autotune.records import Outcome, RecordWriter, environment, record
     from microcompile.autotune.run import lowered_workloads
 
     board = load_board("mps2-an386")
@@ -201,7 +201,7 @@ def test_knob_values_are_bit_exact_on_cortex_m4(model_file, tmp_path, knob, valu
                 _, trace = apply_config(w.func, board.target, config)
             except InvalidConfig:
                 continue
-            out.write(record(environment(board), w, config, trace, status="ok", count=1, unit="instructions"))
+            out.write(record(environment(board), w, config, trace, Outcome("ok", 1, "instructions")))
             tuned.update(output_of[n] for n in w.nodes)
     assert tuned == applies, tuned
     result = flows.deploy(model_file, board, tmp_path / "p", emulate=True, records=records,
