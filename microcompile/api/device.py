@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import deploy
 from ..deploy import Built, Link
-from ..deploy.inputs import InputFile, model_batch, model_inputs
+from ..deploy.inputs import model_inputs, model_samples
 from ..errors import UserError
 from ..files import load_arrays
 from ..report import profile as profile_report
@@ -161,24 +161,7 @@ class Device:
         return self._last
 
     def _samples(self, inputs, count: int | None = None) -> tuple[list[dict[str, np.ndarray]], bool]:
-        """The samples in `inputs` and whether it was a batch."""
-        if isinstance(inputs, (str, os.PathLike)):
-            inputs = InputFile.read(inputs)
-        if inputs is not None and (count is not None or self._is_batch(inputs)):
-            return model_batch(self._graph, inputs, count, note=self._progress), True
-        return [model_inputs(self._graph, inputs, note=self._progress)], False
-
-    def _is_batch(self, inputs) -> bool:
-        first = self._graph.tensors[self._graph.inputs[0]]
-        if isinstance(inputs, InputFile):
-            inputs = inputs.arrays
-        if isinstance(inputs, dict):
-            a = inputs.get(first.name)
-        elif isinstance(inputs, np.ndarray):
-            a = inputs
-        else:
-            a = list(inputs)[0] if len(inputs) else None
-        return a is not None and tuple(np.shape(a)) != tuple(first.shape)
+        return model_samples(self._graph, inputs, count, note=self._progress)
 
     def __repr__(self) -> str:
         state = "open" if self._session is not None else "closed"

@@ -16,7 +16,7 @@ import numpy as np
 from .. import deploy, project
 from ..compiler import CompileOptions, compile_model
 from ..deploy import Artifact, BuildOptions, Link
-from ..deploy.inputs import model_inputs
+from ..deploy.inputs import model_inputs, model_samples
 from ..errors import UserError
 from ..ir import Graph
 from ..ir.summary import format_pass_effects, format_table, layer_table, pass_effects
@@ -246,10 +246,13 @@ class CompiledModel:
         """The reference interpreter's outputs (bit-exact with TFLite's reference kernels), in
         output order. `inputs`: an array, a list in input order, a {name: array} dict, a
         .npy/.npz path, or None (the deterministic benchmark input); float values for an int8
-        input are quantized. `dequantize` gives int8/int16 outputs as float."""
-        x = model_inputs(self.graph, inputs)
-        out = interp.run(self.graph, x)
-        return [dequantized(self.graph, n, out[n]) if dequantize else out[n] for n in self.graph.outputs]
+        input are quantized. A batch (each input with one more leading axis, or its leading 1
+        replaced by N) gives each output stacked, as Device.run does. `dequantize` gives
+        int8/int16 outputs as float."""
+        samples, batch = model_samples(self.graph, inputs)
+        got = [interp.run(self.graph, x) for x in samples]
+        out = [np.stack([g[n] for g in got]) if batch else got[0][n] for n in self.graph.outputs]
+        return [dequantized(self.graph, n, a) if dequantize else a for n, a in zip(self.graph.outputs, out)]
 
     # --- building and running -------------------------------------------------------------------
     def build(self, directory=None, *, agent: bool = False, emulate: bool = False, trace: bool = False,

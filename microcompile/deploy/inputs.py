@@ -56,6 +56,30 @@ def model_inputs(graph: Graph, given=None, note: Note | None = None) -> dict[str
     return out
 
 
+def model_samples(graph: Graph, given, count: int | None = None,
+                  note: Note | None = None) -> tuple[list[dict[str, np.ndarray]], bool]:
+    """The samples in `given` (as for model_inputs, or a batch as for model_batch, told apart by
+    the first input's shape; `count` asks for a batch) and whether it was a batch."""
+    if isinstance(given, (str, os.PathLike)):
+        given = InputFile.read(given)
+    if given is not None and (count is not None or _is_batch(graph, given)):
+        return model_batch(graph, given, count, note=note), True
+    return [model_inputs(graph, given, note=note)], False
+
+
+def _is_batch(graph: Graph, given) -> bool:
+    first = graph.tensors[graph.inputs[0]]
+    if isinstance(given, InputFile):
+        given = given.arrays
+    if isinstance(given, dict):
+        a = given.get(first.name)
+    elif isinstance(given, np.ndarray):
+        a = given
+    else:
+        a = list(given)[0] if len(given) else None
+    return a is not None and tuple(np.shape(a)) != tuple(first.shape)
+
+
 def model_batch(graph: Graph, given, count: int | None = None, note: Note | None = None) -> list[dict[str, np.ndarray]]:
     """Samples of a batch: each input's array is [N, ...] with the model's shape (or with its
     leading 1 replaced by N); the first `count` samples (all when None)."""

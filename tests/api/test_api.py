@@ -57,6 +57,18 @@ def test_errors_are_one_hierarchy(digits, tmp_path):
         mc.compile(path, "host").reference([np.zeros((1, 64))] * 3)
 
 
+def test_the_reference_takes_a_batch_as_the_device_does(digits):
+    path, _, xte, _, _ = digits
+    cm = mc.compile(path, "host")
+    one_by_one = np.stack([cm.reference(xte[k].reshape(1, 64))[0] for k in range(7)])
+    for batch in (xte[:7].reshape(7, 1, 64), xte[:7], {"pixels": xte[:7]}):
+        got = cm.reference(batch)[0]
+        assert got.shape == (7, 1, 10) and np.array_equal(got, one_by_one)
+    assert cm.reference(xte[:1])[0].shape == (1, 10)        # the model's own shape: one sample
+    with pytest.raises(mc.UserError, match="a batch is"):
+        cm.reference(xte[:7, :60])
+
+
 @pytest.mark.qemu
 def test_a_notebook_session_on_the_example_model(digits, tmp_path):
     path, xtr, xte, yte, _ = digits
