@@ -1,8 +1,9 @@
 /* mc_runtime.h: the public C API of a microcompile model.
  *
  * The generated model (model.h/model.c) defines `const mc_model_t mc_model` and
- * `MC_MODEL_ARENA_BYTES`. The application owns the arena (16-byte aligned, at
- * least MC_MODEL_ARENA_BYTES long); the runtime never allocates.
+ * `MC_MODEL_ARENA_BYTES` (an exported model N: N.h, `N_model` and `N_ARENA_BYTES`). The
+ * application owns the arena (MC_ARENA_ALIGN-aligned, at least MC_MODEL_ARENA_BYTES long);
+ * the runtime never allocates. Several models share one runtime, each with its own context.
  *
  *   static uint8_t arena[MC_MODEL_ARENA_BYTES] __attribute__((aligned(16)));
  *   mc_ctx_t ctx;
@@ -94,6 +95,17 @@ int mc_run_until(mc_ctx_t *ctx, uint32_t end);
 /* Back to the initial state (mc_init does it too): the next mc_run starts a new sequence. */
 void mc_reset_state(mc_ctx_t *ctx);
 void mc_set_profile_hook(mc_ctx_t *ctx, mc_profile_hook hook, void *user);
+
+/* Elements of tensor t (its bytes over its element size). */
+uint32_t mc_tensor_elements(const mc_tensor_t *t);
+/* mc_tensor_elements(t) floats into t's dtype with t's scale and zero point, as TFLite's
+ * QUANTIZE does (round half away from zero, saturate; NaN becomes the lowest value); a
+ * float32 tensor is copied. Typical use: mc_quantize_f32(&N_model.inputs[0], x, mc_input(&ctx, 0)).
+ * Returns MC_OK, or MC_ERR_ARGS for an int32 tensor or a NULL pointer. No maths library needed. */
+int mc_quantize_f32(const mc_tensor_t *t, const float *src, void *dst);
+/* The opposite: t's int8/int16 values as floats, (q - zero_point) * scale, bit-exact with
+ * microcompile's Python dequantize; float32 is copied. Returns MC_OK or MC_ERR_ARGS. */
+int mc_dequantize_f32(const mc_tensor_t *t, const void *src, float *dst);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,7 @@
 /* Copy micro-kernels (mc_copy.h) for Armv7E-M cores with the DSP extension. */
+#if !defined(__ARM_FEATURE_DSP)
+#error "microcompile: this kernel uses the Armv7E-M DSP instructions, which the compiler flags do not enable: compile with the core's -mcpu (e.g. -mcpu=cortex-m4), or export the model for a board whose core lacks DSP"
+#endif
 #include <arm_acle.h>
 #include <string.h>
 

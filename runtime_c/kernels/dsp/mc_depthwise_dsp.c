@@ -5,6 +5,9 @@
  * int16 pairs (c, c+2) and, rotated by 8, (c+1, c+3). The packed weights hold the same
  * pairs, so SMLABB/SMLATT multiply-accumulate each lane into its own channel: per tap and
  * four channels, 1 load of x, 2 of w, 2 SXTB16 and 4 MACs. */
+#if !defined(__ARM_FEATURE_DSP)
+#error "microcompile: this kernel uses the Armv7E-M DSP instructions, which the compiler flags do not enable: compile with the core's -mcpu (e.g. -mcpu=cortex-m4), or export the model for a board whose core lacks DSP"
+#endif
 #include <arm_acle.h>
 #include <string.h>
 

@@ -6,6 +6,9 @@
  * s8:  SXTB16 extracts bytes 0,2 and (after ROR 8) bytes 1,3 of a word as int16 pairs.
  *      Applying the same extraction to both operands pairs equal k, so no shuffle and no
  *      reordered weights are needed: x0*w0 + x2*w2 and x1*w1 + x3*w3. */
+#if !defined(__ARM_FEATURE_DSP)
+#error "microcompile: this kernel uses the Armv7E-M DSP instructions, which the compiler flags do not enable: compile with the core's -mcpu (e.g. -mcpu=cortex-m4), or export the model for a board whose core lacks DSP"
+#endif
 #include <arm_acle.h>
 #include <stdint.h>
 #include <string.h>

@@ -7,6 +7,9 @@
  * over taps, not channels: it keeps two channels' accumulators and multiplies the bottom and
  * top halves separately (SMLALBB / SMLALTT). Results are those of the portable kernels
  * (the same integer sums), so mc_s16.c's comments apply. */
+#if !defined(__ARM_FEATURE_DSP)
+#error "microcompile: this kernel uses the Armv7E-M DSP instructions, which the compiler flags do not enable: compile with the core's -mcpu (e.g. -mcpu=cortex-m4), or export the model for a board whose core lacks DSP"
+#endif
 #include <arm_acle.h>
 #include <string.h>
 

@@ -14,6 +14,9 @@
  * group of channels is handled under a tail predicate (VCTP): no read or write past the end.
  * `_<kh>x<kw>_` variants fix the window (3 wide) so that the taps unroll, as for the DSP kernels.
  * On a real Cortex-M55 the gather takes one beat per lane; QEMU counts it as one instruction. */
+#if !defined(__ARM_FEATURE_MVE)
+#error "microcompile: this kernel uses Helium (MVE), which the compiler flags do not enable: compile with the core's -mcpu (e.g. -mcpu=cortex-m55), or export the model for a board whose core lacks Helium"
+#endif
 #include <arm_mve.h>
 
 #include "mc_depthwise.h"

@@ -12,6 +12,9 @@
  * stay in registers.
  *
  * Written with the ACLE intrinsics of arm_mve.h; no alignment is required. */
+#if !defined(__ARM_FEATURE_MVE)
+#error "microcompile: this kernel uses Helium (MVE), which the compiler flags do not enable: compile with the core's -mcpu (e.g. -mcpu=cortex-m55), or export the model for a board whose core lacks Helium"
+#endif
 #include <arm_mve.h>
 
 #include "mc_gemm.h"
