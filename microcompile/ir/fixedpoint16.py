@@ -13,6 +13,8 @@ declarations (tir/intrinsics_s16.py) both compute, so the two cannot drift apart
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -60,12 +62,22 @@ def patches(x: np.ndarray, kh: int, kw: int, stride=(1, 1), dilation=(1, 1), pad
                       writeable=False)
 
 
-def _requant(acc, mult, shift, act_min: int, act_max: int) -> np.ndarray:
-    out = fp.multiply_by_quantized_multiplier_int64(acc, np.asarray(mult), np.asarray(shift))
-    return np.clip(out, act_min, act_max).astype(np.int16)
+@dataclass(frozen=True)
+class Requant:
+    """A 16x8 kernel's output stage: per-channel multipliers and shifts, then the clamp."""
+
+    mult: object          # [CO] int32
+    shift: object         # [CO] int32
+    act_min: int
+    act_max: int
 
 
-def conv2d_s16(x, w, bias, mult, shift, stride, dilation, padding, act_min, act_max) -> np.ndarray:
+def _requant(acc, rq: Requant) -> np.ndarray:
+    out = fp.multiply_by_quantized_multiplier_int64(acc, np.asarray(rq.mult), np.asarray(rq.shift))
+    return np.clip(out, rq.act_min, rq.act_max).astype(np.int16)
+
+
+def conv2d_s16(x, w, bias, rq: Requant, stride, dilation, padding) -> np.ndarray:
     """x [N,H,W,C] int16, w [CO,KH,KW,C] int8, bias [CO] int64 (or None)."""
     co, kh, kw, ci = w.shape
     cols = patches(np.asarray(x, np.float64), kh, kw, stride, dilation, padding)
@@ -73,10 +85,10 @@ def conv2d_s16(x, w, bias, mult, shift, stride, dilation, padding, act_min, act_
     acc = np.rint(cols.reshape(-1, kh * kw * ci) @ np.asarray(w, np.float64).reshape(co, -1).T).astype(np.int64)
     if bias is not None:
         acc += np.asarray(bias, np.int64)
-    return _requant(acc, mult, shift, act_min, act_max).reshape(cols.shape[:3] + (co,))
+    return _requant(acc, rq).reshape(cols.shape[:3] + (co,))
 
 
-def depthwise_s16(x, w, bias, mult, shift, stride, dilation, padding, act_min, act_max) -> np.ndarray:
+def depthwise_s16(x, w, bias, rq: Requant, stride, dilation, padding) -> np.ndarray:
     """x [N,H,W,C] int16, w [1,KH,KW,CO] int8 (output channel c reads input c // (CO/C))."""
     _, kh, kw, co = w.shape
     channel_of = np.arange(co) // (co // x.shape[3])
@@ -84,10 +96,10 @@ def depthwise_s16(x, w, bias, mult, shift, stride, dilation, padding, act_min, a
     acc = np.rint(np.einsum("nhwijc,ijc->nhwc", cols, np.asarray(w[0], np.float64))).astype(np.int64)
     if bias is not None:
         acc += np.asarray(bias, np.int64)
-    return _requant(acc, mult, shift, act_min, act_max)
+    return _requant(acc, rq)
 
 
-def transpose_conv_s16(x, w, bias, mult, shift, stride, padding, output_hw, act_min, act_max) -> np.ndarray:
+def transpose_conv_s16(x, w, bias, rq: Requant, stride, padding, output_hw) -> np.ndarray:
     """TFLite's TRANSPOSE_CONV: every input pixel scatters its filter into the output."""
     co, kh, kw, ci = w.shape
     nb, ih, iw, _ = x.shape
@@ -103,7 +115,7 @@ def transpose_conv_s16(x, w, bias, mult, shift, stride, padding, output_hw, act_
     acc = np.rint(acc[:, pt:pt + oh, pl:pl + ow]).astype(np.int64)
     if bias is not None:
         acc += np.asarray(bias, np.int64)
-    return _requant(acc, mult, shift, act_min, act_max)
+    return _requant(acc, rq)
 
 
 def fully_connected_s16(x, w, bias, weights_offset, scale, act_min, act_max) -> np.ndarray:

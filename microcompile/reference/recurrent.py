@@ -55,13 +55,14 @@ def lstm_params(g: Graph, n: Node) -> rm.LstmInt8Params | None:
 
 
 @kernel("lstm")
-def _lstm(g, n, x, wi, wf, wc, wo, ri, rf, rc, ro, bi, bf, bc, bo, h, c):
+def _lstm(g, n, x, *operands):
+    # TFLite's operand order: input weights i,f,c,o; recurrent weights i,f,c,o; biases i,f,c,o; h; c.
+    w, r, b, (h, c) = operands[0:4], operands[4:8], operands[8:12], operands[12:14]
     hs, cs = _state(g, n.inputs[13], h), _state(g, n.inputs[14], c)
     tm = n.attrs.get("time_major", False)
     if g.tensors[n.inputs[0]].dtype == "float32":
-        return rm.lstm_float(x, (wi, wf, wc, wo), (ri, rf, rc, ro), (bi, bf, bc, bo), hs, cs, tm,
-                             n.attrs.get("cell_clip", 0.0))
-    return rm.lstm_int8(x, (wi, wf, wc, wo), (ri, rf, rc, ro), lstm_params(g, n), hs, cs, tm)
+        return rm.lstm_float(x, w, r, b, hs, cs, tm, n.attrs.get("cell_clip", 0.0))
+    return rm.lstm_int8(x, w, r, lstm_params(g, n), hs, cs, tm)
 
 
 @kernel("gru")

@@ -263,27 +263,29 @@ def store_int16(acc, act_min: int = INT16_MIN, act_max: int = INT16_MAX) -> np.n
     return np.clip(acc, act_min, act_max).astype(np.int16)
 
 
+def _requant(p) -> fp16.Requant:
+    return fp16.Requant(p.output_multiplier, p.output_shift, p.act_min, p.act_max)
+
+
 @kernel("conv2d", dtype="int16")
 def _conv2d(g, n, x, w, bias):
     p = conv_params(g, n)
-    return fp16.conv2d_s16(x, w, bias, p.output_multiplier, p.output_shift, n.attrs.get("stride", (1, 1)),
-                           n.attrs.get("dilation", (1, 1)), n.attrs.get("padding", (0, 0, 0, 0)), p.act_min,
-                           p.act_max)
+    return fp16.conv2d_s16(x, w, bias, _requant(p), n.attrs.get("stride", (1, 1)), n.attrs.get("dilation", (1, 1)),
+                           n.attrs.get("padding", (0, 0, 0, 0)))
 
 
 @kernel("depthwise_conv2d", dtype="int16")
 def _depthwise_conv2d(g, n, x, w, bias):
     p = conv_params(g, n)
-    return fp16.depthwise_s16(x, w, bias, p.output_multiplier, p.output_shift, n.attrs.get("stride", (1, 1)),
-                              n.attrs.get("dilation", (1, 1)), n.attrs.get("padding", (0, 0, 0, 0)), p.act_min,
-                              p.act_max)
+    return fp16.depthwise_s16(x, w, bias, _requant(p), n.attrs.get("stride", (1, 1)),
+                              n.attrs.get("dilation", (1, 1)), n.attrs.get("padding", (0, 0, 0, 0)))
 
 
 @kernel("transpose_conv2d", dtype="int16")
 def _transpose_conv2d(g, n, x, w, bias):
     p = conv_params(g, n)
-    return fp16.transpose_conv_s16(x, w, bias, p.output_multiplier, p.output_shift, n.attrs["stride"],
-                                   n.attrs["padding"], n.attrs["output_hw"], p.act_min, p.act_max)
+    return fp16.transpose_conv_s16(x, w, bias, _requant(p), n.attrs["stride"], n.attrs["padding"],
+                                   n.attrs["output_hw"])
 
 
 @kernel("fully_connected", dtype="int16")

@@ -45,8 +45,9 @@ def gemm_kernel_name(variant: str, dtype: str) -> str:
     return f"mc_gemm_nt_{variant}_{dtype}"
 
 
-def _gemm_impl(c_ptr, a_ptr, b_ptr, m, n, k, lda, ldb, ldc):
-    """Python semantics of every variant (they differ only in speed)."""
+def _gemm_impl(c_ptr, a_ptr, b_ptr, p: dict):
+    """Python semantics of every variant (they differ only in speed); `p` as mc_gemm_params_t."""
+    m, n, k, lda, ldb, ldc = (p[f] for f in GEMM_PARAMS.fields)
     (ca, co), (aa, ao), (ba, bo) = c_ptr, a_ptr, b_ptr
     ai = ao + np.arange(m)[:, None] * lda + np.arange(k)[None, :]
     bi = bo + np.arange(n)[:, None] * ldb + np.arange(k)[None, :]
@@ -56,7 +57,7 @@ def _gemm_impl(c_ptr, a_ptr, b_ptr, m, n, k, lda, ldb, ldc):
 
 
 def _gemm_call(c_ptr, a_ptr, b_ptr, p: dict):
-    _gemm_impl(c_ptr, a_ptr, b_ptr, *(p[f] for f in GEMM_PARAMS.fields))
+    _gemm_impl(c_ptr, a_ptr, b_ptr, p)
 
 
 _GEMM_ARGS = ("handle", "handle", "handle", GEMM_PARAMS)
@@ -95,10 +96,10 @@ def unpack_panels4(flat: np.ndarray, m: int, k: int, group: int = 2) -> np.ndarr
 
 def _gemm_p4_impl(group: int):
     def impl(c_ptr, a_ptr, b_ptr, p: dict):
-        m, n, k, ldb, ldc = p["m"], p["n"], p["k"], p["ldb"], p["ldc"]
+        m, k = p["m"], p["k"]
         (aa, ao) = a_ptr
         a = np.ascontiguousarray(unpack_panels4(aa[ao:], m, k, group)).reshape(-1)
-        _gemm_impl(c_ptr, (a, 0), b_ptr, m, n, k, k, ldb, ldc)
+        _gemm_impl(c_ptr, (a, 0), b_ptr, dict(p, lda=k))      # unpacked: rows of k
     return impl
 
 

@@ -45,7 +45,7 @@ def unpack_panels4_mixed(flat: np.ndarray, m: int, k: int) -> np.ndarray:
 @intrinsic(MIXED_KERNEL, ("handle", "handle", "handle", GEMM_PARAMS), "void", "mc_gemm_mixed.h", extern=True,
            writes=(0,))
 def _gemm_mixed(c_ptr, a_ptr, b_ptr, p: dict):
-    m, n, k, ldb, ldc = p["m"], p["n"], p["k"], p["ldb"], p["ldc"]
+    m, k = p["m"], p["k"]
     (aa, ao) = a_ptr
     a = np.ascontiguousarray(unpack_panels4_mixed(aa[ao:], m, k)).reshape(-1)
-    _gemm_impl(c_ptr, (a, 0), b_ptr, m, n, k, k, ldb, ldc)
+    _gemm_impl(c_ptr, (a, 0), b_ptr, dict(p, lda=k))      # unpacked: rows of k

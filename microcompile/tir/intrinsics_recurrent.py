@@ -50,7 +50,8 @@ def _store(y_ptr, value) -> None:
 
 
 @intrinsic("mc_lstm_f32", ("handle",) * 8 + ("float32", LSTM_PARAMS), "void", _H, extern=True, writes=(0, 5, 6, 7))
-def _lstm_f32(y, x, w, r, b, h, c, scratch, cell_clip, p: dict):
+def _lstm_f32(y, x, *args):
+    w, r, b, h, c, _scratch, cell_clip, p = args     # mc_lstm_f32's arguments, in its order
     units, n_in = p["units"], p["input"]
     wv, rv, bv = _view(w, (4, units, n_in)), _view(r, (4, units, units)), _view(b, (4, units))
     out = rm.lstm_float(_view(x, _seq_shape(p, n_in)), wv, rv, bv, _view(h, (p["batch"], units)),
@@ -59,7 +60,8 @@ def _lstm_f32(y, x, w, r, b, h, c, scratch, cell_clip, p: dict):
 
 
 @intrinsic("mc_lstm_s8", ("handle",) * 10 + (LSTM_S8_PARAMS,), "void", _H, extern=True, writes=(0, 7, 8, 9))
-def _lstm_s8(y, x, w, r, ibias, rbias, scales, h, c, scratch, p: dict):
+def _lstm_s8(y, x, *args):
+    w, r, ibias, rbias, scales, h, c, _scratch, p = args     # mc_lstm_s8's arguments, in its order
     units, n_in = p["units"], p["input"]
     sc = _view(scales, (4, 4)).astype(np.int64)
     params = rm.LstmInt8Params(tuple(sc[:, 0]), tuple(sc[:, 1]), tuple(sc[:, 2]), tuple(sc[:, 3]),

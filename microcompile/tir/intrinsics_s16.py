@@ -55,10 +55,10 @@ def _conv_impl(kind: str):
         x = _view(x_ptr, elements(x_shape)).reshape(x_shape)
         w = _view(w_ptr, elements(w_shape)).reshape(w_shape)
         bias, mult, shift = (_view(ptr, co) for ptr in (bias_ptr, mult_ptr, shift_ptr))
-        act = (p["act_min"], p["act_max"])
+        rq = fp16.Requant(mult, shift, p["act_min"], p["act_max"])
         stride, pad = (p["stride_h"], p["stride_w"]), (p["pad_top"], p["pad_left"], 0, 0)
         if kind == "transpose_conv":
-            y = fp16.transpose_conv_s16(x, w, bias, mult, shift, stride, pad, (p["out_h"], p["out_w"]), *act)
+            y = fp16.transpose_conv_s16(x, w, bias, rq, stride, pad, (p["out_h"], p["out_w"]))
         else:
             # bottom/right padding: whatever makes the window count come out at out_h x out_w
             dil = (p["dil_h"], p["dil_w"])
@@ -66,7 +66,7 @@ def _conv_impl(kind: str):
             right = (p["out_w"] - 1) * stride[1] + (kw - 1) * dil[1] + 1 - p["in_w"] - p["pad_left"]
             pad = (p["pad_top"], p["pad_left"], max(bottom, 0), max(right, 0))
             fn = fp16.depthwise_s16 if kind == "depthwise" else fp16.conv2d_s16
-            y = fn(x, w, bias, mult, shift, stride, dil, pad, *act)[:, :p["out_h"], :p["out_w"]]
+            y = fn(x, w, bias, rq, stride, dil, pad)[:, :p["out_h"], :p["out_w"]]
         ya, yo = y_ptr
         ya[yo:yo + y.size] = y.reshape(-1)
     return impl

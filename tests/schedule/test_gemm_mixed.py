@@ -49,7 +49,7 @@ def test_mixed_semantics_equal_the_plain_gemm(m, n, k):
     b = rng.integers(-128, 128, n * (k + 3)).astype(np.int8)
     c = rng.integers(-1000, 1000, n * (m + 2)).astype(np.int32)
     want, got = c.copy(), c.copy()
-    _gemm_impl((want, 0), (a.reshape(-1), 0), (b, 0), m, n, k, k, k + 3, m + 2)
+    _gemm_impl((want, 0), (a.reshape(-1), 0), (b, 0), dict(m=m, n=n, k=k, lda=k, ldb=k + 3, ldc=m + 2))
     get_intrinsic(MIXED_KERNEL).impl((got, 0), (pack_panels4_mixed(a), 0), (b, 0),
                                      dict(m=m, n=n, k=k, lda=k, ldb=k + 3, ldc=m + 2))
     assert np.array_equal(got, want)

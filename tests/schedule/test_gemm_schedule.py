@@ -163,7 +163,7 @@ def test_portable_gemm_kernels_equal_their_semantics(gemm_lib, dtype, m, n, k):
     b = rng.integers(-128, 128, n * ldb).astype(npdt)
     c = rng.integers(-1000, 1000, n * ldc).astype(np.int32)
     want = c.copy()
-    _gemm_impl((want, 0), (a, 0), (b, 0), m, n, k, lda, ldb, ldc)
+    _gemm_impl((want, 0), (a, 0), (b, 0), dict(m=m, n=n, k=k, lda=lda, ldb=ldb, ldc=ldc))
     fn = getattr(gemm_lib, f"mc_gemm_nt_c_{dtype}")
     ptr = lambda arr: arr.ctypes.data_as(ctypes.c_void_p)     # noqa: E731
 
