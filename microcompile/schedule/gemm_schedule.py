@@ -88,6 +88,8 @@ out on a kernel raises KnobRefused with the reason (the tuner records it as Inva
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from ..tir.nodes import For, LetStmt, Load, PrimFunc, Select, Store, substitute, walk
 from .copy_intrin import WIDEN_KERNEL
 from .knobs import declare_knob
@@ -324,49 +326,67 @@ def interior_rows(func: PrimFunc) -> tuple[int, int] | str:
     return r0, r1
 
 
-def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_bytes_max: int | None = None,
-                         widen_min_run: int = WIDEN_MIN_RUN, wide: bool = True, cols: int | None = None,
-                         epilogue: str | None = None, pointwise: str = "copy", pad_split: str = "auto",
-                         cache_read_at: str = "block", cache_write_at: str = "block", loop_order: str = "panels",
-                         tile: str = "auto") -> Schedule | None:
-    """The GEMM schedule of an int8 conv2d, or None when it does not apply (float, hybrid).
-    `wide`: int16 weights and columns (SMLAD pairs, twice the weight flash) or int8 ones;
-    only DSP cores take int16 (elsewhere it costs flash and gains nothing).
+@dataclass(frozen=True)
+class GemmKnobs:
+    """The knobs of an int8 conv2d's GEMM schedule, at their defaults (the tuner's space sets
+    them from a config, schedule/spaces.py).
     `cols`: the block of output pixels exactly (the tuner's choice; default: the largest divisor
-    of the output plane within max_cols whose im2col columns fit col_bytes_max).
-    `epilogue` (EPILOGUE_DOMAIN): "fused" requantizes in the micro-kernel, "tile" keeps an int32
-    accumulator tile and a separate epilogue pass; default: fused where a kernel exists.
-    `pointwise`, `pad_split`, `cache_read_at`, `cache_write_at`: see the module docstring; a
-    value that cannot be carried out on this kernel raises KnobRefused with the reason.
-    `loop_order` (GEMM_LOOP_ORDER_DOMAIN) and `tile` (GEMM_TILE_DOMAIN): ScheduleError, with
-    the reason, where a value other than the default does not apply."""
+    of the output plane within max_cols whose im2col columns fit col_bytes_max, None: the
+    core's COL_BYTES_MAX). `epilogue` (EPILOGUE_DOMAIN): "fused" requantizes in the
+    micro-kernel, "tile" keeps an int32 accumulator tile and a separate epilogue pass; default:
+    fused where a kernel exists. `pointwise`, `pad_split`, `cache_read_at`, `cache_write_at`:
+    see the module docstring. `loop_order` (GEMM_LOOP_ORDER_DOMAIN), `tile` (GEMM_TILE_DOMAIN)."""
+
+    max_cols: int = 32
+    col_bytes_max: int | None = None
+    widen_min_run: int = WIDEN_MIN_RUN
+    cols: int | None = None
+    epilogue: str | None = None
+    pointwise: str = "copy"
+    pad_split: str = "auto"
+    cache_read_at: str = "block"
+    cache_write_at: str = "block"
+    loop_order: str = "panels"
+    tile: str = "auto"
+
+
+def schedule_conv2d_gemm(func: PrimFunc, target=None, wide: bool | None = None,
+                         knobs: GemmKnobs | None = None) -> Schedule | None:
+    """The GEMM schedule of an int8 conv2d, or None when it does not apply (float, hybrid).
+    `wide` (None: True): int16 weights and columns (SMLAD pairs, twice the weight flash) or
+    int8 ones; only DSP cores take int16 (elsewhere it costs flash and gains nothing).
+    `knobs` (GemmKnobs) a value of which cannot be carried out on this kernel raises
+    KnobRefused with the reason; `loop_order` and `tile` raise ScheduleError, with the reason,
+    where a value other than the default does not apply."""
+    k = knobs or GemmKnobs()
+    max_cols, widen_min_run, cols, epilogue = k.max_cols, k.widen_min_run, k.cols, k.epilogue
+    pointwise, pad_split, loop_order, tile = k.pointwise, k.pad_split, k.loop_order, k.tile
     if func.attrs.get("op") != "conv2d" or func.attrs.get("hybrid"):
         return None
     assert loop_order in GEMM_LOOP_ORDER_DOMAIN and tile in GEMM_TILE_DOMAIN, (loop_order, tile)
     assert max_cols in COLS_DOMAIN, max_cols
-    col_bytes_max = COL_BYTES_MAX[_variant(target)] if col_bytes_max is None else col_bytes_max
+    col_bytes_max = COL_BYTES_MAX[_variant(target)] if k.col_bytes_max is None else k.col_bytes_max
     assert col_bytes_max in COL_BYTES_DOMAIN, col_bytes_max
     assert widen_min_run in WIDEN_MIN_RUN_DOMAIN, widen_min_run
     w = next((b for b in func.buffers if b.name == "w"), None)
     if w is None or w.dtype != "int8":
         return None
-    wide = wide and _variant(target) == "dsp"     # plain-C and Helium cores multiply int8 as they are
-    options = dict(max_cols=max_cols, col_bytes_max=col_bytes_max, widen_min_run=widen_min_run, wide=wide, cols=cols,
-                   epilogue=epilogue, pointwise=pointwise, pad_split=pad_split, cache_read_at=cache_read_at,
-                   cache_write_at=cache_write_at, loop_order=loop_order, tile=tile)
+    # plain-C and Helium cores multiply int8 as they are
+    wide = (wide is None or wide) and _variant(target) == "dsp"
+    k = replace(k, col_bytes_max=col_bytes_max)
     if tile == "auto":
         x = next((b for b in func.buffers if b.name == "x"), None)
         block = cols or _pick_cols(output_pixels(func), w.size // w.shape[0], max_cols, col_bytes_max, 2)
         # blocks of 2-3 columns measured slower with 4x2 (ResNet's 16-channel 3x3 convs: +1.1%)
         try_first = (wide and epilogue != "tile" and loop_order == "panels" and pointwise == "copy"
-                     and cache_read_at == "block" and x is not None and x.shape and x.shape[-1] >= widen_min_run
+                     and k.cache_read_at == "block" and x is not None and x.shape and x.shape[-1] >= widen_min_run
                      and block >= 4)
-        return _first_that_applies(func, target, options, "tile", "4x2" if try_first else None, "4x1")
+        return _first_that_applies(func, target, wide, k, "tile", "4x2" if try_first else None, "4x1")
     if pad_split == "auto":
         # rows where the kernel allows it (a padded conv with a block inside the interior rows)
-        return _first_that_applies(func, target, options, "pad_split", "rows" if pointwise != "direct" else None,
+        return _first_that_applies(func, target, wide, k, "pad_split", "rows" if pointwise != "direct" else None,
                                    "none")
-    places = _Places(pointwise, pad_split, cache_read_at, cache_write_at)
+    places = _Places(pointwise, pad_split, k.cache_read_at, k.cache_write_at)
     places.check(func, wide, epilogue)
     choices = (True, False)
     if epilogue is not None:
@@ -382,8 +402,7 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
             raise ScheduleError(why)
         choices = (True,)
     for fused in choices:
-        sch = _conv2d_gemm(func, target, max_cols, col_bytes_max, widen_min_run, wide, fused, cols, places,
-                           loop_order, tile)
+        sch = _conv2d_gemm(func, target, k, wide, fused, places)
         if sch is not None:
             return sch
     if knobs:
@@ -392,17 +411,18 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, max_cols: int = 32, col_by
     return None
 
 
-def _first_that_applies(func, target, options: dict, knob: str, first: str | None, fallback: str) -> Schedule | None:
+def _first_that_applies(func, target, wide: bool, knobs: GemmKnobs, knob: str, first: str | None,
+                        fallback: str) -> Schedule | None:
     """An "auto" knob: the schedule with `knob` = `first` where it applies (no ScheduleError, not
     None), else with `fallback`."""
     if first is not None:
         try:
-            sch = schedule_conv2d_gemm(func, target, **{**options, knob: first})
+            sch = schedule_conv2d_gemm(func, target, wide, replace(knobs, **{knob: first}))
             if sch is not None:
                 return sch
         except ScheduleError:
             pass
-    return schedule_conv2d_gemm(func, target, **{**options, knob: fallback})
+    return schedule_conv2d_gemm(func, target, wide, replace(knobs, **{knob: fallback}))
 
 
 def _knob_refusal(w, target, wide: bool, epilogue: str | None, loop_order: str, tile: str) -> str | None:
@@ -481,13 +501,14 @@ def _partition_interior(sch: Schedule, places: _Places, loop: str, unit: int, ro
     sch.apply("partition", loop, *cuts)
 
 
-def _conv2d_gemm(func: PrimFunc, target, max_cols: int, col_bytes_max: int, widen_min_run: int, wide: bool,
-                 fused: bool, cols: int | None = None, places: _Places | None = None, loop_order: str = "panels",
-                 tile: str = "4x1") -> Schedule | None:
+def _conv2d_gemm(func: PrimFunc, target, knobs: GemmKnobs, wide: bool, fused: bool,
+                 places: _Places) -> Schedule | None:
     """`fused`: one requantizing micro-kernel call per block of columns (bias, requantization
     and clamp in its epilogue, no int32 tile); otherwise an accumulator tile in scratch and a
-    separate epilogue loop (requantizations the micro-kernels do not implement)."""
-    places = places or _Places("copy", "none", "block", "block")
+    separate epilogue loop (requantizations the micro-kernels do not implement). `knobs` has
+    col_bytes_max set, and its pad_split and tile decided."""
+    max_cols, col_bytes_max, widen_min_run = knobs.max_cols, knobs.col_bytes_max, knobs.widen_min_run
+    cols, loop_order, tile = knobs.cols, knobs.loop_order, knobs.tile
     w = next(b for b in func.buffers if b.name == "w")
     depth = w.size // w.shape[0]
     dtype = "s16" if wide else "s8"

@@ -40,7 +40,8 @@ from ..tir.nodes import For, PrimFunc, walk
 from .default import UNROLL_MAX_EXTENT_DOMAIN, default_unroll, unroll_short_loops
 from .depthwise_intrin import schedule_depthwise
 from .gemm_schedule import (COL_BYTES_MAX, EPILOGUE_DOMAIN, FC_ACC_ROWS, FC_ACC_ROWS_DOMAIN, FC_INPUT,
-                            WIDEN_MIN_RUN, output_pixels, schedule_conv2d_gemm, schedule_dense_gemm)
+                            WIDEN_MIN_RUN, GemmKnobs, output_pixels, schedule_conv2d_gemm,
+                            schedule_dense_gemm)
 from .knobs import KNOBS, Knob, declare_knob
 from .primitives import ScheduleError
 from .tabulate import schedule_add_tables
@@ -231,11 +232,10 @@ def _conv_schedule(func, target, config):
             raise InvalidConfig(f"conv2d: {cols} im2col columns take {col_bytes} bytes, over col_bytes_max "
                                 f"{config['col_bytes_max']}")
     epilogue = None if config["epilogue"] == "auto" else config["epilogue"]
-    return schedule_conv2d_gemm(func, target, col_bytes_max=config["col_bytes_max"],
-                                widen_min_run=config["widen_min_run"], wide=wide, cols=cols, epilogue=epilogue,
-                                pointwise=config["pointwise"], pad_split=config["pad_split"],
-                                cache_read_at=config["cache_read_at"], cache_write_at=config["cache_write_at"],
-                                loop_order=config["gemm_loop_order"], tile=config["gemm_tile"])
+    return schedule_conv2d_gemm(func, target, wide, GemmKnobs(
+        col_bytes_max=config["col_bytes_max"], widen_min_run=config["widen_min_run"], cols=cols, epilogue=epilogue,
+        pointwise=config["pointwise"], pad_split=config["pad_split"], cache_read_at=config["cache_read_at"],
+        cache_write_at=config["cache_write_at"], loop_order=config["gemm_loop_order"], tile=config["gemm_tile"]))
 
 
 # ---------------------------------------------------------------- fully_connected

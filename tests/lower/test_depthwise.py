@@ -6,34 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from support.lower_cases import build_graph, cases, matches, random_inputs, reference, run_lowered
+from support.lower_cases import (DEPTHWISE_SPLITS as SPLITS, build_graph, depthwise_case as _case, matches,
+                                 random_inputs, reference, run_lowered)
 from microcompile.tir import nodes as tir
 from microcompile.lower import lower_node
 from microcompile.lower.depthwise import tap_runs
 
-# name: overrides of a base depthwise case. per_channel False gives the immediate multiplier.
-SPLITS = {
-    "3x3-s1-same": dict(hw=6, kernel=3, stride=1, dilation=1, padding="SAME"),
-    "3x3-s2-same-odd": dict(hw=9, kernel=3, stride=2, dilation=1, padding="SAME"),
-    "3x3-s2-valid": dict(hw=9, kernel=3, stride=2, dilation=1, padding="VALID"),
-    "5x5-s1-same": dict(hw=6, kernel=5, stride=1, dilation=1, padding="SAME"),
-    "5x5-s2-same": dict(hw=6, kernel=5, stride=2, dilation=1, padding="SAME"),
-    "3x3-dil2-same": dict(hw=6, kernel=3, stride=1, dilation=2, padding="SAME"),
-    "kernel-wider-than-input": dict(hw=3, kernel=5, stride=1, dilation=1, padding="SAME"),
-    "1x1": dict(hw=3, kernel=1, stride=2, dilation=1, padding="VALID"),
-    "odd-channels": dict(hw=5, cin=7, multiplier=1, kernel=3, stride=1, dilation=1, padding="SAME"),
-    "odd-channels-mult3": dict(hw=6, cin=5, multiplier=3, kernel=3, stride=1, dilation=1, padding="SAME"),
-    "per-tensor": dict(hw=6, kernel=3, stride=1, dilation=1, padding="SAME", per_channel=False),
-    "pot-scales": dict(hw=6, kernel=3, stride=2, dilation=1, padding="SAME", pot_scales=True),
-    "rectangular-no-bias": dict(hw=6, kernel=3, stride=2, dilation=2, padding="SAME", rect=True, bias=False),
-}
 DTYPES = ("int8", "float32")
-
-
-def _case(name: str, dtype: str, seed: int = 0) -> dict:
-    base = cases("depthwise_conv2d", dtype, 1, seed=seed)[0]
-    return dict(base, **{"batch": 2, "activation": "RELU6", "rect": False, "bias": True, **SPLITS[name]},
-                index=name)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

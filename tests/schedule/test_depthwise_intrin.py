@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from support.lower_cases import build_graph, matches, random_inputs, reference, run_lowered  # noqa: E402
-from test_depthwise import SPLITS, _case  # noqa: E402
+from support.lower_cases import DEPTHWISE_SPLITS as SPLITS, depthwise_case as _case  # noqa: E402
 
 from microcompile.tir import nodes as tir  # noqa: E402
 from microcompile.tir.printer import tir_str  # noqa: E402

@@ -14,7 +14,7 @@ from support.lower_cases import build_graph, cases  # noqa: E402
 
 from microcompile.lower import lower_node  # noqa: E402
 from microcompile.schedule import KNOBS, Schedule, ScheduleError, Trace  # noqa: E402
-from microcompile.schedule.gemm_schedule import schedule_conv2d_gemm, schedule_dense_gemm  # noqa: E402
+from microcompile.schedule.gemm_schedule import GemmKnobs, schedule_conv2d_gemm, schedule_dense_gemm  # noqa: E402
 from microcompile.target import load_board  # noqa: E402
 from tests.conftest import model_path  # noqa: E402
 
@@ -50,7 +50,7 @@ def test_col_bytes_max_bounds_the_im2col_scratch_and_is_recorded():
     f = _conv()                     # 64 pixels of 144 taps: int16 columns are 288 bytes each
     sizes = {}
     for cap in KNOBS["col_bytes_max"].domain:
-        sch = schedule_conv2d_gemm(f, DSP, col_bytes_max=cap)
+        sch = schedule_conv2d_gemm(f, DSP, knobs=GemmKnobs(col_bytes_max=cap))
         assert _knobs(sch.trace)["col_bytes_max"] == cap
         assert _knobs(sch.trace)["max_cols"] == 32
         sizes[cap] = _scratch_bytes(sch.func)

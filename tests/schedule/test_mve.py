@@ -13,7 +13,7 @@ import pytest
 
 
 from support.lower_cases import build_graph, cases, matches, random_inputs, reference, run_lowered  # noqa: E402
-from test_depthwise import _case  # noqa: E402
+from support.lower_cases import depthwise_case as _case  # noqa: E402
 
 from microcompile.ir import QuantParams, Tensor  # noqa: E402
 from microcompile.lower import lower_node  # noqa: E402

@@ -62,3 +62,28 @@ def matches(out: np.ndarray, ref: np.ndarray) -> bool:
 
 def reference(g: Graph, inputs) -> np.ndarray:
     return interp.run(g, inputs)[g.outputs[0]]
+
+
+# The depthwise border/interior splits (tests/lower/test_depthwise.py, the schedule tests):
+# name: overrides of a base depthwise case. per_channel False gives the immediate multiplier.
+DEPTHWISE_SPLITS = {
+    "3x3-s1-same": dict(hw=6, kernel=3, stride=1, dilation=1, padding="SAME"),
+    "3x3-s2-same-odd": dict(hw=9, kernel=3, stride=2, dilation=1, padding="SAME"),
+    "3x3-s2-valid": dict(hw=9, kernel=3, stride=2, dilation=1, padding="VALID"),
+    "5x5-s1-same": dict(hw=6, kernel=5, stride=1, dilation=1, padding="SAME"),
+    "5x5-s2-same": dict(hw=6, kernel=5, stride=2, dilation=1, padding="SAME"),
+    "3x3-dil2-same": dict(hw=6, kernel=3, stride=1, dilation=2, padding="SAME"),
+    "kernel-wider-than-input": dict(hw=3, kernel=5, stride=1, dilation=1, padding="SAME"),
+    "1x1": dict(hw=3, kernel=1, stride=2, dilation=1, padding="VALID"),
+    "odd-channels": dict(hw=5, cin=7, multiplier=1, kernel=3, stride=1, dilation=1, padding="SAME"),
+    "odd-channels-mult3": dict(hw=6, cin=5, multiplier=3, kernel=3, stride=1, dilation=1, padding="SAME"),
+    "per-tensor": dict(hw=6, kernel=3, stride=1, dilation=1, padding="SAME", per_channel=False),
+    "pot-scales": dict(hw=6, kernel=3, stride=2, dilation=1, padding="SAME", pot_scales=True),
+    "rectangular-no-bias": dict(hw=6, kernel=3, stride=2, dilation=2, padding="SAME", rect=True, bias=False),
+}
+
+
+def depthwise_case(name: str, dtype: str, seed: int = 0) -> dict:
+    base = cases("depthwise_conv2d", dtype, 1, seed=seed)[0]
+    return dict(base, **{"batch": 2, "activation": "RELU6", "rect": False, "bias": True, **DEPTHWISE_SPLITS[name]},
+                index=name)
