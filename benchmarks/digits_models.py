@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "examples" / "digits"))
 from make_model import build_graph, load_digits_split, train  # noqa: E402
 
 from microcompile.reference import interp  # noqa: E402
-from microcompile.quantization import quantize  # noqa: E402
+from microcompile.quantization import QuantizeOptions, quantize  # noqa: E402
 from microcompile.quantization.calibrate import Calibration  # noqa: E402
 
 CALIBRATION_SAMPLES = 200
@@ -85,7 +85,7 @@ def digits_table(tmp: Path, methods) -> dict:
            "onnx float32 (ort)": ort_accuracy(tmp / "digits.onnx", xte, yte),
            "onnxruntime int8": ort_accuracy(tmp / "digits_int8_qdq.onnx", xte, yte)}
     for m in methods:
-        q = quantize(graph, samples, method=m, report=False, calibration=calibration)
+        q = quantize(graph, samples, QuantizeOptions(method=m), report=False, calibration=calibration)
         row[f"ours int8 {m}"] = graph_accuracy(q.graph, xte, yte)
     row["test samples"] = len(xte)
     return row

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from microcompile.frontend import load_model  # noqa: E402
 from microcompile.reference import interp  # noqa: E402
-from microcompile.quantization import DEFAULT_METHOD, METHODS, quantize  # noqa: E402
+from microcompile.quantization import DEFAULT_METHOD, METHODS, QuantizeOptions, quantize  # noqa: E402
 from microcompile.quantization.calibrate import Calibration  # noqa: E402
 from microcompile.quantization.ptq import dequantize_array, dequantize_weights, quantize_array  # noqa: E402
 from microcompile.quantization.report import sqnr  # noqa: E402
@@ -66,7 +66,7 @@ def mlperf_table(models: Path, methods, n: int = 200, seed: int = 0) -> list[dic
         row = {"model": float_name, "reference_db": sqnr(expected, run_int8_reference(ref, test))}
         calibration = Calibration(fgraph, samples)
         for m in methods:
-            q = quantize(fgraph, samples, method=m, report=False, calibration=calibration)
+            q = quantize(fgraph, samples, QuantizeOptions(method=m), report=False, calibration=calibration)
             row[m] = sqnr(expected, run_all(q.graph, test))
         rows.append(row)
     return rows

@@ -23,9 +23,7 @@ def quantize_model(model, calibration, options: QuantizeOptions = QuantizeOption
     # Fuse activations, fold batch-norm and constants first: TFLite quantizes the fused graph.
     graph = pipeline.run(load_model(model, input_shapes=input_shapes), passes=pipeline.BEFORE_QUANTIZE)
     samples = qz.load_calibration(calibration, graph)
-    return qz.quantize(graph, samples, method=options.method or qz.DEFAULT_METHOD, io=options.io,
-                       keep_float=tuple(options.keep_float), report=report, progress=progress,
-                       activations=options.activations)
+    return qz.quantize(graph, samples, options, report=report, progress=progress)
 
 
 def tflite_bytes(graph: Graph, description: str) -> bytes:

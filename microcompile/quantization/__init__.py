@@ -14,6 +14,7 @@ from ..errors import UserError
 from ..ir import Graph
 from .calibrate import METHODS, Calibration
 from .data import CalibrationDataError, load_calibration
+from .options import QuantizeOptions
 from .ptq import (ACTIVATION_DTYPES, IO_MODES, UnquantizableOpError, check_quantizable, dequantize_weights,
                   quantize_graph)
 from .report import DEFAULT_THRESHOLD_DB, LayerSQNR, format_sqnr_table, layer_sqnr
@@ -22,7 +23,7 @@ from .report import DEFAULT_THRESHOLD_DB, LayerSQNR, format_sqnr_table, layer_sq
 # models and the three MLPerf float models); see the README's quantization section.
 DEFAULT_METHOD = "mse"
 
-__all__ = ["quantize", "Quantized", "METHODS", "DEFAULT_METHOD", "IO_MODES", "ACTIVATION_DTYPES", "load_calibration",
+__all__ = ["quantize", "Quantized", "QuantizeOptions", "METHODS", "DEFAULT_METHOD", "IO_MODES", "ACTIVATION_DTYPES", "load_calibration",
            "dequantize_weights", "CalibrationDataError", "UnquantizableOpError", "LayerSQNR",
            "format_sqnr_table", "DEFAULT_THRESHOLD_DB"]
 
@@ -34,11 +35,13 @@ class Quantized:
     layers: list[LayerSQNR] = field(default_factory=list)   # per-layer SQNR (when report=True)
 
 
-def quantize(float_graph: Graph, samples: list[dict], method: str = DEFAULT_METHOD, io: str = "float32",
-             keep_float=(), report: bool = True, progress: bool = True, calibration: Calibration | None = None,
-             activations: str = "int8") -> Quantized:
-    """Calibrate `float_graph` on `samples` and quantize it (see ptq.quantize_graph);
-    activations="int16" is TFLite's 16x8 scheme."""
+def quantize(float_graph: Graph, samples: list[dict], options: QuantizeOptions = QuantizeOptions(), *,
+             report: bool = True, progress: bool = True, calibration: Calibration | None = None) -> Quantized:
+    """Calibrate `float_graph` on `samples` and quantize it as `options` say (see
+    ptq.quantize_graph; activations="int16" is TFLite's 16x8 scheme). `report` computes each
+    layer's SQNR; `calibration` reuses the ranges of an earlier calibration on these samples."""
+    method, io, activations = options.method or DEFAULT_METHOD, options.io, options.activations
+    keep_float = tuple(options.keep_float)
     if method not in METHODS:
         raise UserError(f"unknown calibration method {method!r}", hint=f"choose one of {', '.join(METHODS)}")
     if not samples:

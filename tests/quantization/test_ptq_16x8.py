@@ -17,7 +17,7 @@ from support.op_cases import PLANS, build_graph, case_id, cases  # noqa: E402
 from microcompile.errors import UserError  # noqa: E402
 from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
 from microcompile.ir import ops  # noqa: E402
-from microcompile.quantization import quantize  # noqa: E402
+from microcompile.quantization import QuantizeOptions, quantize  # noqa: E402
 from microcompile.quantization.ptq import UnquantizableOpError, quantizable  # noqa: E402
 from microcompile.quantization.report import sqnr  # noqa: E402
 from microcompile.reference import interp  # noqa: E402
@@ -39,7 +39,7 @@ def _samples(graph, n, seed):
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_16x8_op_is_valid_tflite_and_accurate(case):
     fgraph = build_graph(case)
-    q = quantize(fgraph, _samples(fgraph, 24, 0), report=False, progress=False, activations="int16")
+    q = quantize(fgraph, _samples(fgraph, 24, 0), QuantizeOptions(activations="int16"), report=False, progress=False)
     compute = [n for n in q.graph.nodes if n.op not in ("quantize", "dequantize")]
     acts = [q.graph.tensors[o] for n in compute for o in n.outputs]
     assert compute and all(t.dtype == "int16" and t.quant.zp == 0 for t in acts)
@@ -61,16 +61,18 @@ def test_16x8_op_is_valid_tflite_and_accurate(case):
 def test_an_op_without_a_16x8_kernel_names_itself_and_the_way_out():
     fgraph = build_graph(cases("max_pool2d", "float32", 1)[0])
     with pytest.raises(UnquantizableOpError, match="max_pool2d.*16x8") as e:
-        quantize(fgraph, _samples(fgraph, 2, 0), report=False, progress=False, activations="int16")
+        quantize(fgraph, _samples(fgraph, 2, 0), QuantizeOptions(activations="int16"), report=False, progress=False)
     assert "--keep-float max_pool2d" in e.value.hint
-    kept = quantize(fgraph, _samples(fgraph, 2, 0), report=False, progress=False, activations="int16",
-                    keep_float=("max_pool2d",))
+    kept = quantize(fgraph, _samples(fgraph, 2, 0), QuantizeOptions(activations="int16", keep_float=("max_pool2d",)),
+                    report=False, progress=False)
     assert [n.op for n in kept.graph.nodes] == ["max_pool2d"]
 
 
 def test_integer_io_must_match_the_activations():
     fgraph = build_graph(cases("fully_connected", "float32", 1)[0])
     with pytest.raises(UserError, match="--io int8 does not match --activations int16"):
-        quantize(fgraph, _samples(fgraph, 2, 0), report=False, progress=False, activations="int16", io="int8")
-    q = quantize(fgraph, _samples(fgraph, 2, 0), report=False, progress=False, activations="int16", io="int16")
+        quantize(fgraph, _samples(fgraph, 2, 0), QuantizeOptions(activations="int16", io="int8"), report=False,
+                 progress=False)
+    q = quantize(fgraph, _samples(fgraph, 2, 0), QuantizeOptions(activations="int16", io="int16"), report=False,
+                 progress=False)
     assert all(q.graph.tensors[n].dtype == "int16" for n in q.graph.inputs + q.graph.outputs)

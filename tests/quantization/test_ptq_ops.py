@@ -19,7 +19,7 @@ from litert_ref import run_reference  # noqa: E402
 from support.op_cases import PLANS, build_graph, case_id, cases  # noqa: E402
 from microcompile.frontend.tflite.writer import write_tflite  # noqa: E402
 from microcompile.reference import interp  # noqa: E402
-from microcompile.quantization import quantize  # noqa: E402
+from microcompile.quantization import QuantizeOptions, quantize  # noqa: E402
 from microcompile.quantization.ptq import quantizable  # noqa: E402
 from microcompile.quantization.report import sqnr  # noqa: E402
 
@@ -45,7 +45,7 @@ def _samples(graph, n, seed):
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_quantized_op_is_valid_int8_tflite_and_accurate(case, io):
     fgraph = build_graph(case)
-    q = quantize(fgraph, _samples(fgraph, CALIBRATION, 0), io=io, report=False, progress=False)
+    q = quantize(fgraph, _samples(fgraph, CALIBRATION, 0), QuantizeOptions(io=io), report=False, progress=False)
     for name in q.graph.inputs + q.graph.outputs:
         assert q.graph.tensors[name].dtype == ("int8" if io == "int8" else "float32")
     compute = [n for n in q.graph.nodes if n.op not in ("quantize", "dequantize")]
@@ -81,7 +81,7 @@ def test_an_input_used_twice_by_a_requantizing_op_is_requantized_once():
     nodes = (Node("mul", "scale_x", ("x", "k"), ("xs",), {"activation": "NONE"}),
              Node("concatenation", "cat", ("xs", "y", "xs"), ("cat",), {"axis": 2}))
     g = verify(Graph("concat_twice", {**t, "k": scale}, nodes, ("x", "y"), ("cat",)))
-    q = quantize(g, _samples(g, 8, 1), io="int8", report=False, progress=False).graph
+    q = quantize(g, _samples(g, 8, 1), QuantizeOptions(io="int8"), report=False, progress=False).graph
     requant = [n for n in q.nodes if n.op == "quantize" and q.tensors[n.inputs[0]].dtype == "int8"]
     assert len(requant) == 1
     rng = np.random.default_rng(2)

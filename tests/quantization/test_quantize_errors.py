@@ -7,7 +7,8 @@ import pytest
 
 from microcompile.ir import Graph, Node, Tensor
 from microcompile.reference import interp
-from microcompile.quantization import CalibrationDataError, UnquantizableOpError, load_calibration, quantize
+from microcompile.quantization import (CalibrationDataError, QuantizeOptions, UnquantizableOpError, load_calibration,
+                                      quantize)
 
 
 def _conv_graph():
@@ -82,7 +83,7 @@ def test_unquantizable_op_is_named_with_a_keep_float_hint():
 
 def test_keep_float_wraps_the_op_in_dequantize_quantize():
     g = _conv_graph()
-    q = quantize(g, _samples(), keep_float=("pad_v2",), progress=False)
+    q = quantize(g, _samples(), QuantizeOptions(keep_float=("pad_v2",)), progress=False)
     ops = [n.op for n in q.graph.nodes]
     assert ops == ["quantize", "conv2d", "dequantize", "pad_v2", "quantize", "average_pool2d", "dequantize"]
     pad = next(n for n in q.graph.nodes if n.op == "pad_v2")
@@ -93,7 +94,7 @@ def test_keep_float_wraps_the_op_in_dequantize_quantize():
 
 
 def test_already_int8_model_is_refused():
-    g = quantize(_conv_graph(), _samples(), keep_float=("pad_v2",), io="int8", progress=False).graph
+    g = quantize(_conv_graph(), _samples(), QuantizeOptions(keep_float=("pad_v2",), io="int8"), progress=False).graph
     from microcompile.errors import UserError
     with pytest.raises(UserError, match="already quantized"):
         quantize(g, _samples(), progress=False)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from microcompile.ir import Graph
-from microcompile.quantization import quantize
+from microcompile.quantization import QuantizeOptions, quantize
 
 from support.multi_op_models import _Model
 
@@ -78,7 +78,7 @@ def _finish(m: _Model, outputs: list[str], dtype: str) -> Graph:
         return g
     rng = np.random.default_rng(3)
     samples = [{n: rng.uniform(-1, 1, g.tensors[n].shape).astype(np.float32) for n in g.inputs} for _ in range(16)]
-    q = quantize(g, samples, io="int8", report=False, progress=False).graph
+    q = quantize(g, samples, QuantizeOptions(io="int8"), report=False, progress=False).graph
     return q.replace(name=g.name)
 
 
