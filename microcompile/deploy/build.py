@@ -66,9 +66,7 @@ def build(artifact: Artifact, project_dir: Path, options: BuildOptions, inputs: 
         with _quantize_hint(compiled):
             project.check_manifest_fits(compiled.manifest, board, where, compiled.widened_weight_bytes)
     test_inputs = None if options.agent else [inputs[n] for n in compiled.graph.inputs]
-    project.generate(artifact.directory, board, project_dir, test_inputs, emulated=options.emulate,
-                     trace=options.trace, agent=options.agent, arena_region=options.arena_region,
-                     weights_region=options.weights_region)
+    project.generate(artifact.directory, board, project_dir, test_inputs, options)
     sizes = build_with_bar(project_dir, progress)
     budget = artifact.options.flash_budget
     if budget is not None and not board.is_host and sizes.flash > budget:

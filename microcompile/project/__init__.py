@@ -1,7 +1,7 @@
 """Project generation, build, fit report, and running/flashing the firmware.
 
     check_out_dir(out_dir)   (before any work: can a project go there?)
-    generate(artifact_dir, board, out_dir, test_inputs, emulated) -> out_dir
+    generate(artifact_dir, board, out_dir, test_inputs, BuildOptions) -> out_dir
     build(out_dir) -> SizeReport
     fit_report(elf, board, placement, build_dir) -> FitReport
     run_emulated(out_dir) / run_host(out_dir) -> RunResult
@@ -19,11 +19,12 @@ from microcompile.project.generate import MARKER, check_fits, check_out_dir, gen
 from microcompile.project.launch import host_agent, qemu_agent
 from microcompile.project.manifest import load_manifest
 from microcompile.project.placement import Placement, placement
+from microcompile.project.options import BuildOptions
 from microcompile.project.toolchain import toolchain_version
 from microcompile.project.run import RunResult, parse_output, qemu_command, run_emulated, run_host
 from microcompile.project.trace import parse_trace, trace_entries
 
-__all__ = ["MARKER", "FitError", "FitReport", "FlashResult", "Placement", "RunResult", "SizeReport", "build",
-           "check_fits", "check_manifest_fits", "check_out_dir", "fit_report", "flash", "generate", "host_agent",
-           "load_manifest", "parse_output", "parse_trace", "placement", "qemu_agent", "qemu_command", "read_marker",
-           "run_emulated", "run_host", "size_report", "trace_entries"]
+__all__ = ["MARKER", "BuildOptions", "FitError", "FitReport", "FlashResult", "Placement", "RunResult", "SizeReport",
+           "build", "check_fits", "check_manifest_fits", "check_out_dir", "fit_report", "flash", "generate",
+           "host_agent", "load_manifest", "parse_output", "parse_trace", "placement", "qemu_agent", "qemu_command",
+           "read_marker", "run_emulated", "run_host", "size_report", "trace_entries"]

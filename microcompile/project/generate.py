@@ -20,6 +20,7 @@ from that directory too: its names are used only inside it.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,7 @@ from microcompile.project.agent import template_values as agent_values
 from microcompile.project.fit import check_manifest_fits
 from microcompile.project.flash_runners import make_command
 from microcompile.project.manifest import DTYPES, MANIFEST_NAME, load_manifest
+from microcompile.project.options import BuildOptions
 from microcompile.project.placement import Placement, placement
 from microcompile.project.staging import staged
 from microcompile.project.trace import template_rows as trace_rows
@@ -146,31 +148,41 @@ def check_out_dir(out_dir: str | Path) -> list[str]:
     return [f for f in files if isinstance(f, str)] if isinstance(files, list) else []
 
 
+@dataclass(frozen=True)
+class _Job:
+    """One generation: the artifact, the board, the self-test's inputs, the options."""
+
+    artifact_dir: Path
+    manifest: dict
+    board: Board
+    inputs: list[dict]            # the self-test's embedded inputs (template rows)
+    options: BuildOptions
+    where: Placement
+
+
 def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
-             test_inputs: list[np.ndarray] | None, emulated: bool = False, trace: bool = False,
-             agent: bool = False, arena_region: str | None = None, weights_region: str | None = None) -> Path:
+             test_inputs: list[np.ndarray] | None, options: BuildOptions = BuildOptions()) -> Path:
     """Write a standalone Makefile project for `board` into `out_dir`; returns out_dir.
 
     `test_inputs` holds one array per model input (shape as in the manifest) that the
-    self-test firmware embeds. `emulated` selects the QEMU twin's platform as the
-    Makefile's default PLATFORM (the linker script always uses the real board's memory).
-    `trace` makes a trace build: the firmware also prints every kernel's outputs
-    (project/trace.py parses them; `microcompile verify` compares them layer by layer).
+    self-test firmware embeds. `options` (BuildOptions): `emulate` selects the QEMU twin's
+    platform as the Makefile's default PLATFORM (the linker script always uses the real
+    board's memory). `trace` makes a trace build: the firmware also prints every kernel's
+    outputs (project/trace.py parses them; `microcompile verify` compares them layer by layer).
     `agent` makes an agent build instead of the self-test: main.c serves the model over the
     console UART (project/agent.py, runtime_c/agent/); `test_inputs` is then unused and the
-    marker records the firmware's build id.
-    `arena_region` / `weights_region` move the arena / the weights to another bank
-    (project/placement.py).
+    marker records the firmware's build id. `arena_region` / `weights_region` move the arena /
+    the weights to another bank (project/placement.py).
     """
     board = load_board(board) if isinstance(board, str) else board
     artifact_dir, out_dir = Path(artifact_dir), Path(out_dir)
     manifest = load_manifest(artifact_dir)
-    if emulated and board.emulator is None and not board.is_host:
+    if options.emulate and board.emulator is None and not board.is_host:
         raise BoardError(f"board {board.name} has no emulated twin", hint="drop --emulate and flash the board")
-    where = placement(board, arena_region, weights_region, emulated=emulated)
+    where = placement(board, options.arena_region, options.weights_region, emulated=options.emulate)
     check_fits(manifest, board, where)
-    test_inputs = [] if agent else test_inputs
-    if not agent and len(test_inputs) != len(manifest["inputs"]):
+    test_inputs = [] if options.agent else test_inputs
+    if not options.agent and len(test_inputs) != len(manifest["inputs"]):
         raise UserError(f"model {manifest['model']!r} has {len(manifest['inputs'])} inputs, got {len(test_inputs)} test inputs")
     inputs = []
     for spec, array in zip(manifest["inputs"], test_inputs):
@@ -181,41 +193,42 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
         if not (artifact_dir / name).is_file():
             raise UserError(f"{artifact_dir / name} is listed in the manifest but missing")
 
+    job = _Job(artifact_dir, manifest, board, inputs, options, where)
     previous = check_out_dir(out_dir)
     if not out_dir.exists():
         # A new project is written beside its place and renamed into it: complete or absent.
         with staged(out_dir) as stage:
-            _write_all(stage, [], artifact_dir, manifest, board, inputs, emulated, trace, agent, where)
+            _write_all(stage, [], job)
     else:
         # Regenerating (possibly the user's current or mounted directory, which must not be
         # renamed) happens in place: the marker first says "incomplete", so an interrupted
         # run leaves a project that is still ours but that build and run refuse until rerun.
         _write_marker(out_dir, {"generator": "microcompile", "complete": False, "files": sorted(previous)})
-        _write_all(out_dir, previous, artifact_dir, manifest, board, inputs, emulated, trace, agent, where)
+        _write_all(out_dir, previous, job)
     return out_dir
 
 
-def _write_all(out_dir: Path, previous: list[str], artifact_dir: Path, manifest: dict, board: Board,
-               inputs: list[dict], emulated: bool, trace: bool, agent: bool, where: Placement) -> None:
+def _write_all(out_dir: Path, previous: list[str], job: _Job) -> None:
     w = _Writer(out_dir)
-    facts = _write_project(w, _env(), artifact_dir, manifest, board, inputs, emulated, trace, agent, where)
+    facts = _write_project(w, _env(), job)
     # Files a previous generate wrote that this one did not: ours, and stale. The names come
     # from the marker, which is in the directory: OutputTree.remove ignores any name that
     # would leave it.
     for rel in sorted(set(previous) - set(w.files) - {MARKER}):
         w.tree.remove(rel)
-    _write_marker(out_dir, {"generator": "microcompile", "complete": True, "board": board.name,
-                            "model": manifest["model"], "files": sorted(w.files), **facts})
+    _write_marker(out_dir, {"generator": "microcompile", "complete": True, "board": job.board.name,
+                            "model": job.manifest["model"], "files": sorted(w.files), **facts})
 
 
 def _write_marker(out_dir: Path, marker: dict) -> None:
     OutputTree(out_dir).write(MARKER, (json_text(marker, indent=2, sort_keys=True) + "\n").encode())
 
 
-def _write_project(w: _Writer, env, artifact_dir: Path, manifest: dict, board: Board,
-                   inputs: list[dict], emulated: bool, trace: bool, agent: bool, where: Placement) -> dict:
+def _write_project(w: _Writer, env, job: _Job) -> dict:
     """Write every file of the project through `w`; returns the marker's facts about it
     (default PLATFORM, agent build and its id, placement)."""
+    artifact_dir, manifest, board, inputs, where = job.artifact_dir, job.manifest, job.board, job.inputs, job.where
+    emulated, trace, agent = job.options.emulate, job.options.trace, job.options.agent
     for name in manifest["sources"] + manifest["headers"] + manifest.get("data", []):
         w.copy(f"model/{name}", artifact_dir / name)
     w.copy(MANIFEST_NAME, artifact_dir / MANIFEST_NAME)

@@ -205,7 +205,7 @@ def test_float_corpus_models_deploy_in_one_firmware_on_mps2_an386(tmp_path):
     assert compiled.plan.state_bytes > 0
     inputs = {name: _inputs(g.tensors[name].shape, np.float32, k) for k, name in enumerate(g.inputs)}
     project.generate(tmp_path / "artifact", board, tmp_path / "project", [inputs[n] for n in g.inputs],
-                     emulated=True)
+                     project.BuildOptions(emulate=True))
     project.build(tmp_path / "project", progress=lambda s: None)
     run = project.run_emulated(tmp_path / "project", board)
     reference = interp.run(compiled.graph, inputs)

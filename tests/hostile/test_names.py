@@ -178,7 +178,8 @@ def _compile(model: Path, tmp: Path, tag: str, agent: bool) -> tuple[dict, dict]
             np.random.default_rng(0).integers(-128, 128, g.tensors[n].shape).astype(np.int8) for n in g.inputs}
     outs = interp.run(g, feed)
     proj = tmp / f"proj-{tag}"
-    project.generate(art, HOST, proj, None if agent else [feed[n] for n in g.inputs], agent=agent)
+    project.generate(art, HOST, proj, None if agent else [feed[n] for n in g.inputs],
+                     project.BuildOptions(agent=agent))
     return _code_tokens(proj), [outs[o] for o in g.outputs]
 
 

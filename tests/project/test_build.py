@@ -9,7 +9,7 @@ import pytest
 
 from support.fake_artifact import expected_outputs, needs_arm, needs_qemu, write_artifact
 from microcompile.errors import BoardError, ToolchainError
-from microcompile.project import build, generate, run_emulated, run_host
+from microcompile.project import BuildOptions, build, generate, run_emulated, run_host
 
 
 def _check(result, x):
@@ -33,7 +33,7 @@ def test_host_end_to_end(artifact, test_input, tmp_path):
 @pytest.mark.qemu
 @pytest.mark.parametrize("board, per_tick", [("mps2-an386", 40), ("stm32", 1), ("mps2-an385", 40)])
 def test_qemu_end_to_end(artifact, test_input, tmp_path, board, per_tick):
-    out = generate(artifact, board, tmp_path / "p", [test_input], emulated=True)
+    out = generate(artifact, board, tmp_path / "p", [test_input], BuildOptions(emulate=True))
     report = build(out, progress=lambda line: None)
     assert report.flash == report.text + report.data and report.flash > 1000
     assert report.sections[".stack_reserve"] == 4096
@@ -47,7 +47,7 @@ def test_qemu_end_to_end(artifact, test_input, tmp_path, board, per_tick):
 
 @needs_arm
 def test_standalone_make_for_both_platforms(artifact, test_input, tmp_path):
-    out = generate(artifact, "stm32", tmp_path / "p", [test_input], emulated=False)
+    out = generate(artifact, "stm32", tmp_path / "p", [test_input], BuildOptions(emulate=False))
     env = {"PATH": "/usr/bin:/bin"}  # no python, no microcompile involved
     for platform in ("board", "twin"):
         proc = subprocess.run(["make", f"PLATFORM={platform}"], cwd=out, env=env, capture_output=True, text=True)
@@ -62,7 +62,7 @@ def test_standalone_make_for_both_platforms(artifact, test_input, tmp_path):
 @needs_arm
 def test_run_emulated_refuses_real_board_build(artifact, test_input, tmp_path):
     from microcompile.errors import DeviceError
-    out = generate(artifact, "stm32", tmp_path / "p", [test_input], emulated=False)
+    out = generate(artifact, "stm32", tmp_path / "p", [test_input], BuildOptions(emulate=False))
     build(out, progress=lambda line: None)
     with pytest.raises(DeviceError, match="PLATFORM=twin"):
         run_emulated(out)
@@ -75,7 +75,7 @@ def test_linker_overflow_is_a_board_error(tmp_path, test_input):
     m = json.loads((art / "manifest.json").read_text())
     m["weights_bytes"] = 3
     (art / "manifest.json").write_text(json.dumps(m))
-    out = generate(art, "stm32", tmp_path / "p", [test_input], emulated=True)
+    out = generate(art, "stm32", tmp_path / "p", [test_input], BuildOptions(emulate=True))
     with pytest.raises(BoardError) as info:
         build(out, progress=lambda line: None)
     msg = str(info.value)
@@ -87,7 +87,7 @@ def test_linker_overflow_is_a_board_error(tmp_path, test_input):
 
 
 def test_missing_toolchain(artifact, test_input, tmp_path, monkeypatch):
-    out = generate(artifact, "mps2-an386", tmp_path / "p", [test_input], emulated=True)
+    out = generate(artifact, "mps2-an386", tmp_path / "p", [test_input], BuildOptions(emulate=True))
     real_which = shutil.which
     monkeypatch.setattr(shutil, "which", lambda tool, *a, **k: None if tool.startswith("arm-none-eabi") else real_which(tool))
     with pytest.raises(ToolchainError) as info:
@@ -97,7 +97,7 @@ def test_missing_toolchain(artifact, test_input, tmp_path, monkeypatch):
 
 
 def test_missing_qemu(artifact, test_input, tmp_path, monkeypatch):
-    out = generate(artifact, "mps2-an386", tmp_path / "p", [test_input], emulated=True)
+    out = generate(artifact, "mps2-an386", tmp_path / "p", [test_input], BuildOptions(emulate=True))
     (out / "firmware.elf").write_bytes(b"")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(ToolchainError, match="sudo apt-get install qemu-system-arm"):

@@ -5,7 +5,7 @@ import pytest
 
 from support.fake_artifact import benchmark_input, needs_arm, write_artifact
 from microcompile.errors import BoardError
-from microcompile.project import build, fit_report, generate, placement
+from microcompile.project import BuildOptions, build, fit_report, generate, placement
 from microcompile.project.elf import read_elf
 from microcompile.project.fit import FitError, Placement, _report, check_manifest_fits, smallest_board_that_fits
 from microcompile.project.stack import EXCEPTION_FRAME, EXTERNAL_BYTES, stack_need
@@ -16,7 +16,8 @@ from microcompile.target import load_board
 def test_fit_report_adds_up_the_sections_of_every_bank(tmp_path):
     board = load_board("nucleo-f746zg")
     art = write_artifact(tmp_path / "a", weights_bytes=5000)
-    out = generate(art, board, tmp_path / "p", [benchmark_input((1, 4, 4, 1))], arena_region="DTCM")
+    out = generate(art, board, tmp_path / "p", [benchmark_input((1, 4, 4, 1))],
+                   BuildOptions(arena_region="DTCM"))
     build(out, progress=lambda line: None)
     where = placement(board, arena_region="DTCM")
     report = fit_report(out / "firmware.elf", board, where, out / "build" / "board")

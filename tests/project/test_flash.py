@@ -14,7 +14,7 @@ import pytest
 from support import fake_runners as fake
 from support.fake_artifact import needs_arm, write_artifact, benchmark_input
 from microcompile.errors import BoardError, DeviceError
-from microcompile.project import build, flash, generate
+from microcompile.project import BuildOptions, build, flash, generate
 from microcompile.project import flash_runners as fr
 from microcompile.project.uf2 import from_uf2
 from microcompile.target import load_board
@@ -30,7 +30,7 @@ def built(tmp_path_factory):
     x = benchmark_input((1, 4, 4, 1))
     out = {}
     for board in ("nucleo-f446re", "rpi-pico", "nrf52840dk"):
-        out[board] = generate(art, board, root / board, [x], emulated=False)
+        out[board] = generate(art, board, root / board, [x], BuildOptions(emulate=False))
         build(out[board], progress=lambda line: None)
     return out
 
@@ -317,14 +317,14 @@ def test_pyocd_api(built, tools, tmp_path, monkeypatch, forget_pyocd):
 # --- what is flashed, and when not -----------------------------------------------------------
 
 def test_flash_emulator_only_board(artifact, test_input, tmp_path):
-    out = generate(artifact, "mps2-an386", tmp_path / "p", [test_input], emulated=True)
+    out = generate(artifact, "mps2-an386", tmp_path / "p", [test_input], BuildOptions(emulate=True))
     with pytest.raises(DeviceError, match="emulator only"):
         flash(out)
 
 
 @needs_arm
 def test_flash_rebuilds_a_twin_build_for_the_board(artifact, test_input, tmp_path, monkeypatch):
-    out = generate(artifact, "stm32", tmp_path / "p", [test_input], emulated=True)
+    out = generate(artifact, "stm32", tmp_path / "p", [test_input], BuildOptions(emulate=True))
     build(out, progress=lambda line: None)
     assert (out / "build" / "platform").read_text().strip() == "twin"
     for r in fr.RUNNERS.values():   # whatever is installed on this machine, use none of it
@@ -361,7 +361,7 @@ def test_a_firmware_that_does_not_fit_is_never_flashed(tmp_path, tools, test_inp
     m = json.loads((art / "manifest.json").read_text())
     m["weights_bytes"] = 3
     (art / "manifest.json").write_text(json.dumps(m))
-    out = generate(art, "stm32", tmp_path / "p", [test_input], emulated=False)
+    out = generate(art, "stm32", tmp_path / "p", [test_input], BuildOptions(emulate=False))
     fake.behave(tools, "st-info", [("--probe", fake.ST_INFO_ONE, 0)])
     monkeypatch.setenv("PATH", f"{tools}:{fake.ORIGINAL_PATH}")   # make and gcc, for the build
     with pytest.raises(BoardError, match="does not fit nucleo-f446re"):

@@ -6,7 +6,7 @@ import pytest
 
 from support.fake_artifact import write_artifact
 from microcompile.errors import BoardError, UserError
-from microcompile.project import MARKER, check_fits, generate, load_manifest
+from microcompile.project import BuildOptions, MARKER, check_fits, generate, load_manifest
 from microcompile.target import load_board
 
 
@@ -15,7 +15,7 @@ def _tree(root):
 
 
 def test_layout(artifact, test_input, tmp_path):
-    out = generate(artifact, "stm32", tmp_path / "p", [test_input], emulated=True)
+    out = generate(artifact, "stm32", tmp_path / "p", [test_input], BuildOptions(emulate=True))
     files = _tree(out)
     for rel in ["Makefile", "linker.ld", "main.c", "test_input.c", "test_input.h", "manifest.json", MARKER,
                 "model/model.c", "model/model_weights.c", "model/model.h", "runtime/include/mc_runtime.h",
@@ -33,14 +33,15 @@ def test_layout(artifact, test_input, tmp_path):
 
 
 def test_real_board_default_platform(artifact, test_input, tmp_path):
-    out = generate(artifact, "nucleo-f446re", tmp_path / "p", [test_input], emulated=False)
+    out = generate(artifact, "nucleo-f446re", tmp_path / "p", [test_input], BuildOptions(emulate=False))
     assert "PLATFORM ?= board" in (out / "Makefile").read_text()
 
 
 def test_deterministic(artifact, test_input, tmp_path):
-    a = _tree(generate(artifact, "mps2-an386", tmp_path / "a", [test_input], emulated=True))
-    b = _tree(generate(artifact, "mps2-an386", tmp_path / "b", [test_input], emulated=True))
-    c = _tree(generate(artifact, "mps2-an386", tmp_path / "a", [test_input], emulated=True))  # regenerate in place
+    a = _tree(generate(artifact, "mps2-an386", tmp_path / "a", [test_input], BuildOptions(emulate=True)))
+    b = _tree(generate(artifact, "mps2-an386", tmp_path / "b", [test_input], BuildOptions(emulate=True)))
+    # regenerate in place
+    c = _tree(generate(artifact, "mps2-an386", tmp_path / "a", [test_input], BuildOptions(emulate=True)))
     assert a == b == c
 
 
@@ -54,7 +55,7 @@ def test_refuses_foreign_directory(artifact, test_input, tmp_path):
 
 
 def test_regenerate_keeps_user_files_and_drops_stale_ones(artifact, test_input, tmp_path):
-    out = generate(artifact, "stm32", tmp_path / "p", [test_input], emulated=True)
+    out = generate(artifact, "stm32", tmp_path / "p", [test_input], BuildOptions(emulate=True))
     (out / "notes.txt").write_text("mine")
     generate(artifact, "host", out, [test_input])
     assert (out / "notes.txt").read_text() == "mine"
@@ -78,7 +79,7 @@ def test_emulate_needs_twin(artifact, test_input, tmp_path, monkeypatch):
     import dataclasses
     board = dataclasses.replace(load_board("stm32"), emulator=None)
     with pytest.raises(BoardError, match="no emulated twin"):
-        generate(artifact, board, tmp_path / "p", [test_input], emulated=True)
+        generate(artifact, board, tmp_path / "p", [test_input], BuildOptions(emulate=True))
 
 
 def test_check_fits_big_weights(tmp_path):
@@ -107,7 +108,7 @@ def test_generate_runs_check_fits(tmp_path, test_input):
     m["weights_bytes"] = 2 * 1024 * 1024
     (art / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(BoardError, match="512 KiB"):
-        generate(art, "stm32", tmp_path / "p", [test_input], emulated=True)
+        generate(art, "stm32", tmp_path / "p", [test_input], BuildOptions(emulate=True))
     assert not (tmp_path / "p").exists()
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from microcompile.errors import UserError
 from microcompile.files import OutputTree
-from microcompile.project import MARKER, build, generate, read_marker
+from microcompile.project import BuildOptions, MARKER, build, generate, read_marker
 
 needs_arm_gcc = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="needs arm-none-eabi-gcc")
 
@@ -46,10 +46,10 @@ def test_interrupted_generation_leaves_no_half_project(artifact, test_input, tmp
     with monkeypatch.context() as m:
         m.setattr(OutputTree, "write", _interrupt_after(n))
         with pytest.raises(KeyboardInterrupt):
-            generate(artifact, "mps2-an386", out, [test_input], emulated=True)
+            generate(artifact, "mps2-an386", out, [test_input], BuildOptions(emulate=True))
     assert not out.exists(), f"a half-written project remains: {sorted(_files(out)) if out.exists() else ''}"
     assert not [p for p in tmp_path.iterdir() if p.name != "p"], "no temporary sibling is left"
-    generate(artifact, "mps2-an386", out, [test_input], emulated=True)   # the rerun works
+    generate(artifact, "mps2-an386", out, [test_input], BuildOptions(emulate=True))   # the rerun works
     assert read_marker(out)["board"] == "mps2-an386"
 
 
@@ -61,7 +61,7 @@ def test_interrupted_regeneration_is_refused_until_rerun(artifact, test_input, t
     with monkeypatch.context() as m:
         m.setattr(OutputTree, "write", _interrupt_after(2))   # the first write marks it incomplete
         with pytest.raises(KeyboardInterrupt):
-            generate(artifact, "mps2-an386", out, [test_input], emulated=True)
+            generate(artifact, "mps2-an386", out, [test_input], BuildOptions(emulate=True))
     with pytest.raises(UserError, match="interrupted"):
         build(out, progress=lambda line: None)
     generate(artifact, "host", out, [test_input])
@@ -96,13 +96,13 @@ def test_project_dir_given_as_a_symlink_stays_a_symlink(artifact, test_input, tm
 @needs_arm_gcc
 def test_changing_the_board_rebuilds_every_object(artifact, test_input, tmp_path):
     out = tmp_path / "p"
-    generate(artifact, "mps2-an386", out, [test_input], emulated=True)
+    generate(artifact, "mps2-an386", out, [test_input], BuildOptions(emulate=True))
     build(out, progress=lambda line: None)
     objects = sorted((out / "build").rglob("*.o"))
     assert objects
     stamp = {o: o.stat().st_mtime_ns for o in objects}
     time.sleep(0.02)
-    generate(artifact, "mps2-an385", out, [test_input], emulated=True)
+    generate(artifact, "mps2-an385", out, [test_input], BuildOptions(emulate=True))
     build(out, progress=lambda line: None)        # linked Cortex-M4F objects into a Cortex-M3 firmware
     # objects whose source is still in the project (the DSP kernels left with the M4F)
     kept = [o for o in objects if (out / o.relative_to(out / "build" / "twin")).with_suffix(".c").is_file()]
@@ -115,7 +115,7 @@ def test_make_with_other_flags_rebuilds(artifact, test_input, tmp_path):
     """By hand too: `make CFLAGS+=...` must not mix objects of two flag sets."""
     import subprocess
 
-    out = generate(artifact, "mps2-an386", tmp_path / "p", [test_input], emulated=True)
+    out = generate(artifact, "mps2-an386", tmp_path / "p", [test_input], BuildOptions(emulate=True))
     build(out, progress=lambda line: None)
     cpuflags = next(line.split(":=", 1)[1].strip() for line in (out / "Makefile").read_text().splitlines()
                     if line.startswith("CPUFLAGS :="))
