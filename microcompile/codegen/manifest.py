@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..escape import json_text
@@ -19,17 +20,34 @@ def tensor_entry(t, offset: int) -> dict:
             "offset": int(offset), "bytes": int(t.nbytes)}
 
 
-def build_manifest(model: str, arena_bytes: int, weights_bytes: int, inputs: list[dict],
-                   outputs: list[dict], kernels: list[dict], sources: list[str], headers: list[str],
-                   data: list[str] = (), constants: list[dict] = (), memory: dict | None = None,
-                   state_bytes: int = 0) -> dict:
-    """`data`: files the sources include at build time (the weights' .bin), copied with them;
-    `constants`: each weight symbol and its bytes; `memory`: the arena plan's summary;
-    `state_bytes`: the model's state buffer (recurrent state persisting between inferences), a
-    static array of model.c next to the caller's arena."""
-    return {"schema_version": SCHEMA_VERSION, "model": model, "arena_bytes": int(arena_bytes),
-            "state_bytes": int(state_bytes),
-            "weights_bytes": int(weights_bytes), "sources": sources, "headers": headers, "data": list(data),
+@dataclass(frozen=True)
+class ArtifactFiles:
+    """An artifact's files: C `sources` and `headers`, and `data` the sources include at build
+    time (the weights' .bin), copied with them."""
+
+    sources: tuple[str, ...]
+    headers: tuple[str, ...]
+    data: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Figures:
+    """An artifact's bytes: the arena, the weights in flash, and the state buffer (recurrent
+    state persisting between inferences, a static array of model.c next to the caller's arena)."""
+
+    arena_bytes: int
+    weights_bytes: int
+    state_bytes: int = 0
+
+
+def build_manifest(model: str, files: ArtifactFiles, figures: Figures, io: tuple[list[dict], list[dict]],
+                   kernels: list[dict], constants: list[dict] = (), memory: dict | None = None) -> dict:
+    """`io`: the input and the output descriptions (tensor_entry); `constants`: each weight
+    symbol and its bytes; `memory`: the arena plan's summary."""
+    inputs, outputs = io
+    return {"schema_version": SCHEMA_VERSION, "model": model, "arena_bytes": int(figures.arena_bytes),
+            "state_bytes": int(figures.state_bytes), "weights_bytes": int(figures.weights_bytes),
+            "sources": list(files.sources), "headers": list(files.headers), "data": list(files.data),
             "constants": [{"symbol": c["symbol"], "bytes": int(c["bytes"])} for c in constants],
             "memory": memory or {}, "inputs": inputs, "outputs": outputs, "kernels": kernels}
 

@@ -18,7 +18,7 @@ from ..tir.nodes import Call, PrimFunc, walk
 from ..resources import resource_dir
 from ..templating import environment, generated
 from .c_emitter import CEmitter, float_literal, kernel_arena_offsets, schedule_comment
-from .manifest import build_manifest, tensor_entry, write_manifest
+from .manifest import ArtifactFiles, Figures, build_manifest, tensor_entry, write_manifest
 from .weights import ALIGN, BIN_NAME, WeightArray, write_weights
 
 SOURCES = ["model.c", "model_weights.c"]
@@ -164,12 +164,13 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
                                ("model_weights.c.j2", "model_weights.c")):
         (out_dir / filename).write_text(env.get_template(template).render(**values))
     manifest = build_manifest(
-        graph.name, plan.arena_bytes, weights_bytes, man_in, man_out,
+        graph.name, ArtifactFiles(tuple(SOURCES), tuple(HEADERS), tuple(DATA)),
+        Figures(plan.arena_bytes, weights_bytes, state_bytes), (man_in, man_out),
         # "outputs": where each kernel leaves its results, for trace builds that dump them.
         [{"name": k.name, "layer": node.name, "op": node.op, "macs": k.macs,
           "outputs": [tensor_entry(graph.tensors[o], plan.offset(o)) for o in node.outputs],
           "trace": traces[i].to_json() if traces is not None else []}
          for i, (k, (node, _)) in enumerate(zip(rendered, kernels))],
-        SOURCES, HEADERS, DATA, blob.rows, _memory_summary(plan), state_bytes=state_bytes)
+        blob.rows, _memory_summary(plan))
     write_manifest(manifest, out_dir)
     return manifest
