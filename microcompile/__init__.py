@@ -27,7 +27,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # name -> the module that defines it
 _API = {name: "microcompile.api" for name in (
-    "compile", "inspect", "list_ops", "quantize", "tune", "boards", "board",
+    "compile", "inspect", "list_ops", "quantize", "tune", "export", "boards", "board", "Exported",
     "CompiledModel", "Inspection", "Firmware", "Device", "Profile", "Quantized", "Records", "TensorSpec",
     "CompileOptions", "BuildOptions", "Link", "TuneOptions", "DeployResult", "VerifyResult", "SamplesResult")}
 _API.update({name: "microcompile.errors" for name in (

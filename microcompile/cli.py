@@ -101,6 +101,50 @@ def _cmd_deploy(args) -> int:
     return 0 if r["verified"] else EXIT_MISMATCH
 
 
+def _cmd_export(args) -> int:
+    from . import api
+
+    if args.calibration and not args.quantize:
+        raise UserError("--calibration is only used with --quantize int8",
+                        hint="add --quantize int8 to quantize the model first, or drop --calibration")
+    if args.quantize and not args.calibration:
+        raise UserError("--quantize int8 needs --calibration", hint="pass a .npz/.npy of input samples or a directory")
+    if args.quantize and len(args.model) > 1:
+        raise UserError("--quantize takes one model (its calibration samples fit one model's inputs)",
+                        hint="quantize each model with `microcompile quantize` first, then export the .tflite files")
+    if args.name and len(args.model) > 1:
+        raise UserError("--name names one model; several are named by their file stems",
+                        hint="rename the files, or drop --name")
+    if args.emulate and not args.bsp:
+        raise UserError("--emulate selects the QEMU twin's board support: it needs --bsp", hint="add --bsp")
+    board = api.board(args.board)
+    names = [args.name] if args.name else None
+    api.check_export(args.output_dir, [args.name] if args.name else [api.model_name(Path(m).stem) for m in args.model],
+                     given=bool(args.name))
+    shapes = parse_input_shapes(args.input_shape)
+    compiled = []
+    for path in args.model:
+        model, model_shapes = path, shapes
+        if args.quantize:
+            _PROGRESS(f"[quantize] {path} ({'16x8' if args.activations == 'int16' else 'int8'})")
+            model = api.quantize(path, args.calibration, activations=args.activations, input_shapes=shapes)
+            model_shapes = None
+        compiled.append(api.compile(model, board, records=args.records, input_shapes=model_shapes,
+                                    name=Path(path).stem, flash_budget=parse_bytes(args.flash_budget, "--flash-budget"),
+                                    progress=_PROGRESS))
+    result = api.export(compiled, args.output_dir, format=args.format, bsp=args.bsp, emulate=args.emulate,
+                        names=names, progress=_PROGRESS)
+    d = result.description
+    for m in d["models"]:
+        _print(f"model        {m['name']}: {m['header']}, {m['symbol']}, arena {m['arena_bytes']:,} bytes "
+               f"({m['arena_macro']}), weights {m['weights_bytes']:,} bytes")
+    for key, label in (("library", "library"), ("pack", "pack")):
+        if key in d:
+            _print(f"{label:<12} {d[key]}")
+    _print(f"export       {result.directory} ({args.format}, {len(result.files)} files; usage in README.md)")
+    return 0
+
+
 def _save_quantized(quantized, project_dir: Path, name: str) -> None:
     """Save the quantized model in the project; a note (not an error) when TFLite cannot express
     it: the firmware was built from the graph either way."""
@@ -403,6 +447,33 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --quantize: int16 quantizes 16x8 (int16 activations, int8 weights)")
     _add_records_arg(d)
     d.set_defaults(fn=_cmd_deploy)
+
+    e = sub.add_parser("export", help="write the model(s) as a library for your own firmware: CMake, Make, a "
+                                      "prebuilt .a, Arduino, Zephyr or CMSIS-Pack",
+                       description="Compile each model (as deploy does) and write a library, not a firmware: "
+                                   "model N gets include/N.h, N_model and N_ARENA_BYTES, every symbol prefixed "
+                                   "N_, over one shared runtime; see README.md in the output directory.")
+    e.add_argument("model", nargs="+", help=".tflite or .onnx files (several: one program runs them all)")
+    e.add_argument("--board", required=True, help="board name or alias (see `microcompile boards`)")
+    from .api.export import FORMATS
+    e.add_argument("--format", choices=FORMATS, default="cmake", help="the library's build system (default cmake)")
+    e.add_argument("-o", "--output-dir", required=True, help="where the library goes (new, empty, or an earlier "
+                                                             "export of microcompile)")
+    e.add_argument("--name", help="the model's C name (one model; default: the file stem made a C identifier)")
+    e.add_argument("--bsp", action="store_true", help="add the board support (startup, linker script, console, "
+                                                     "cycle counter) as its own target")
+    e.add_argument("--emulate", action="store_true", help="with --bsp: the QEMU twin's board support")
+    e.add_argument("--input-shape", action="append", metavar="NAME:DIMS",
+                   help="pin a dynamic ONNX input shape, e.g. input:1x3x32x32 (repeatable)")
+    e.add_argument("--quantize", choices=["int8"], help="quantize a float32 model first (needs --calibration)")
+    e.add_argument("--calibration", help="calibration samples for --quantize (.npz, .npy or a directory of .npy)")
+    e.add_argument("--activations", choices=ACTIVATION_DTYPES, default="int8",
+                   help="with --quantize: int16 quantizes 16x8 (int16 activations, int8 weights)")
+    e.add_argument("--flash-budget", metavar="BYTES",
+                   help="flash the model may use (default: the board's); kernels get int16 weights only while "
+                        "the weights still fit")
+    _add_records_arg(e)
+    e.set_defaults(fn=_cmd_export)
 
     port_help = "the board's serial port, e.g. /dev/ttyACM0 (default: found by the board's USB VID:PID)"
     r = sub.add_parser("run", help="run inputs on the board (or its twin) over the host agent and check them",

@@ -81,6 +81,20 @@ def make_comment(text: str) -> str:
     return "".join(ch if ch in _MAKE_COMMENT_SAFE else COMMENT_REPLACEMENT for ch in c_comment(text))
 
 
+def md_code(text: str) -> str:
+    """`text` as a Markdown code span (backticks included): the comment allow-list (one line,
+    no control characters) without backtick and `|`, so the span cannot end early or break a
+    table row; inside a code span `<` is text, not HTML."""
+    return "`" + c_comment(text).replace("`", COMMENT_REPLACEMENT).replace("|", COMMENT_REPLACEMENT) + "`"
+
+
+def xml_text(text: str) -> str:
+    """`text` as XML character data or an attribute value in double quotes: the comment
+    allow-list (no control characters, which XML 1.0 forbids), then `&`, `<`, `>`, `"` escaped."""
+    out = c_comment(text)
+    return out.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
 def c_string(text: str | bytes) -> str:
     """A C string literal (quotes included) holding exactly the bytes of `text` (UTF-8 for a
     str). Printable ASCII stays, but for `"`, `\\` and `?` (trigraphs); every other byte is a

@@ -14,8 +14,9 @@ file. So a new template or a new value cannot forget to escape.
     {{ k.code }}                    generated("...", "c") in Python: code microcompile wrote
 
 The destination is the template's file name: *.c.j2 / *.h.j2 are C, Makefile*.j2 and
-*.mk.j2 are Makefiles, *.ld.j2 linker scripts, CMakeLists*.j2 and *.cmake.j2 CMake. A filter
-used in another language's template is refused as well.
+*.mk.j2 are Makefiles, *.ld.j2 linker scripts, CMakeLists*.j2 and *.cmake.j2 CMake, *.md.j2
+Markdown (md_code), *.pdsc.j2 XML (xml_text); Kconfig, *.yml.j2 and *.properties.j2 print only
+text microcompile made. A filter used in another language's template is refused as well.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ _FILTERS = {
     "make_comment": (escape.make_comment, ("make",)),
     "make_shell_word": (escape.make_shell_word, ("make",)),
     "cmake_bracket": (escape.cmake_bracket, ("cmake",)),
+    "md_code": (escape.md_code, ("md",)),
+    "xml_text": (escape.xml_text, ("xml",)),
 }
 
 
@@ -69,6 +72,15 @@ def language(template_name: str) -> str:
         return "ld"
     if name.startswith("CMakeLists") or name.endswith(".cmake.j2"):
         return "cmake"
+    if name.endswith((".cpp.j2", ".ino.j2")):
+        return "c"              # C++: the same literals and comments
+    if name.endswith(".md.j2"):
+        return "md"
+    if name.endswith((".pdsc.j2", ".xml.j2")):
+        return "xml"
+    # Kconfig, module.yml, library.properties: only names microcompile made (generated()).
+    if name.endswith((".yml.j2", ".properties.j2")) or name.startswith("Kconfig"):
+        return "text"
     raise ValueError(f"no output language known for template {template_name}")
 
 

@@ -179,3 +179,20 @@ def test_terminal_shows_no_control_bidi_or_invisible_character():
 def test_many_more_strings(tmp_path):
     _check_c_strings(tmp_path, _texts(11, SLOW_COUNT))
     _check_comments(tmp_path, _strs(12, SLOW_COUNT))
+
+
+def test_xml_text_is_well_formed_in_text_and_attributes():
+    import xml.etree.ElementTree as ET
+
+    for text in _strs(11, COUNT):
+        esc = escape.xml_text(text)
+        root = ET.fromstring(f'<a b="{esc}">{esc}</a>')        # raises on anything not well formed
+        assert root.text == root.get("b") or (root.text is None and root.get("b") == "")
+        assert all(ch.isprintable() for ch in root.get("b"))
+
+
+def test_md_code_is_one_code_span_on_one_line():
+    for text in _strs(12, COUNT):
+        span = escape.md_code(text)
+        assert span.count("`") == 2 and span.startswith("`") and span.endswith("`")
+        assert "\n" not in span and "\r" not in span and "|" not in span

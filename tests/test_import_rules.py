@@ -28,12 +28,13 @@ ALLOWED = {
     "compiler": {"ir", "tir", "reference", "frontend", "transform", "lower", "schedule", "memory", "codegen",
                  "target"},
     "report": {"ir", "reference", "frontend", "memory", "project"},
+    "exporter": {"codegen", "compiler", "project", "target"},
     "deploy": {"ir", "reference", "frontend", "transform", "quantization", "memory", "codegen", "target", "project",
                "device", "compiler", "report"},
     "autotune": {"ir", "tir", "reference", "frontend", "transform", "quantization", "lower", "schedule", "memory",
              "codegen", "target", "project", "device", "compiler", "report", "deploy"},
     "api": {"ir", "tir", "reference", "frontend", "transform", "quantization", "lower", "schedule", "memory",
-            "codegen", "target", "project", "device", "compiler", "report", "deploy", "autotune"},
+            "codegen", "target", "project", "device", "compiler", "report", "deploy", "autotune", "exporter"},
 }
 COMMON = {"errors", "files", "resources", "escape", "templating", "progress", "microcompile"}   # "microcompile": the version in __init__;
 # "files": how every stage reads the files a user names (regular files only, a size limit)

@@ -275,6 +275,15 @@ class CompiledModel:
         x = model_inputs(self.graph, inputs, note=progress)
         return Firmware(deploy.build(self._artifact, directory, opts, x, progress))
 
+    def export(self, directory, *, format: str = "cmake", bsp: bool = False, emulate: bool = False,  # noqa: A002
+               name: str | None = None, progress: ProgressArg = False):
+        """This model as a library for your own firmware (see :func:`microcompile.export`):
+        `format` cmake, make, lib, arduino, zephyr or cmsis-pack; `name` its C name (default:
+        the model's name made a C identifier)."""
+        from .export import export
+        return export([self], directory, format=format, bsp=bsp, emulate=emulate,
+                      names=[name] if name is not None else None, progress=progress)
+
     def deploy(self, directory=None, *, inputs=None, emulate: bool = False, agent: bool = False,
                link: Link | None = None, options: BuildOptions | None = None,
                progress: ProgressArg = False) -> deploy.DeployResult:

@@ -29,7 +29,6 @@ _HELPERS = {("min", "int32"): "mc_min_i32", ("max", "int32"): "mc_max_i32",
 
 
 # The model's state buffer (variable tensors), a static array of model.c.
-STATE_BUFFER = "mc_state"
 
 
 def float_literal(v: float) -> str:
@@ -83,10 +82,12 @@ class _Ctx:
 
 
 class CEmitter:
-    """Emits one kernel function. `const_symbols` maps id(const Buffer) -> global array name."""
+    """Emits one kernel function. `const_symbols` maps id(const Buffer) -> global array name;
+    `state_buffer` is the model's state buffer (model.c's <prefix>_state)."""
 
-    def __init__(self, const_symbols: dict[int, str]):
+    def __init__(self, const_symbols: dict[int, str], state_buffer: str = "mc_state"):
         self.const_symbols = const_symbols
+        self.state_buffer = state_buffer
 
     # -- expressions: one entry per node kind
     def expr(self, e, ctx: _Ctx) -> str:
@@ -197,8 +198,8 @@ class CEmitter:
             qual = "" if id(b) in written else "const "
             ctype = C_TYPES[b.dtype]
             note = f"  /* {c_comment(b.comment)} */" if b.comment else ""
-            # State lives in the model's state buffer (model.c's mc_state), not the arena.
-            base = STATE_BUFFER if b.scope == "state" else "arena"
+            # State lives in the model's state buffer (model.c's <prefix>_state), not the arena.
+            base = self.state_buffer if b.scope == "state" else "arena"
             decls.append(f"    {qual}{ctype} *{b.name} = ({qual}{ctype} *)({base} + {arena_offsets[b.name]}u);{note}")
         if not decls:
             decls.append("    (void)arena;")

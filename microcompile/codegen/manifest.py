@@ -23,11 +23,12 @@ def tensor_entry(t, offset: int) -> dict:
 @dataclass(frozen=True)
 class ArtifactFiles:
     """An artifact's files: C `sources` and `headers`, and `data` the sources include at build
-    time (the weights' .bin), copied with them."""
+    time (the weights' .bin), copied with them; `runtime_headers`: what they need of the runtime."""
 
     sources: tuple[str, ...]
     headers: tuple[str, ...]
     data: tuple[str, ...] = ()
+    runtime_headers: tuple[str, ...] = ()    # the runtime's headers the sources include (its kernels')
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ def build_manifest(model: str, files: ArtifactFiles, figures: Figures, io: tuple
     return {"schema_version": SCHEMA_VERSION, "model": model, "arena_bytes": int(figures.arena_bytes),
             "state_bytes": int(figures.state_bytes), "weights_bytes": int(figures.weights_bytes),
             "sources": list(files.sources), "headers": list(files.headers), "data": list(files.data),
+            "runtime_headers": list(files.runtime_headers),
             "constants": [{"symbol": c["symbol"], "bytes": int(c["bytes"])} for c in constants],
             "memory": memory or {}, "inputs": inputs, "outputs": outputs, "kernels": kernels}
 

@@ -19,11 +19,9 @@ from ..resources import resource_dir
 from ..templating import environment, generated
 from .c_emitter import CEmitter, float_literal, kernel_arena_offsets, schedule_comment
 from .manifest import ArtifactFiles, Figures, build_manifest, tensor_entry, write_manifest
-from .weights import ALIGN, BIN_NAME, WeightArray, write_weights
+from .naming import Naming
+from .weights import ALIGN, WeightArray, weight_arrays, write_weights
 
-SOURCES = ["model.c", "model_weights.c"]
-HEADERS = ["model.h", "model_weights.h"]
-DATA = [BIN_NAME]            # files the sources include at build time, compiled by nobody
 _SYSTEM_HEADERS = {"math.h", "string.h"}
 _MC_DTYPES = {"int8": "MC_INT8", "float32": "MC_FLOAT32", "int32": "MC_INT32", "int16": "MC_INT16"}
 
@@ -54,18 +52,18 @@ class _Kernel:
 _ROLES = {"w": "weights", "mult": "requant_mult", "shift": "requant_shift", "rshift": "requant_rshift"}
 
 
-def weight_symbol(kernel: str, buffer_name: str) -> str:
-    """The C symbol of a kernel's constant: mc_<kernel>_<role>, e.g. mc_k0_conv2d_weights, so
-    that model_weights.c and the map file say which layer owns which bytes."""
-    return c_identifier(f"mc_{kernel}_{_ROLES.get(buffer_name, buffer_name)}")
+def weight_symbol(naming: Naming, kernel: str, buffer_name: str) -> str:
+    """The C symbol of a kernel's constant: <prefix>_<kernel>_<role>, e.g. mc_k0_conv2d_weights,
+    so that model_weights.c and the map file say which layer owns which bytes."""
+    return c_identifier(naming.symbol(f"{kernel}_{_ROLES.get(buffer_name, buffer_name)}"))
 
 
-def _collect_weights(kernels: list[tuple[Node, PrimFunc]]) -> list[WeightArray]:
+def _collect_weights(kernels: list[tuple[Node, PrimFunc]], naming: Naming) -> list[WeightArray]:
     out, used = [], set()
     for i, (node, f) in enumerate(kernels):
         for b in f.buffers:
             if b.scope == "const":
-                symbol = base = weight_symbol(f"k{i}_{node.op}", b.name)
+                symbol = base = weight_symbol(naming, f"k{i}_{node.op}", b.name)
                 k = 1
                 while symbol in used:
                     symbol, k = f"{base}_{k}", k + 1
@@ -107,34 +105,38 @@ def _memory_summary(plan) -> dict:
             "planner": getattr(plan, "planner", None)}
 
 
-def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: MemoryPlan,
-                  out_dir: str | Path, traces: list | None = None) -> dict:
+def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: MemoryPlan, out_dir: str | Path,
+                  traces: list | None = None, naming: Naming = Naming(), weights_in_c: bool = False) -> dict:
     """Write model.c, model.h, model_weights.c/.h/.bin and manifest.json into
     `out_dir` for the scheduled `kernels` (in execution order) and the arena `plan`.
     `traces` (one schedule Trace per kernel, optional) are printed in the kernel comments and
-    recorded in the manifest.
+    recorded in the manifest. `naming` names the files and symbols (an exported model's own).
+    `weights_in_c`: the constants as C array initializers in model_weights.c (any compiler
+    and build system takes them) instead of the .bin the assembler includes (fast to compile,
+    but it needs the assembler's include path).
     Returns the manifest. Output is byte-for-byte deterministic."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    weights = _collect_weights(kernels)
-    emitter = CEmitter({id(w.buffer): w.symbol for w in weights})
+    weights = _collect_weights(kernels, naming)
+    emitter = CEmitter({id(w.buffer): w.symbol for w in weights}, naming.symbol("state"))
     rendered, headers = [], {"mc_fixedpoint.h"}   # min/max helpers of every kernel
     for i, (node, f) in enumerate(kernels):
         name = f"k{i}_{node.op}"
         trace = traces[i] if traces is not None else None
-        code = emitter.function(f, f"mc_{name}", kernel_arena_offsets(f, plan, node.name),
+        code = emitter.function(f, naming.symbol(name), kernel_arena_offsets(f, plan, node.name),
                                 _header_lines(name, node, f, trace))
-        rendered.append(_Kernel(name, generated(f"mc_{name}"), node.op, int(f.attrs.get("macs", 0)), generated(code)))
+        rendered.append(_Kernel(name, generated(naming.symbol(name)), node.op, int(f.attrs.get("macs", 0)),
+                                generated(code)))
         headers |= {intrinsics.get(c.name).header for c in walk(f.body) if isinstance(c, Call)}
     inputs, outputs, tensors, man_in, man_out = [], [], [], [], []
     for rows, entries, names, prefix in ((inputs, man_in, graph.inputs, "in"),
                                          (outputs, man_out, graph.outputs, "out")):
         for k, name in enumerate(names):
-            row, entry = _tensor_row(graph, name, plan, f"mc_{prefix}{k}_shape")
+            row, entry = _tensor_row(graph, name, plan, naming.symbol(f"{prefix}{k}_shape"))
             rows.append(row)
             entries.append(entry)
             tensors.append(row)
-    blob = write_weights(weights, out_dir / BIN_NAME)
+    blob = write_weights(weights, out_dir / naming.bin_name)
     weights_bytes = blob.size
     state_bytes = int(getattr(plan, "state_bytes", 0))
     # Initial state, as TFLite resets variable tensors: zero, or the zero point's byte for int8.
@@ -149,22 +151,28 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
         "externs": [generated(w.extern) for w in weights],
         "weights": [dict(r, symbol=generated(r["symbol"]), macro=generated("MC_CONST8" if r["align8"] else "MC_CONST"))
                     for r in blob.rows],
-        "sha256": generated(blob.sha256), "bin_name": generated(BIN_NAME), "align": ALIGN,
+        "sha256": generated(blob.sha256), "bin_name": generated(naming.bin_name), "align": ALIGN,
+        "weights_in_c": weights_in_c, "arrays": [generated(a) for a in weight_arrays(weights)] if weights_in_c else [],
+        "stem": generated(naming.stem), "macro": generated(naming.macro), "model_symbol": generated(naming.model_symbol),
+        "sym": {k: generated(naming.symbol(k)) for k in ("inputs", "outputs", "kernels", "state", "reset_state_fn")},
         "system_headers": [generated(h) for h in sorted(headers & _SYSTEM_HEADERS)],
         "headers": [generated(h) for h in sorted(headers - _SYSTEM_HEADERS)],
         "tensors": tensors, "inputs": inputs, "outputs": outputs,
         "kernel_tables": [rendered] if rendered else [],
-        "kernels_ref": generated("mc_kernels" if rendered else "0"),
-        "reset_state_ref": generated("mc_reset_state_fn" if state_bytes else "0"),
+        "kernels_ref": generated(naming.symbol("kernels") if rendered else "0"),
+        "reset_state_ref": generated(naming.symbol("reset_state_fn") if state_bytes else "0"),
         "state_bytes": state_bytes, "state_inits": state_inits,
     }
     env = environment(resource_dir("templates") / "model")
-    for template, filename in (("model.h.j2", "model.h"), ("model.c.j2", "model.c"),
-                               ("model_weights.h.j2", "model_weights.h"),
-                               ("model_weights.c.j2", "model_weights.c")):
+    (header, weights_header), (source, weights_source) = naming.headers, naming.sources
+    for template, filename in (("model.h.j2", header), ("model.c.j2", source),
+                               ("model_weights.h.j2", weights_header), ("model_weights.c.j2", weights_source)):
         (out_dir / filename).write_text(env.get_template(template).render(**values))
+    if weights_in_c:
+        (out_dir / naming.bin_name).unlink()
     manifest = build_manifest(
-        graph.name, ArtifactFiles(tuple(SOURCES), tuple(HEADERS), tuple(DATA)),
+        graph.name, ArtifactFiles(naming.sources, naming.headers, () if weights_in_c else (naming.bin_name,),
+                                  tuple(sorted(headers - _SYSTEM_HEADERS))),
         Figures(plan.arena_bytes, weights_bytes, state_bytes), (man_in, man_out),
         # "outputs": where each kernel leaves its results, for trace builds that dump them.
         [{"name": k.name, "layer": node.name, "op": node.op, "macs": k.macs,

@@ -77,3 +77,42 @@ def write_weights(weights: list[WeightArray], path) -> WeightBlob:
                          "align8": w.buffer.dtype in ("int64", "float64")})   # int64_t / double (16x8): 8-aligned
             offset += len(data)
     return WeightBlob(rows, offset, digest.hexdigest())
+
+
+def _c_values(w: WeightArray) -> list[str]:
+    """Each element of a constant as a C initializer that reads back to the same bits."""
+    values = np.asarray(w.buffer.data).reshape(-1)
+    dtype = w.buffer.dtype
+    if dtype in ("float32", "float64"):
+        suffix = "f" if dtype == "float32" else ""
+        cast = np.float32 if dtype == "float32" else np.float64
+        out = []
+        for v in values.astype(cast):
+            if not np.isfinite(v):
+                out.append(("__builtin_nanf(\"\")" if np.isnan(v) else ("-" if v < 0 else "") + "__builtin_inff()")
+                           if dtype == "float32" else
+                           ("__builtin_nan(\"\")" if np.isnan(v) else ("-" if v < 0 else "") + "__builtin_inf()"))
+            else:
+                out.append(float(v).hex() + suffix)       # hexadecimal floats are exact
+        return out
+    lo = {"int8": -2**7, "int16": -2**15, "int32": -2**31, "int64": -2**63}[dtype]
+    # The most negative value is not a C literal (its magnitude does not fit): an expression.
+    most_negative = {"int32": "(-2147483647 - 1)", "int64": "(-9223372036854775807LL - 1)"}
+    suffix = "LL" if dtype == "int64" else ""
+    return [most_negative[dtype] if v == lo and dtype in most_negative else f"{int(v)}{suffix}"
+            for v in values.astype(np.int64)]
+
+
+def weight_arrays(weights: list[WeightArray], per_line: int = 16) -> list[str]:
+    """Each constant as a C definition with its initializer, aligned as in the .bin:
+    model_weights.c without .incbin (-fdata-sections gives each its own section)."""
+    out = []
+    for w in weights:
+        align = 8 if w.buffer.dtype in ("int64", "float64") else ALIGN
+        values = _c_values(w)
+        rows = [", ".join(values[i:i + per_line]) for i in range(0, len(values), per_line)]
+        body = ",\n    ".join(rows)
+        out.append(f"/* {c_comment(w.buffer.comment)} */\n"
+                   f"__attribute__((aligned({align})))\n"
+                   f"{w.declaration} = {{\n    {body}\n}};")
+    return out

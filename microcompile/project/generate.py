@@ -327,3 +327,29 @@ def read_marker(project_dir: str | Path) -> dict:
         raise UserError(f"the project in {project_dir} is incomplete: its generation was interrupted",
                         hint="rerun the `microcompile deploy` command that made it")
     return marker
+
+
+def bsp_files(board: Board, emulated: bool = False) -> tuple[dict[str, bytes], list[str], list[str], list[str]]:
+    """The board support of an exported library (`export --bsp`): startup, platform and console
+    sources with their headers, and the linker script, as {relative path: bytes} under bsp/;
+    then the sources, the include directories and the -D flags to compile them with. The
+    QEMU twin's platform with `emulated`. The host board's is its one platform file."""
+    board_src = resource_dir("boards") / "src"
+    emu = board.emulator
+    if emulated and emu is not None:
+        sources, include_dirs, defines = emu.sources, emu.include_dirs, emu.c_defines()
+    else:
+        sources, include_dirs, defines = board.mcu.sources, board.mcu.include_dirs, board.c_defines()
+    files = {f"bsp/{rel}": (board_src / rel).read_bytes() for rel in sources}
+    for inc in include_dirs:
+        for header in sorted((board_src / inc).glob("*.h")):
+            files[f"bsp/{inc}/{header.name}"] = header.read_bytes()
+    if not board.is_host:
+        where = placement(board, emulated=emulated)
+        files["bsp/linker.ld"] = _env().get_template("linker.ld.j2").render(
+            mcu=generated(board.mcu.name, "ld"), banks=_bank_rows(board), code=generated(where.code, "ld"),
+            ram=generated(where.ram, "ld"), weights=generated(where.weights, "ld"),
+            arena=generated(where.arena, "ld"), stack_bytes=where.stack_bytes, heap_bytes=where.heap_bytes,
+            measuring=False).encode()
+    return (dict(sorted(files.items())), [f"bsp/{s}" for s in sources], [f"bsp/{d}" for d in include_dirs],
+            list(defines))
