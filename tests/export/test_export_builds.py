@@ -183,3 +183,38 @@ def test_exporting_twice_gives_identical_trees(host, tmp_path):
     again = {p.relative_to(tmp_path / "e0").as_posix(): p.read_bytes()
              for p in sorted((tmp_path / "e0").rglob("*")) if p.is_file()}
     assert again == trees[0]
+
+
+@pytest.mark.heavy
+def test_the_two_model_example_of_the_docs_builds_and_runs(host, tmp_path):
+    """docs/export.md's classify() as written, linked through the Make fragment."""
+    import re
+    page = (Path(__file__).resolve().parents[2] / "docs" / "export.md").read_text()
+    example = re.search(r"```c\n(.*?)```", page, re.S).group(1)
+    assert len(example.splitlines()) <= 25
+    (kws_name, kws), (ad01_name, ad01) = host.models
+    export = tmp_path / "export"
+    mc.export([kws, ad01], export, format="make", names=["kws", "ad01"])    # the names the example uses
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "main.c").write_text(example + r"""
+#include <stdio.h>
+int main(void)
+{
+    static float features[4096], spectrum[4096], scores[12], decoded[4096];
+    int i, rc = classify(features, spectrum, scores, decoded);
+    printf("rc %d\n", rc);
+    for (i = 0; i < 12 && i < (int)(KWS_OUTPUT0_BYTES); i++)
+        printf("%a\n", (double)scores[i]);
+    return rc;
+}
+""")
+    (app / "Makefile").write_text(f"include {export}/microcompile.mk\nCFLAGS := -O2 {WARN} $(MC_CFLAGS) $(MC_INCLUDES)\n"
+                                  "app: main.c $(MC_SRCS)\n\t$(CC) $(CFLAGS) -o $@ $^ $(MC_LDLIBS)\n")
+    _run(["make", "-C", app])
+    out = _run([app / "app"]).stdout.split()
+    assert out[:2] == ["rc", "0"]
+    zeros = [np.zeros(s.shape, np.float32) for s in kws.inputs]
+    want = kws.reference(zeros, dequantize=True)[0].reshape(-1)
+    got = np.array([float.fromhex(v) for v in out[2:2 + min(12, want.size)]], np.float32)
+    np.testing.assert_allclose(got, want[:got.size], rtol=0, atol=1e-5 * max(np.abs(want).max(), 1e-30))
