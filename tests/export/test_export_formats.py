@@ -4,9 +4,10 @@
   twin and matches the reference; compiler flags of another float ABI stop at an #error.
 - cmsis-pack: the .pdsc validates against Arm's PACK.xsd (tests/fixtures/cmsis/PACK.xsd, as Arm
   publishes it); every file it lists is in the .pack. Arm's packchk is not available here.
-- arduino: the library's sources and the example sketch compile for a Cortex-M4 with
-  arm-none-eabi-gcc/g++ against a minimal Arduino.h written here, with the include path an
-  Arduino build uses (src/ only). There is no Arduino CLI here.
+- arduino: the library's sources (as C, as an Arduino build compiles them, and as C++) and the
+  example sketch (C++) compile for a Cortex-M4 with arm-none-eabi-gcc/g++ against a minimal
+  Arduino.h written here, with the include path an Arduino build uses (src/ only). There is no
+  Arduino CLI here.
 - zephyr: module.yml checked against the schema Zephyr documents (scripts/zephyr_module.py),
   the module's CMakeLists.txt run by CMake over stub zephyr_* functions, the sample's main.c
   compiled against stub Zephyr headers. There is no Zephyr SDK here.
@@ -138,6 +139,9 @@ def test_the_arduino_library_and_its_sketch_compile_for_a_cortex_m4(m4_models, t
     for src in sources:      # as an Arduino build compiles a library's .c files: C, -Os, src/ on the path
         _run(["arm-none-eabi-gcc", *cflags, "-Os", *WARN.split(), f"-I{out / 'src'}", "-c", src,
               "-o", objs / (src.stem + ".o")])
+        # and as C++ too: a user may rename them .cpp or compile everything with g++
+        _run(["arm-none-eabi-g++", "-x", "c++", *cflags, "-Os", "-std=gnu++17", *WARN.split(), f"-I{out / 'src'}",
+              "-c", src, "-o", objs / (src.stem + ".cpp.o")])
     stub = tmp_path / "stub"
     stub.mkdir()
     (stub / "Arduino.h").write_text(ARDUINO_H)
