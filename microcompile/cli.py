@@ -136,8 +136,12 @@ def _cmd_export(args) -> int:
                         names=names, progress=_PROGRESS)
     d = result.description
     for m in d["models"]:
+        code = f", code {m['code_bytes']:,} bytes" if m.get("code_bytes") is not None else ""
         _print(f"model        {m['name']}: {m['header']}, {m['symbol']}, arena {m['arena_bytes']:,} bytes "
-               f"({m['arena_macro']}), weights {m['weights_bytes']:,} bytes")
+               f"({m['arena_macro']}), weights {m['weights_bytes']:,} bytes{code}")
+    if d.get("shared_code_bytes") is not None:
+        _print(f"runtime      {d['shared_code_bytes']:,} bytes of code shared by the models (runtime and kernels, "
+               f"before the link drops what nothing calls)")
     for key, label in (("library", "library"), ("pack", "pack")):
         if key in d:
             _print(f"{label:<12} {d[key]}")

@@ -20,7 +20,7 @@ import numpy as np
 from .. import __version__
 from ..project.generate import bsp_files
 from ..templating import generated
-from . import arduino, cmsis_pack, library, zephyr
+from . import arduino, cmsis_pack, library, measure, zephyr
 from .options import ExportOptions
 from .render import build_values, env
 from .tree import LibraryTree, describe, finish
@@ -57,7 +57,7 @@ def write_format(tree: LibraryTree, options: ExportOptions) -> dict:
     tree.add("README.md", readme(tree, options.format, extra.pop("usage", None)))
     if options.format == "cmsis-pack":        # the archive holds README.md: made after it
         tree.add(extra["pack"], cmsis_pack.archive(tree, extra))
-    return finish(tree, describe(tree, options.format, extra))
+    return finish(tree, describe(tree, options.format, extra, measure.code_bytes(tree)))
 
 
 def _render(template: str, tree: LibraryTree, lang: str) -> str:

@@ -12,19 +12,10 @@ other float ABI) with an #error saying which flags to use.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
-
-from ..errors import ToolchainError
-from ..project import children
-from ..project.toolchain import compiler
 from ..templating import generated
+from .measure import CFLAGS, compiled, tool, tools
 from .options import ExportOptions
 from .tree import LibraryTree
-
-CFLAGS = ("-O2", "-ffunction-sections", "-fdata-sections", "-Wall", "-Wextra", "-Werror", "-std=c99")
 
 
 def library_name(tree: LibraryTree) -> str:
@@ -33,13 +24,7 @@ def library_name(tree: LibraryTree) -> str:
 
 def write(tree: LibraryTree, options: ExportOptions) -> dict:
     board = tree.board
-    cc = compiler(board)
-    ar = "ar" if board.is_host else "arm-none-eabi-ar"
-    for tool in (cc, ar):
-        if shutil.which(tool) is None:
-            raise ToolchainError(f"{tool} is not installed: the lib format builds the library with it",
-                                 hint="install the board's toolchain (scripts/setup), or export --format cmake/make "
-                                      "and build the sources yourself")
+    _, ar, _ = tools(board)
     tree.add("include/mc_export_abi.h", abi_header(tree))
     for m in tree.models:      # every N.h checks the flags it is compiled with
         rel = f"include/{m.name}.h"
@@ -47,37 +32,14 @@ def write(tree: LibraryTree, options: ExportOptions) -> dict:
         tree.add(rel, text.replace('#include "mc_runtime.h"\n', '#include "mc_runtime.h"\n#include "mc_export_abi.h"\n', 1))
     sources = tree.runtime_sources + sorted(s for g in tree.kernel_groups.values() for s in g) + \
         [s for m in tree.models for s in tree.model_sources(m)]
-    flags = list(board.target.cflags) + list(CFLAGS)
     name = library_name(tree)
-    with tempfile.TemporaryDirectory(prefix="microcompile-lib-") as tmp:
-        root = Path(tmp)
-        for rel, data in tree.files.items():
-            path = root / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        objects = []
-        for k, src in enumerate(sources):
-            obj = f"obj/{k:03d}_{Path(src).stem}.o"
-            (root / obj).parent.mkdir(parents=True, exist_ok=True)
-            _tool([cc, *flags, "-Iinclude", "-c", src, "-o", obj], root, f"compiling {src}")
-            objects.append(obj)
-        _tool([ar, "rcsD", name, *objects], root, f"archiving {name}")
+    with compiled(tree, sources) as (root, objects):
+        tool([ar, "rcsD", name, *(objects[s] for s in sources)], root, f"archiving {name}")
         tree.add(f"lib/{name}", (root / name).read_bytes())
     usage = (f"Add `lib/{name}` to the linker's inputs (with `-lm`) and `include/` to the include path. It was "
              f"compiled with `{' '.join(board.target.cflags)}`: compile your code with the same core and float ABI "
              f"(`include/mc_export_abi.h` stops the build with an #error otherwise).")
-    return {"library": f"lib/{name}", "library_cflags": flags, "usage": usage}
-
-
-def _tool(cmd: list[str], cwd: Path, what: str) -> None:
-    try:
-        p = children.run(cmd, cwd=cwd, timeout=600)
-    except subprocess.TimeoutExpired:
-        raise ToolchainError(f"{cmd[0]} took more than 10 minutes {what}") from None
-    if p.returncode != 0:
-        err = (p.stderr or b"").decode(errors="replace").strip().splitlines()
-        raise ToolchainError(f"{cmd[0]} failed {what}: {err[-1] if err else 'no message'}",
-                             hint="this is a bug in microcompile if the toolchain is installed correctly")
+    return {"library": f"lib/{name}", "library_cflags": [*board.target.cflags, *CFLAGS], "usage": usage}
 
 
 def abi_header(tree: LibraryTree) -> str:

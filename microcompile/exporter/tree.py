@@ -131,15 +131,20 @@ def build_id(files: dict[str, bytes]) -> str:
     return digest.hexdigest()[:16]
 
 
-def describe(tree: LibraryTree, fmt: str, extra: dict | None = None) -> dict:
-    """microcompile.json: what a build system or a person needs to know about the export."""
+def describe(tree: LibraryTree, fmt: str, extra: dict | None = None, code: dict | None = None) -> dict:
+    """microcompile.json: what a build system or a person needs to know about the export.
+    `code` (measure.code_bytes): the compiled code's bytes, per model and shared."""
     board = tree.board
+    code = code or {}
     models = []
     for m in tree.models:
         man = m.manifest
+        model_code = code.get("models", {}).get(m.name)
         models.append({"name": m.name, "model": man["model"], "symbol": f"{m.name}_model",
                        "header": f"{tree.flat or 'include/'}{m.name}.h", "arena_bytes": man["arena_bytes"],
                        "arena_macro": f"{m.name.upper()}_ARENA_BYTES", "weights_bytes": man["weights_bytes"],
+                       "code_bytes": model_code,
+                       "flash_bytes": man["weights_bytes"] + model_code if model_code is not None else None,
                        "state_bytes": man.get("state_bytes", 0), "kernels": len(man["kernels"]),
                        "sources": tree.model_sources(m),
                        "inputs": [_io(t) for t in man["inputs"]], "outputs": [_io(t) for t in man["outputs"]]})
@@ -148,6 +153,10 @@ def describe(tree: LibraryTree, fmt: str, extra: dict | None = None) -> dict:
            "cflags": list(board.target.cflags), "ldlibs": ["m"], "kernel_sets": _kernel_sets(board),
            "models": models, "runtime_sources": tree.runtime_sources,
            "kernel_sources": sorted(s for group in tree.kernel_groups.values() for s in group),
+           "shared_code_bytes": code.get("shared"),
+           # code_bytes: the compiled objects' text and data, before the link drops what nothing
+           # calls; flash_bytes: a model's weights and code (the shared runtime and kernels apart)
+           "code_measured_with": f"{board.target.toolchain} -O2 {' '.join(board.target.cflags)}" if code else None,
            "bsp": tree.bsp, **(extra or {})}
     return out
 

@@ -256,6 +256,8 @@ def test_the_description_names_every_file_and_the_models(m4_models, tmp_path):
         assert m["arena_bytes"] == cm.memory.arena_bytes and m["symbol"] == f"{name}_model"
         assert [i["shape"] for i in m["inputs"]] == [list(s.shape) for s in cm.inputs]
         assert all(isinstance(i["scale"], float) for i in m["inputs"])
+        assert m["code_bytes"] > 0 and m["flash_bytes"] == m["weights_bytes"] + m["code_bytes"]
+    assert d["shared_code_bytes"] > 0 and "arm-none-eabi" in d["code_measured_with"]
     readme = (result.directory / "README.md").read_text()
     for name, cm in m4_models.models:
         assert f"{name.upper()}_ARENA_BYTES" in readme and str(cm.memory.arena_bytes) in readme
