@@ -59,11 +59,7 @@ class Terminated(BaseException):
 def _cmd_deploy(args) -> int:
     from . import api
 
-    if args.calibration and not args.quantize:
-        raise UserError("--calibration is only used with --quantize int8",
-                        hint="add --quantize int8 to quantize the model first, or drop --calibration")
-    if args.quantize and not args.calibration:
-        raise UserError("--quantize int8 needs --calibration", hint="pass a .npz/.npy of input samples or a directory")
+    _check_quantize_args(args)
     _check_outputs(args)
     project_dir = api.check_project_dir(args.project_dir or Path("build") / Path(args.model).stem)
     inputs = api.read_inputs(args.input) if args.input else None
@@ -104,11 +100,7 @@ def _cmd_deploy(args) -> int:
 def _cmd_export(args) -> int:
     from . import api
 
-    if args.calibration and not args.quantize:
-        raise UserError("--calibration is only used with --quantize int8",
-                        hint="add --quantize int8 to quantize the model first, or drop --calibration")
-    if args.quantize and not args.calibration:
-        raise UserError("--quantize int8 needs --calibration", hint="pass a .npz/.npy of input samples or a directory")
+    _check_quantize_args(args)
     if args.quantize and len(args.model) > 1:
         raise UserError("--quantize takes one model (its calibration samples fit one model's inputs)",
                         hint="quantize each model with `microcompile quantize` first, then export the .tflite files")
@@ -147,6 +139,14 @@ def _cmd_export(args) -> int:
             _print(f"{label:<12} {d[key]}")
     _print(f"export       {result.directory} ({args.format}, {len(result.files)} files; usage in README.md)")
     return 0
+
+
+def _check_quantize_args(args) -> None:
+    if args.calibration and not args.quantize:
+        raise UserError("--calibration is only used with --quantize int8",
+                        hint="add --quantize int8 to quantize the model first, or drop --calibration")
+    if args.quantize and not args.calibration:
+        raise UserError("--quantize int8 needs --calibration", hint="pass a .npz/.npy of input samples or a directory")
 
 
 def _save_quantized(quantized, project_dir: Path, name: str) -> None:

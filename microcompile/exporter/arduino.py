@@ -14,12 +14,9 @@ from __future__ import annotations
 
 from .. import __version__
 from ..templating import generated
-from .render import env
+from .render import env, sample_io
 from .options import ExportOptions
 from .tree import LibraryTree
-
-_DTYPE_C = {"int8": "int8_t", "int16": "int16_t", "float32": "float", "int32": "int32_t"}
-
 
 def library_name(tree: LibraryTree) -> str:
     return "microcompile_" + "_".join(m.name for m in tree.models)
@@ -50,14 +47,7 @@ def write(tree: LibraryTree, options: ExportOptions) -> dict:
 
 
 def sketch(tree: LibraryTree, m, library: str) -> str:
-    man = m.manifest
-    inputs = []
-    for k, (spec, data) in enumerate(zip(man["inputs"], m.test_inputs)):
-        rows = [", ".join(f"0x{b:02x}" for b in data[i:i + 16]) for i in range(0, len(data), 16)]
-        inputs.append({"index": k, "bytes": len(data), "rows": [generated(r) for r in rows]})
-    outputs = [{"index": k, "dtype": generated(_DTYPE_C[o["dtype"]]), "elements": int(o["bytes"]) //
-                {"int8": 1, "int16": 2}.get(o["dtype"], 4), "float": o["dtype"] == "float32"}
-               for k, o in enumerate(man["outputs"])]
+    inputs, outputs = sample_io(m)
     return env().get_template("sketch.ino.j2").render(
-        library=generated(library), name=generated(m.name), macro=generated(m.name.upper()), model=man["model"],
-        inputs=inputs, outputs=outputs, version=generated(__version__))
+        library=generated(library), name=generated(m.name), macro=generated(m.name.upper()),
+        model=m.manifest["model"], inputs=inputs, outputs=outputs, version=generated(__version__))

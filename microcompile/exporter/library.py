@@ -29,7 +29,8 @@ def write(tree: LibraryTree, options: ExportOptions) -> dict:
     for m in tree.models:      # every N.h checks the flags it is compiled with
         rel = f"include/{m.name}.h"
         text = tree.files[rel].decode()
-        tree.add(rel, text.replace('#include "mc_runtime.h"\n', '#include "mc_runtime.h"\n#include "mc_export_abi.h"\n', 1))
+        tree.add(rel, text.replace('#include "mc_runtime.h"\n',
+                                   '#include "mc_runtime.h"\n#include "mc_export_abi.h"\n', 1))
     sources = tree.runtime_sources + sorted(s for g in tree.kernel_groups.values() for s in g) + \
         [s for m in tree.models for s in tree.model_sources(m)]
     name = library_name(tree)

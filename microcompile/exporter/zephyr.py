@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from .. import __version__
 from ..templating import generated
-from .arduino import _DTYPE_C
-from .render import build_values, env
+from .render import build_values, env, sample_io
 from .options import ExportOptions
 from .tree import LibraryTree
 
@@ -41,13 +40,7 @@ def write(tree: LibraryTree, options: ExportOptions) -> dict:
         option=generated(option, "cmake"), library=generated(option.lower(), "cmake"), **values))
     for m in tree.models:
         man = m.manifest
-        inputs = []
-        for k, data in enumerate(m.test_inputs):
-            rows = [", ".join(f"0x{b:02x}" for b in data[i:i + 16]) for i in range(0, len(data), 16)]
-            inputs.append({"index": k, "bytes": len(data), "rows": [generated(r) for r in rows]})
-        outputs = [{"index": k, "dtype": generated(_DTYPE_C[o["dtype"]]),
-                    "elements": int(o["bytes"]) // {"int8": 1, "int16": 2}.get(o["dtype"], 4),
-                    "float": o["dtype"] == "float32"} for k, o in enumerate(man["outputs"])]
+        inputs, outputs = sample_io(m)
         base = f"samples/{m.name}"
         tree.add(f"{base}/CMakeLists.txt", tmpl.get_template("CMakeLists.sample.j2").render(
             name=generated(m.name, "cmake")))
