@@ -126,3 +126,17 @@ def test_hostile_names_reach_every_format_escaped(tmp_path):
         subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16",
                         "-O2", "-Wall", "-Wextra", "-Werror", f"-I{src / 'include'}", "-c", str(c), "-o",
                         str(tmp_path / "x.o")], check=True)
+
+
+def test_export_quantizes_a_float_model_first(model, tmp_path):
+    (xtr, _), _ = load_digits_split()
+    import numpy as np
+    np.save(tmp_path / "cal.npy", xtr[:40].reshape(40, 1, 64).astype(np.float32))
+    r = run_cli_inprocess("export", model, "--board", "host", "--format", "make", "--quantize", "int8",
+                          "--calibration", tmp_path / "cal.npy", "-o", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    kernels = (tmp_path / "out" / "models" / "digits_v2" / "digits_v2.c").read_text()
+    assert "fully_connected" in kernels and "int8_t" in kernels       # int8 kernels, not float ones
+    r = run_cli_inprocess("export", model, model, "--board", "host", "--quantize", "int8",
+                          "--calibration", tmp_path / "cal.npy", "-o", tmp_path / "two")
+    assert r.returncode == 2 and "--quantize takes one model" in r.stderr
