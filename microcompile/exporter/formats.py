@@ -14,7 +14,6 @@ template language's filter (md_code in README.md).
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from .. import __version__
