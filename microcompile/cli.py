@@ -110,9 +110,8 @@ def _cmd_export(args) -> int:
     if args.emulate and not args.bsp:
         raise UserError("--emulate selects the QEMU twin's board support: it needs --bsp", hint="add --bsp")
     board = api.board(args.board)
-    names = [args.name] if args.name else None
-    api.check_export(args.output_dir, [args.name] if args.name else [api.model_name(Path(m).stem) for m in args.model],
-                     given=bool(args.name))
+    names = [args.name] if args.name else [api.model_name(Path(m).stem) for m in args.model]
+    api.check_export(args.output_dir, names, given=bool(args.name))
     shapes = parse_input_shapes(args.input_shape)
     compiled = []
     for path in args.model:

@@ -62,8 +62,6 @@ def export(models, directory, *, format: str = "cmake", bsp: bool = False, emula
     names = list(names) if given else [ex.model_name(m.name) for m in models]
     ex.check_names(names, given=given)
     options = ex.ExportOptions(format=format, bsp=bsp, emulate=emulate)
-    if format not in FORMATS:
-        raise UserError(f"unknown export format {format!r}", hint=f"choose one of {', '.join(FORMATS)}")
     progress(f"[export] {', '.join(names)} for {board.name} as {format} into {directory}")
     result = ex.export([ex.ExportModel(n, m._artifact.compiled, _test_inputs(m)) for n, m in zip(names, models)],
                        board, Path(directory), options)

@@ -136,7 +136,7 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
             rows.append(row)
             entries.append(entry)
             tensors.append(row)
-    blob = write_weights(weights, out_dir / naming.bin_name)
+    blob = write_weights(weights, None if weights_in_c else out_dir / naming.bin_name)
     weights_bytes = blob.size
     state_bytes = int(getattr(plan, "state_bytes", 0))
     # Initial state, as TFLite resets variable tensors: zero, or the zero point's byte for int8.
@@ -168,8 +168,6 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
     for template, filename in (("model.h.j2", header), ("model.c.j2", source),
                                ("model_weights.h.j2", weights_header), ("model_weights.c.j2", weights_source)):
         (out_dir / filename).write_text(env.get_template(template).render(**values))
-    if weights_in_c:
-        (out_dir / naming.bin_name).unlink()
     manifest = build_manifest(
         graph.name, ArtifactFiles(naming.sources, naming.headers, () if weights_in_c else (naming.bin_name,),
                                   tuple(sorted(headers - _SYSTEM_HEADERS))),

@@ -15,6 +15,7 @@ The assembler finds model_weights.bin on its include path (`-Wa,-I<dir>`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from dataclasses import dataclass
 
@@ -61,16 +62,18 @@ class WeightBlob:
     sha256: str
 
 
-def write_weights(weights: list[WeightArray], path) -> WeightBlob:
+def write_weights(weights: list[WeightArray], path=None) -> WeightBlob:
     """Write every constant's bytes to `path`, each ALIGN-aligned, one constant at a time (so
-    the host holds at most one extra copy of one constant)."""
+    the host holds at most one extra copy of one constant). Without a path, only the layout
+    (the weights go into C arrays instead: weight_arrays)."""
     rows, offset, digest = [], 0, hashlib.sha256()
-    with open(path, "wb") as f:
+    with open(path, "wb") if path is not None else contextlib.nullcontext(None) as f:
         for w in weights:
             pad = bytes(-offset % ALIGN)
             data = w.data()
             for chunk in (pad, data):
-                f.write(chunk)
+                if f is not None:
+                    f.write(chunk)
                 digest.update(chunk)
             offset += len(pad)
             rows.append({"symbol": w.symbol, "offset": offset, "bytes": len(data), "comment": w.buffer.comment,

@@ -24,11 +24,11 @@ from .tree import LibraryTree
 
 VENDOR = "microcompile"
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
-# Our core names -> the pack schema's Dcore values.
+# Our core names (a trailing f or d: with a single or double precision FPU) -> the pack
+# schema's Dcore values.
 _DCORE = {"cortex-m0": "Cortex-M0", "cortex-m0plus": "Cortex-M0+", "cortex-m3": "Cortex-M3",
-          "cortex-m4": "Cortex-M4", "cortex-m4f": "Cortex-M4", "cortex-m7": "Cortex-M7", "cortex-m7f": "Cortex-M7",
-          "cortex-m7d": "Cortex-M7", "cortex-m23": "Cortex-M23", "cortex-m33": "Cortex-M33",
-          "cortex-m33f": "Cortex-M33", "cortex-m55": "Cortex-M55", "cortex-m85": "Cortex-M85"}
+          "cortex-m4": "Cortex-M4", "cortex-m7": "Cortex-M7", "cortex-m23": "Cortex-M23",
+          "cortex-m33": "Cortex-M33", "cortex-m55": "Cortex-M55", "cortex-m85": "Cortex-M85"}
 _DFPU = {"none": "NO_FPU", "fpv4-sp-d16": "SP_FPU", "fpv5-sp-d16": "SP_FPU", "fpv5-d16": "DP_FPU"}
 
 
@@ -38,11 +38,9 @@ def pack_name(tree: LibraryTree) -> str:
 
 def dcore(core: str) -> str:
     key = core.lower()
-    if key in _DCORE:
-        return _DCORE[key]
-    base = key.rstrip("fd")
-    if base in _DCORE:
-        return _DCORE[base]
+    for name in (key, key.rstrip("fd")):
+        if name in _DCORE:
+            return _DCORE[name]
     raise UserError(f"core {core} has no CMSIS-Pack device core name",
                     hint="export for an Arm Cortex-M board, or use --format cmake/make/lib")
 

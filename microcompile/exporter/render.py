@@ -4,8 +4,10 @@ the build files, every one a name microcompile made (generated())."""
 from __future__ import annotations
 
 import hashlib
+import math
 
 from .. import __version__
+from ..codegen.c_emitter import C_TYPES
 from ..resources import resource_dir
 from ..templating import environment, generated
 from .tree import LibraryTree
@@ -28,11 +30,9 @@ def build_values(tree: LibraryTree, lang: str) -> dict:
     board = tree.board
     groups = [{"name": g(name), "sources": [g(s) for s in sources]}
               for name, sources in sorted(tree.kernel_groups.items())]
-    stems = {h[:-2] for m in tree.models for h in m.kernel_headers}
     models = [{"name": g(m.name), "sources": [g(s) for s in tree.model_sources(m)],
                "arena_bytes": m.manifest["arena_bytes"], "weights_bytes": m.manifest["weights_bytes"],
-               "kernels": [g(name) for name in sorted(tree.kernel_groups)
-                           if f"mc_{name}" in stems and f"mc_{name}.h" in m.kernel_headers]}
+               "kernels": [g(name) for name in sorted(tree.kernel_groups) if f"mc_{name}.h" in m.kernel_headers]}
               for m in tree.models]
     bsp = None
     if tree.bsp:
@@ -45,10 +45,6 @@ def build_values(tree: LibraryTree, lang: str) -> dict:
             "model_targets": models, "bsp": bsp}
 
 
-_DTYPE_C = {"int8": "int8_t", "int16": "int16_t", "float32": "float", "int32": "int32_t"}
-_DTYPE_BYTES = {"int8": 1, "int16": 2, "float32": 4, "int32": 4}
-
-
 def sample_io(m) -> tuple[list[dict], list[dict]]:
     """What a sample program (the Arduino sketch, the Zephyr application) prints of model `m`
     (tree.ModelFiles): its test inputs as rows of C bytes, and each output's C type and size."""
@@ -56,7 +52,6 @@ def sample_io(m) -> tuple[list[dict], list[dict]]:
     for k, data in enumerate(m.test_inputs):
         rows = [", ".join(f"0x{b:02x}" for b in data[i:i + 16]) for i in range(0, len(data), 16)]
         inputs.append({"index": k, "bytes": len(data), "rows": [generated(r) for r in rows]})
-    outputs = [{"index": k, "dtype": generated(_DTYPE_C[o["dtype"]]),
-                "elements": int(o["bytes"]) // _DTYPE_BYTES[o["dtype"]], "float": o["dtype"] == "float32"}
-               for k, o in enumerate(m.manifest["outputs"])]
+    outputs = [{"index": k, "dtype": generated(C_TYPES[o["dtype"]]), "elements": math.prod(o["shape"]),
+                "float": o["dtype"] == "float32"} for k, o in enumerate(m.manifest["outputs"])]
     return inputs, outputs

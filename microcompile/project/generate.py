@@ -248,25 +248,18 @@ def _write_project(w: _Writer, env, job: _Job) -> dict:
             for src in sorted((runtime / "kernels" / feature).glob("*.c")):
                 w.copy(f"runtime/kernels/{feature}/{src.name}", src)
 
-    board_src = resource_dir("boards") / "src"
     emu = board.emulator
     twin_sources = (emu.sources, emu.include_dirs) if emu else (board.mcu.sources, board.mcu.include_dirs)
     for sources, include_dirs in ((board.mcu.sources, board.mcu.include_dirs), twin_sources):
-        for rel in sources:
+        for rel, path in _board_files(sources, include_dirs).items():
             if f"board/{rel}" not in w.files:
-                w.copy(f"board/{rel}", board_src / rel)
-        for inc in include_dirs:
-            for header in sorted((board_src / inc).glob("*.h")):
-                if f"board/{inc}/{header.name}" not in w.files:
-                    w.copy(f"board/{inc}/{header.name}", header)
+                w.copy(f"board/{rel}", path)
 
-    # Every value of the Makefile and the linker script is microcompile's or the board data's
-    # (files we name, flags, bank names): generated text; a name from the model never goes there.
+    # Every value of the Makefile and the linker script (_linker_script) is microcompile's or the
+    # board data's (files we name, flags, bank names): generated text; a name from the model
+    # never goes there.
     def make(text: str):
         return generated(text, "make")
-
-    def ld(text: str):
-        return generated(text, "ld")
 
     model_srcs = make(" ".join(f"model/{s}" for s in manifest["sources"]))
     app_srcs = make("main.c" if agent else "main.c test_input.c")
@@ -294,10 +287,7 @@ def _write_project(w: _Writer, env, job: _Job) -> dict:
             bin_sections=make(" ".join(f"-j {s}" for s in bin_sections)),
             flash_runner_name=make(runner), flash_command=make(flash_command), qemu_command=make(qemu)))
         for name, unbounded in (("linker.ld", False), ("linker.measure.ld", True)):
-            w.text(name, env.get_template("linker.ld.j2").render(
-                mcu=ld(board.mcu.name), banks=_bank_rows(board, unbounded), code=ld(where.code), ram=ld(where.ram),
-                weights=ld(where.weights), arena=ld(where.arena), stack_bytes=where.stack_bytes,
-                heap_bytes=where.heap_bytes, measuring=unbounded))
+            w.text(name, _linker_script(board, where, unbounded))
 
     build = agent_build_id(artifact_dir, manifest)
     if agent:
@@ -334,22 +324,35 @@ def bsp_files(board: Board, emulated: bool = False) -> tuple[dict[str, bytes], l
     sources with their headers, and the linker script, as {relative path: bytes} under bsp/;
     then the sources, the include directories and the -D flags to compile them with. The
     QEMU twin's platform with `emulated`. The host board's is its one platform file."""
-    board_src = resource_dir("boards") / "src"
     emu = board.emulator
     if emulated and emu is not None:
         sources, include_dirs, defines = emu.sources, emu.include_dirs, emu.c_defines()
     else:
         sources, include_dirs, defines = board.mcu.sources, board.mcu.include_dirs, board.c_defines()
-    files = {f"bsp/{rel}": (board_src / rel).read_bytes() for rel in sources}
-    for inc in include_dirs:
-        for header in sorted((board_src / inc).glob("*.h")):
-            files[f"bsp/{inc}/{header.name}"] = header.read_bytes()
+    files = {f"bsp/{rel}": path.read_bytes() for rel, path in _board_files(sources, include_dirs).items()}
     if not board.is_host:
-        where = placement(board, emulated=emulated)
-        files["bsp/linker.ld"] = _env().get_template("linker.ld.j2").render(
-            mcu=generated(board.mcu.name, "ld"), banks=_bank_rows(board), code=generated(where.code, "ld"),
-            ram=generated(where.ram, "ld"), weights=generated(where.weights, "ld"),
-            arena=generated(where.arena, "ld"), stack_bytes=where.stack_bytes, heap_bytes=where.heap_bytes,
-            measuring=False).encode()
+        files["bsp/linker.ld"] = _linker_script(board, placement(board, emulated=emulated)).encode()
     return (dict(sorted(files.items())), [f"bsp/{s}" for s in sources], [f"bsp/{d}" for d in include_dirs],
             list(defines))
+
+
+def _board_files(sources, include_dirs) -> dict[str, Path]:
+    """The board data's sources and every header of its include directories, by their path
+    below boards/src."""
+    board_src = resource_dir("boards") / "src"
+    files = {rel: board_src / rel for rel in sources}
+    for inc in include_dirs:
+        for header in sorted((board_src / inc).glob("*.h")):
+            files[f"{inc}/{header.name}"] = header
+    return files
+
+
+def _linker_script(board: Board, where: Placement, unbounded: bool = False) -> str:
+    """linker.ld for `board` with `where`'s placement; `unbounded`: linker.measure.ld."""
+    def ld(text: str):
+        return generated(text, "ld")
+
+    return _env().get_template("linker.ld.j2").render(
+        mcu=ld(board.mcu.name), banks=_bank_rows(board, unbounded), code=ld(where.code), ram=ld(where.ram),
+        weights=ld(where.weights), arena=ld(where.arena), stack_bytes=where.stack_bytes,
+        heap_bytes=where.heap_bytes, measuring=unbounded)

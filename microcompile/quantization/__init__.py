@@ -23,8 +23,8 @@ from .report import DEFAULT_THRESHOLD_DB, LayerSQNR, format_sqnr_table, layer_sq
 # models and the three MLPerf float models); see the README's quantization section.
 DEFAULT_METHOD = "mse"
 
-__all__ = ["quantize", "Quantized", "QuantizeOptions", "METHODS", "DEFAULT_METHOD", "IO_MODES", "ACTIVATION_DTYPES", "load_calibration",
-           "dequantize_weights", "CalibrationDataError", "UnquantizableOpError", "LayerSQNR",
+__all__ = ["quantize", "Quantized", "QuantizeOptions", "METHODS", "DEFAULT_METHOD", "IO_MODES", "ACTIVATION_DTYPES",
+           "load_calibration", "dequantize_weights", "CalibrationDataError", "UnquantizableOpError", "LayerSQNR",
            "format_sqnr_table", "DEFAULT_THRESHOLD_DB"]
 
 
