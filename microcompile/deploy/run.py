@@ -177,6 +177,7 @@ def run_samples_on(session, built: Built, link: Link, samples: list[dict[str, np
     report = {"model": built.artifact.name, "board": built.board.name, "emulated": bool(link.emulate),
               "samples": n, "verified": agree == n, "agreement": agree / n, "top1_agreement": top1_agree / n,
               "unit": info.unit, "count_per_inference": int(np.median(ticks)),
+              "count_resolution": info.resolution(),
               "build_id": info.build_id, "arena_bytes": compiled.plan.arena_bytes,
               "flash_bytes": sizes.flash, "ram_bytes": sizes.ram, "project_dir": str(built.project_dir)}
     if n == 1:

@@ -91,6 +91,14 @@ class Info:
             return round(ticks * 1e9 / self.counts_per_second)
         return ticks * self.per_count
 
+    def resolution(self) -> float:
+        """Units per counter tick: two runs of one build may differ by this much, because where
+        the counter's tick falls against the first instruction depends on when the host's bytes
+        arrived (the agent polls the UART until then)."""
+        if self.unit == "instructions" and self.counts_per_second:
+            return 1e9 / self.counts_per_second
+        return float(self.per_count)
+
 
 class _Reader:
     def __init__(self, data: bytes):
