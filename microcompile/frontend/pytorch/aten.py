@@ -222,7 +222,12 @@ def to_onnx(program, name: str):
                 tensor = state[params[node.name]] if params[node.name] in state else constants[params[node.name]]
                 b.names[node] = node.name
                 from onnx import numpy_helper
-                b.inits.append(numpy_helper.from_array(tensor.detach().cpu().float().numpy(), node.name))
+                array = tensor.detach().cpu().numpy()
+                if array.dtype == np.float64:
+                    array = array.astype(np.float32)
+                if array.dtype == np.int64 and "zero_point" in node.name:
+                    array = array.astype(np.int8)      # PT2E's per-channel zero points: int8 weights'
+                b.inits.append(numpy_helper.from_array(array, node.name))
             else:
                 b.names[node] = node.name
                 val = node.meta["val"]
@@ -248,3 +253,39 @@ def to_onnx(program, name: str):
                                                              [int(d) for d in val.shape]))
     graph = helper.make_graph(b.nodes, name, inputs, outputs, initializer=b.inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="microcompile")
+
+
+# ---- PT2E quantization: quantize/dequantize pairs become ONNX QuantizeLinear/DequantizeLinear,
+# which the ONNX reader folds into int8 kernels (frontend/onnx/qdq.py).
+
+_QDTYPES = {"torch.int8": np.int8, "torch.uint8": np.uint8}
+
+
+def _qparams(b: Builder, scale, zero_point, dtype) -> tuple[str, str]:
+    np_dtype = _QDTYPES.get(str(dtype))
+    if np_dtype is None:
+        raise UnsupportedOpError(f"PT2E quantization to {dtype} is not supported", hint="quantize to int8 or uint8")
+    s = b.const(np.asarray(scale, np.float32), "scale") if not hasattr(scale, "name") else b.value(scale)
+    z = b.const(np.asarray(zero_point).astype(np_dtype), "zero_point") if not hasattr(zero_point, "name") \
+        else b.value(zero_point)
+    return s, z
+
+
+@aten("quantized_decomposed.quantize_per_tensor.default")
+def _quantize_per_tensor(b: Builder, n) -> None:
+    x, scale, zp, _qmin, _qmax, dtype = n.args[:6]
+    s, z = _qparams(b, scale, zp, dtype)
+    b.add("QuantizeLinear", [b.value(x), s, z], [b.out(n)])
+
+
+@aten("quantized_decomposed.dequantize_per_tensor.default")
+def _dequantize_per_tensor(b: Builder, n) -> None:
+    x, scale, zp, _qmin, _qmax, dtype = n.args[:6]
+    s, z = _qparams(b, scale, zp, dtype)
+    b.add("DequantizeLinear", [b.value(x), s, z], [b.out(n)])
+
+
+@aten("quantized_decomposed.dequantize_per_channel.default")
+def _dequantize_per_channel(b: Builder, n) -> None:
+    x, scales, zps, axis = n.args[:4]
+    b.add("DequantizeLinear", [b.value(x), b.value(scales), b.value(zps)], [b.out(n)], axis=int(axis))
