@@ -1,0 +1,291 @@
+"""Core ATen ops as ONNX nodes (opset 18), one function per op, registered with @aten.
+
+Each function gets the FX node and a builder, and adds ONNX nodes whose outputs are named
+after the FX node (`b.out(node)`); constants become initializers. Shapes and dtypes come
+from the nodes' `meta["val"]` (fake tensors), so every value has a static shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ...errors import UnsupportedOpError, UserError
+
+OPSET = 18
+ATEN: dict[str, Callable] = {}
+
+
+def aten(*names: str):
+    def register(fn):
+        for n in names:
+            assert n not in ATEN, n
+            ATEN[n] = fn
+        return fn
+    return register
+
+
+class Builder:
+    """The ONNX graph being written: nodes, initializers, and the name of each FX value."""
+
+    def __init__(self):
+        self.nodes, self.inits = [], []
+        self.names: dict = {}          # FX node -> ONNX value name
+        self._k = 0
+
+    def fresh(self, hint: str) -> str:
+        self._k += 1
+        return f"{hint}__{self._k}"
+
+    def out(self, node) -> str:
+        name = node.name
+        self.names[node] = name
+        return name
+
+    def value(self, arg) -> str:
+        """The ONNX name of an FX node argument, or of a new constant for a Python number."""
+        if arg in self.names:
+            return self.names[arg]
+        if isinstance(arg, (int, float, bool)):
+            return self.const(np.array(arg, np.float32), "scalar")
+        raise UserError(f"cannot read the argument {arg!r} of a PyTorch op")
+
+    def const(self, array: np.ndarray, hint: str) -> str:
+        from onnx import numpy_helper
+        name = self.fresh(hint)
+        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def ints(self, values, hint: str) -> str:
+        return self.const(np.asarray(values, np.int64), hint)
+
+    def add(self, op: str, inputs: list[str], outputs: list[str], **attrs) -> None:
+        from onnx import helper
+        self.nodes.append(helper.make_node(op, inputs, outputs, name=self.fresh(op), **attrs))
+
+
+def _rank(node) -> int:
+    return len(node.meta["val"].shape)
+
+
+@aten("aten.convolution.default")
+def _convolution(b: Builder, n) -> None:
+    x, w, bias, stride, padding, dilation, transposed, _output_padding, groups = n.args
+    if transposed:
+        raise UnsupportedOpError(f"{n.name}: aten.convolution transposed is not supported yet",
+                                 hint="see docs/pytorch.md for the ops microcompile reads")
+    inputs = [b.value(x), b.value(w)] + ([b.value(bias)] if bias is not None else [])
+    b.add("Conv", inputs, [b.out(n)], strides=list(stride), pads=list(padding) * 2, dilations=list(dilation),
+          group=int(groups))
+
+
+@aten("aten._native_batch_norm_legit_no_training.default")
+def _batch_norm(b: Builder, n) -> None:
+    x, weight, bias, mean, var, _momentum, eps = n.args
+    b.add("BatchNormalization", [b.value(v) for v in (x, weight, bias, mean, var)], [b.out(n)], epsilon=float(eps))
+
+
+@aten("<built-in function getitem>")
+def _getitem(b: Builder, n) -> None:
+    src, index = n.args
+    if index != 0:
+        raise UnsupportedOpError(f"{n.name}: output {index} of {src.target} is not supported")
+    b.names[n] = b.names[src]
+
+
+def _unary(op: str):
+    def convert(b: Builder, n) -> None:
+        b.add(op, [b.value(n.args[0])], [b.out(n)])
+    return convert
+
+
+for _name, _op in (("aten.relu.default", "Relu"), ("aten.sigmoid.default", "Sigmoid"), ("aten.tanh.default", "Tanh"),
+                   ("aten.neg.default", "Neg"), ("aten.exp.default", "Exp"), ("aten.sqrt.default", "Sqrt"),
+                   ("aten.erf.default", "Erf")):
+    aten(_name)(_unary(_op))
+
+
+@aten("aten.rsqrt.default")
+def _rsqrt(b: Builder, n) -> None:      # replaces the table's entry: 1 / sqrt(x)
+    s = b.fresh("sqrt")
+    b.add("Sqrt", [b.value(n.args[0])], [s])
+    b.add("Reciprocal", [s], [b.out(n)])
+
+
+def _binary(op: str):
+    def convert(b: Builder, n) -> None:
+        b.add(op, [b.value(n.args[0]), b.value(n.args[1])], [b.out(n)])
+    return convert
+
+
+for _name, _op in (("aten.add.Tensor", "Add"), ("aten.sub.Tensor", "Sub"), ("aten.mul.Tensor", "Mul"),
+                   ("aten.div.Tensor", "Div")):
+    aten(_name)(_binary(_op))
+
+
+@aten("aten.clamp.default", "aten.hardtanh.default")
+def _clamp(b: Builder, n) -> None:
+    x = n.args[0]
+    lo = n.args[1] if len(n.args) > 1 else n.kwargs.get("min")
+    hi = n.args[2] if len(n.args) > 2 else n.kwargs.get("max")
+    if n.target.__name__.startswith("hardtanh"):
+        lo, hi = (lo if lo is not None else -1.0), (hi if hi is not None else 1.0)
+    ins = [b.value(x), b.value(float(lo)) if lo is not None else "", b.value(float(hi)) if hi is not None else ""]
+    while ins and ins[-1] == "":
+        ins.pop()
+    b.add("Clip", ins, [b.out(n)])
+
+
+@aten("aten.mean.dim")
+def _mean(b: Builder, n) -> None:
+    x, dims = n.args[0], n.args[1]
+    keep = n.args[2] if len(n.args) > 2 else n.kwargs.get("keepdim", False)
+    b.add("ReduceMean", [b.value(x), b.ints(list(dims), "axes")], [b.out(n)], keepdims=int(bool(keep)))
+
+
+@aten("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default")
+def _view(b: Builder, n) -> None:
+    shape = [int(d) for d in n.meta["val"].shape]
+    b.add("Reshape", [b.value(n.args[0]), b.ints(shape, "shape")], [b.out(n)])
+
+
+@aten("aten.permute.default")
+def _permute(b: Builder, n) -> None:
+    b.add("Transpose", [b.value(n.args[0])], [b.out(n)], perm=[int(p) for p in n.args[1]])
+
+
+@aten("aten.t.default")
+def _t(b: Builder, n) -> None:
+    b.add("Transpose", [b.value(n.args[0])], [b.out(n)], perm=[1, 0])
+
+
+@aten("aten.addmm.default")
+def _addmm(b: Builder, n) -> None:
+    bias, x, w = n.args[:3]
+    b.add("Gemm", [b.value(x), b.value(w), b.value(bias)], [b.out(n)])
+
+
+@aten("aten.mm.default", "aten.bmm.default", "aten.matmul.default")
+def _mm(b: Builder, n) -> None:
+    b.add("MatMul", [b.value(n.args[0]), b.value(n.args[1])], [b.out(n)])
+
+
+@aten("aten._softmax.default")
+def _softmax(b: Builder, n) -> None:
+    b.add("Softmax", [b.value(n.args[0])], [b.out(n)], axis=int(n.args[1]))
+
+
+@aten("aten.max_pool2d_with_indices.default", "aten.max_pool2d.default")
+def _max_pool(b: Builder, n) -> None:
+    x, kernel = n.args[0], list(n.args[1])
+    stride = list(n.args[2]) if len(n.args) > 2 and n.args[2] else kernel
+    padding = list(n.args[3]) if len(n.args) > 3 else [0, 0]
+    dilation = list(n.args[4]) if len(n.args) > 4 else [1, 1]
+    ceil = int(bool(n.args[5])) if len(n.args) > 5 else 0
+    b.add("MaxPool", [b.value(x)], [b.out(n)], kernel_shape=kernel, strides=stride, pads=padding * 2,
+          dilations=dilation, ceil_mode=ceil)
+
+
+@aten("aten.avg_pool2d.default")
+def _avg_pool(b: Builder, n) -> None:
+    x, kernel = n.args[0], list(n.args[1])
+    stride = list(n.args[2]) if len(n.args) > 2 and n.args[2] else kernel
+    padding = list(n.args[3]) if len(n.args) > 3 else [0, 0]
+    ceil = int(bool(n.args[4])) if len(n.args) > 4 else 0
+    include_pad = int(bool(n.args[5])) if len(n.args) > 5 else 1
+    b.add("AveragePool", [b.value(x)], [b.out(n)], kernel_shape=kernel, strides=stride, pads=padding * 2,
+          ceil_mode=ceil, count_include_pad=include_pad)
+
+
+@aten("aten.cat.default")
+def _cat(b: Builder, n) -> None:
+    tensors = n.args[0]
+    dim = n.args[1] if len(n.args) > 1 else 0
+    b.add("Concat", [b.value(t) for t in tensors], [b.out(n)], axis=int(dim) % _rank(n))
+
+
+def to_onnx(program, name: str):
+    """The ONNX model of an ExportedProgram (core ATen)."""
+    import torch
+    from onnx import TensorProto, helper
+
+    b = Builder()
+    sig = program.graph_signature
+    params = {**sig.inputs_to_parameters, **sig.inputs_to_buffers}
+    state = program.state_dict
+    constants = getattr(program, "constants", {})
+    inputs, missing = [], []
+    for node in program.graph.nodes:
+        if node.op == "placeholder":
+            if node.name in params:
+                tensor = state[params[node.name]] if params[node.name] in state else constants[params[node.name]]
+                b.names[node] = node.name
+                from onnx import numpy_helper
+                array = tensor.detach().cpu().numpy()
+                if array.dtype == np.float64:
+                    array = array.astype(np.float32)
+                if array.dtype == np.int64 and "zero_point" in node.name:
+                    array = array.astype(np.int8)      # PT2E's per-channel zero points: int8 weights'
+                b.inits.append(numpy_helper.from_array(array, node.name))
+            else:
+                b.names[node] = node.name
+                val = node.meta["val"]
+                if val.dtype != torch.float32:
+                    raise UserError(f"input {node.name} is {val.dtype}; microcompile reads float32 inputs of PyTorch "
+                                    f"programs")
+                inputs.append(helper.make_tensor_value_info(node.name, TensorProto.FLOAT, [int(d) for d in val.shape]))
+        elif node.op == "call_function":
+            key = str(node.target)
+            if key not in ATEN:
+                missing.append(key)
+    if missing:
+        raise UnsupportedOpError(f"the program uses {len(set(missing))} ATen op(s) microcompile does not read: "
+                                 f"{', '.join(sorted(set(missing)))}", hint="see docs/pytorch.md")
+    outputs = []
+    for node in program.graph.nodes:
+        if node.op == "call_function":
+            ATEN[str(node.target)](b, node)
+        elif node.op == "output":
+            for o in node.args[0]:
+                val = o.meta["val"]
+                outputs.append(helper.make_tensor_value_info(b.names[o], TensorProto.FLOAT,
+                                                             [int(d) for d in val.shape]))
+    graph = helper.make_graph(b.nodes, name, inputs, outputs, initializer=b.inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="microcompile")
+
+
+# ---- PT2E quantization: quantize/dequantize pairs become ONNX QuantizeLinear/DequantizeLinear,
+# which the ONNX reader folds into int8 kernels (frontend/onnx/qdq.py).
+
+_QDTYPES = {"torch.int8": np.int8, "torch.uint8": np.uint8}
+
+
+def _qparams(b: Builder, scale, zero_point, dtype) -> tuple[str, str]:
+    np_dtype = _QDTYPES.get(str(dtype))
+    if np_dtype is None:
+        raise UnsupportedOpError(f"PT2E quantization to {dtype} is not supported", hint="quantize to int8 or uint8")
+    s = b.const(np.asarray(scale, np.float32), "scale") if not hasattr(scale, "name") else b.value(scale)
+    z = b.const(np.asarray(zero_point).astype(np_dtype), "zero_point") if not hasattr(zero_point, "name") \
+        else b.value(zero_point)
+    return s, z
+
+
+@aten("quantized_decomposed.quantize_per_tensor.default")
+def _quantize_per_tensor(b: Builder, n) -> None:
+    x, scale, zp, _qmin, _qmax, dtype = n.args[:6]
+    s, z = _qparams(b, scale, zp, dtype)
+    b.add("QuantizeLinear", [b.value(x), s, z], [b.out(n)])
+
+
+@aten("quantized_decomposed.dequantize_per_tensor.default")
+def _dequantize_per_tensor(b: Builder, n) -> None:
+    x, scale, zp, _qmin, _qmax, dtype = n.args[:6]
+    s, z = _qparams(b, scale, zp, dtype)
+    b.add("DequantizeLinear", [b.value(x), s, z], [b.out(n)])
+
+
+@aten("quantized_decomposed.dequantize_per_channel.default")
+def _dequantize_per_channel(b: Builder, n) -> None:
+    x, scales, zps, axis = n.args[:4]
+    b.add("DequantizeLinear", [b.value(x), b.value(scales), b.value(zps)], [b.out(n)], axis=int(axis))
