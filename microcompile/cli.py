@@ -81,7 +81,7 @@ def _cmd_deploy(args) -> int:
         quantized = api.quantize(args.model, args.calibration, activations=args.activations, input_shapes=shapes)
         model, shapes = quantized, None
     cm = api.compile(model, board, records=args.records, input_shapes=shapes, name=Path(args.model).stem,
-                     flash_budget=parse_bytes(args.flash_budget, "--flash-budget"), progress=_PROGRESS, dump_ir=dump)
+                     progress=_PROGRESS, options=_compile_options(args, dump))
     result = cm.deploy(project_dir, inputs=inputs, agent=args.agent, link=link, progress=_PROGRESS,
                        options=build)
     if quantized is not None:   # keep the quantized model the firmware was built from, next to it
@@ -121,8 +121,7 @@ def _cmd_export(args) -> int:
             model = api.quantize(path, args.calibration, activations=args.activations, input_shapes=shapes)
             model_shapes = None
         compiled.append(api.compile(model, board, records=args.records, input_shapes=model_shapes,
-                                    name=Path(path).stem, flash_budget=parse_bytes(args.flash_budget, "--flash-budget"),
-                                    progress=_PROGRESS))
+                                    name=Path(path).stem, progress=_PROGRESS, options=_compile_options(args)))
     result = api.export(compiled, args.output_dir, format=args.format, bsp=args.bsp, emulate=args.emulate,
                         names=names, progress=_PROGRESS)
     d = result.description
@@ -194,7 +193,7 @@ def _cmd_inspect(args) -> int:
     _check_outputs(args)
     shapes = parse_input_shapes(args.input_shape)
     try:
-        inspection = api.inspect(args.model, input_shapes=shapes)
+        inspection = api.inspect(args.model, input_shapes=shapes, input_layout=args.input_layout)
     except UnsupportedOpError as e:
         rows = api.list_ops(args.model)
         _print(f"{args.model}: {len(rows)} ops")
@@ -204,8 +203,7 @@ def _cmd_inspect(args) -> int:
         return e.exit_code
     _print(inspection.text())
     if args.memory or args.plot:
-        cm = api.compile(args.model, args.board, input_shapes=shapes,
-                         flash_budget=parse_bytes(args.flash_budget, "--flash-budget"))
+        cm = api.compile(args.model, args.board, input_shapes=shapes, options=_compile_options(args))
         _print(f"\nmemory on {args.board}:\n" + cm.memory_report())
         if args.plot:
             cm.plot_memory(args.plot)
@@ -220,7 +218,16 @@ def _compiled(args):
 
     board = api.board(args.board)
     api.check_link(board, _link(args))
-    return api.compile(args.model, board, records=getattr(args, "records", None), progress=_PROGRESS)
+    return api.compile(args.model, board, records=getattr(args, "records", None), progress=_PROGRESS,
+                       options=_compile_options(args))
+
+
+def _compile_options(args, dump_ir=None):
+    """--input-layout, --flash-budget and --dump-ir, where the command has them."""
+    from . import api
+    budget = getattr(args, "flash_budget", None)
+    return api.CompileOptions(input_layout=getattr(args, "input_layout", "nchw"),
+                              flash_budget=parse_bytes(budget, "--flash-budget") if budget else None, dump_ir=dump_ir)
 
 
 def _link(args):
@@ -334,11 +341,18 @@ def _cmd_tune(args) -> int:
     link = api.Link(emulate=args.emulate, timeout=args.timeout)
     board = api.board(args.board)
     api.check_tune(board, args.records, options, link)     # before any work
-    cm = api.compile(args.model, board, progress=_PROGRESS)
+    cm = api.compile(args.model, board, progress=_PROGRESS, options=_compile_options(args))
     records = api.tune(cm, records=args.records, options=options, link=link, progress=_PROGRESS)
     _print(format_result(records.result, records.workloads))
     _print(f"records      {args.records} (deploy/run/profile --records {args.records})")
     return 130 if records.result.interrupted else 0
+
+
+def _add_input_layout_arg(p) -> None:
+    p.add_argument("--input-layout", choices=("nchw", "nhwc"), default="nchw",
+                   help="an ONNX or PyTorch model's 4-D inputs and outputs: nchw (the framework's, default: "
+                        "feed the device what you feed the framework) or nhwc (the kernels' layout, no "
+                        "transpose at the edges)")
 
 
 def _add_records_arg(p) -> None:
@@ -419,12 +433,12 @@ def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
     p = argparse.ArgumentParser(prog="microcompile",
-                                description="Compile TFLite and ONNX models to C for microcontrollers.")
+                                description="Compile TFLite, ONNX and PyTorch (torch.export) models to C for microcontrollers.")
     p.add_argument("--version", action="version", version=f"microcompile {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("deploy", help="compile, build, run on a board (or its emulated twin) and verify")
-    d.add_argument("model", help="a .tflite file")
+    d.add_argument("model", help="a .tflite, .onnx or .pt2 (torch.export.save) file")
     d.add_argument("--board", required=True, help="board name or alias (see `microcompile boards`)")
     d.add_argument("--emulate", action="store_true", help="run on the board's QEMU twin instead of flashing")
     d.add_argument("--input", help=".npy (one input) or .npz (by input name); default: a deterministic pattern")
@@ -449,6 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--activations", choices=ACTIVATION_DTYPES, default="int8",
                    help="with --quantize: int16 quantizes 16x8 (int16 activations, int8 weights)")
     _add_records_arg(d)
+    _add_input_layout_arg(d)
     d.set_defaults(fn=_cmd_deploy)
 
     e = sub.add_parser("export", help="write the model(s) as a library for your own firmware: CMake, Make, a "
@@ -456,7 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Compile each model (as deploy does) and write a library, not a firmware: "
                                    "model N gets include/N.h, N_model and N_ARENA_BYTES, every symbol prefixed "
                                    "N_, over one shared runtime; see README.md in the output directory.")
-    e.add_argument("model", nargs="+", help=".tflite or .onnx files (several: one program runs them all)")
+    e.add_argument("model", nargs="+", help=".tflite, .onnx or .pt2 files (several: one program runs them all)")
     e.add_argument("--board", required=True, help="board name or alias (see `microcompile boards`)")
     from .api.export import FORMATS
     e.add_argument("--format", choices=FORMATS, default="cmake", help="the library's build system (default cmake)")
@@ -476,6 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="flash the model may use (default: the board's); kernels get int16 weights only while "
                         "the weights still fit")
     _add_records_arg(e)
+    _add_input_layout_arg(e)
     e.set_defaults(fn=_cmd_export)
 
     port_help = "the board's serial port, e.g. /dev/ttyACM0 (default: found by the board's USB VID:PID)"
@@ -484,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "when it does not run this build, send the input(s), write the outputs and "
                                    "compare them with the reference interpreter. --repeat N runs the first N "
                                    "samples of a batch file over one session.")
-    r.add_argument("model", help="a .tflite or .onnx file")
+    r.add_argument("model", help="a .tflite, .onnx or .pt2 file")
     _add_device_args(r, port_help)
     r.add_argument("--input", help=".npy / .npz input; with --repeat a batch [N, ...]; default: a deterministic "
                                    "pattern")
@@ -493,19 +509,21 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--labels", help="class labels of the batch (.npy, [N] or one-hot [N, C]): adds top-1 accuracy")
     r.add_argument("--report", help="write a JSON report here")
     _add_records_arg(r)
+    _add_input_layout_arg(r)
     r.set_defaults(fn=_cmd_run)
 
     pr = sub.add_parser("profile", help="per-kernel instructions (QEMU) or cycles (board) over the host agent",
                         description="Run the model once without and once with the per-kernel hooks and print "
                                     "one row per kernel: name, source layers, op, output shape, MACs, count, "
                                     "MACs per count and share of the total.")
-    pr.add_argument("model", help="a .tflite or .onnx file")
+    pr.add_argument("model", help="a .tflite, .onnx or .pt2 file")
     _add_device_args(pr, port_help)
     pr.add_argument("--input", help=".npy / .npz input; default: a deterministic pattern")
     pr.add_argument("--json", help='write {"unit", "total", "layers": [{"name", "op", "macs", "count"}]} here')
     pr.add_argument("--csv", help="write the rows as CSV here")
     pr.add_argument("--plot", help="write a bar chart of counts per layer here (.svg/.png; needs microcompile[plot])")
     _add_records_arg(pr)
+    _add_input_layout_arg(pr)
     pr.set_defaults(fn=_cmd_profile)
 
     from .autotune import COST_MODELS, STRATEGIES
@@ -516,7 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "device (its outputs and its kernels' tensors must equal the reference "
                                    "interpreter's, or it counts as failed), and append one JSON line per "
                                    "measurement to --records. deploy/run/profile --records use the best.")
-    t.add_argument("model", help="a .tflite or .onnx file")
+    t.add_argument("model", help="a .tflite, .onnx or .pt2 file")
     _add_device_args(t, port_help + "; repeat it with --jobs N for N boards, one per job",
                      "where the candidates are built, one directory per job (default: a temporary "
                      "directory, removed at the end)", several=True)
@@ -547,13 +565,14 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--batch", action="store_true",
                    help="measure a candidate of every workload in one firmware (fewer builds; a failing "
                         "firmware's candidates are measured again one by one)")
+    _add_input_layout_arg(t)
     t.set_defaults(fn=_cmd_tune)
 
     q = sub.add_parser("quantize", help="post-training int8 quantization of a float32 .tflite/.onnx model",
                        description="Calibrate a float32 model on input samples, quantize it to TFLite's int8 "
                                    "scheme (per-channel weights, per-tensor activations) and save it as .tflite. "
                                    "Prints the SQNR of every layer's output, int8 against float32.")
-    q.add_argument("model", help="a float32 .tflite or .onnx file")
+    q.add_argument("model", help="a float32 .tflite, .onnx or .pt2 file")
     q.add_argument("--calibration", required=True, help=".npz / .npy of input samples, or a directory of .npy files")
     q.add_argument("-o", "--output", required=True, help="where to write the int8 model (.tflite)")
     q.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD,
@@ -580,7 +599,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "Exits 1 on any mismatch. On a board (--emulate, or --port / its USB id) the tensors "
                     "are read over the serial link of the host agent, each right after its kernel ran; "
                     "--board=host runs a trace build.")
-    v.add_argument("model", help="a .tflite file")
+    v.add_argument("model", help="a .tflite, .onnx or .pt2 file")
     v.add_argument("--board", required=True, help="board name or alias (see `microcompile boards`)")
     v.add_argument("--emulate", action="store_true", help="run on the board's QEMU twin")
     v.add_argument("--input", help=".npy (one input) or .npz (by input name); default: a deterministic pattern")
@@ -588,6 +607,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--timeout", type=float, default=10.0, help="seconds per device command (default 10)")
     v.add_argument("--report", help="write the per-layer comparison as JSON here")
     v.add_argument("-o", "--project-dir", help="where the trace project goes (default build/<model>-trace)")
+    _add_input_layout_arg(v)
     v.set_defaults(fn=_cmd_verify)
 
     i = sub.add_parser("inspect", help="ops, shapes, quantization, MACs, params and tensor bytes per layer; "
@@ -601,6 +621,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--plot", metavar="OUT.svg", help="also draw the memory timeline (needs matplotlib)")
     i.add_argument("--board", default="mps2-an386", help="board to plan for with --memory (default mps2-an386)")
     i.add_argument("--flash-budget", metavar="BYTES", help="as for deploy")
+    _add_input_layout_arg(i)
     i.set_defaults(fn=_cmd_inspect)
 
     b = sub.add_parser("boards", help="list the boards microcompile knows: core, memory banks, kernel set, flash "

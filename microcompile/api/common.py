@@ -28,4 +28,8 @@ def name_of(model) -> str:
         return valid_text(Path(model).stem)
     if type(model).__name__ == "ModelProto":
         return model.graph.name or "onnx_model"
+    if type(model).__name__ == "ExportedProgram":
+        return "torch_model"
+    if hasattr(model, "named_parameters") and hasattr(model, "forward"):   # a torch.nn.Module
+        return type(model).__name__.lower()
     return getattr(model, "name", None) or "model"

@@ -8,7 +8,7 @@ import shutil
 import tempfile
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +18,7 @@ from ..compiler import CompileOptions, compile_model
 from ..deploy import Artifact, BuildOptions, Link
 from ..deploy.inputs import model_inputs, model_samples
 from ..errors import UserError
+from ..frontend import is_torch_object, load_model
 from ..ir import Graph
 from ..ir.summary import format_pass_effects, format_table, layer_table, pass_effects
 from ..memory import MemoryPlan
@@ -33,32 +34,35 @@ from .quantize import Quantized
 from .tensors import TensorSpec, dequantized, specs
 from .tune import selection_for
 
-def compile(model, board: str | Board, *, records=None, input_shapes: dict | None = None,  # noqa: A001
-            flash_budget: int | None = None, name: str | None = None, progress: ProgressArg = False,
-            dump_ir: Callable[[str, Graph], None] | None = None) -> CompiledModel:
+def compile(model, board: str | Board, *, example_inputs=None, input_shapes: dict | None = None,  # noqa: A001
+            records=None, name: str | None = None, progress: ProgressArg = False,
+            options: CompileOptions | None = None) -> CompiledModel:
     """Compile a model for a board.
 
     Parameters
     ----------
-    model : str, os.PathLike, bytes, onnx.ModelProto, Quantized or Graph
-        A ``.tflite`` or ``.onnx`` file, its bytes, an ONNX model in memory, or what
-        :func:`microcompile.quantization` returns.
+    model : str, os.PathLike, bytes, onnx.ModelProto, torch.export.ExportedProgram, torch.nn.Module, Quantized or Graph
+        A ``.tflite``, ``.onnx`` or ``.pt2`` (``torch.export.save``) file, its bytes, an ONNX
+        model in memory, a ``torch.export`` program (float or PT2E-quantized), a PyTorch
+        module with `example_inputs`, or what :func:`microcompile.quantize` returns.
     board : str or Board
         A board name or alias (``"stm32"``, ``"mps2-an386"``, ``"host"``; see :func:`boards`).
+    example_inputs : tuple of tensors, optional
+        For a ``torch.nn.Module``: the inputs ``torch.export.export`` traces it with.
+    input_shapes : dict, optional
+        ``{input name: shape}`` pinning dynamic dimensions of an ONNX model.
     records : str, os.PathLike or Records, optional
         Tuning records (:func:`microcompile.autotune`): the fastest valid schedule per workload for
         this board's core and toolchain replaces the default; other kernels keep the default.
-    input_shapes : dict, optional
-        ``{input name: shape}`` pinning dynamic dimensions of an ONNX model.
-    flash_budget : int, optional
-        Bytes of flash the firmware may use when choosing which kernels get int16 weights
-        (default: the board's flash).
     name : str, optional
         The model's name in reports and generated code (default: the file's stem).
     progress : bool or callable
         Print progress lines (default: quiet).
-    dump_ir : callable, optional
-        Called with ``(pass name, Graph)`` after every graph pass.
+    options : CompileOptions, optional
+        The rest: ``input_layout="nhwc"`` (an ONNX or PyTorch model's 4-D inputs and outputs
+        in the kernels' layout instead of NCHW), ``flash_budget`` (bytes of flash the firmware
+        may use when choosing which kernels get int16 weights; default: the board's flash),
+        ``dump_ir`` (called with ``(pass name, Graph)`` after every graph pass).
 
     Returns
     -------
@@ -82,19 +86,25 @@ def compile(model, board: str | Board, *, records=None, input_shapes: dict | Non
     b = board_named(board) if isinstance(board, str) else board
     source = model.graph if isinstance(model, Quantized) else model
     name = name or name_of(model)
-    tuned, summary = {}, None
+    options = options or CompileOptions()
+    if input_shapes:
+        options = replace(options, input_shapes=input_shapes)
+    if example_inputs is not None or is_torch_object(source):
+        # A module or an in-memory program is read once here: later steps (verify, tune) read
+        # the source again, and a module would be exported again.
+        source = load_model(source, input_shapes=dict(options.input_shapes) or None,
+                            input_layout=options.input_layout, example_inputs=example_inputs)
+    summary = None
     if records is not None:
         selection = selection_for(records, b, progress)
-        tuned, summary = selection.traces(), selection
-    options = CompileOptions(input_shapes=input_shapes or {}, flash_budget=flash_budget, tuned=tuned,
-                             dump_ir=dump_ir)
+        options, summary = replace(options, tuned=selection.traces()), selection
     progress(f"[compile] {name} for {b.name}")
     directory = tempfile.mkdtemp(prefix="microcompile-artifact-")
     try:
         compiled = compile_model(source, b, Path(directory), options)
     except ScheduleError as e:
         shutil.rmtree(directory, ignore_errors=True)
-        if not tuned:
+        if not options.tuned:
             raise
         raise UserError(f"a record of {records} does not replay on this model: {e}",
                         hint="records are tied to microcompile's loop and buffer names; tune again with this "
@@ -140,26 +150,32 @@ class Inspection:
         return "\n".join(out)
 
 
-def inspect(model, *, input_shapes: dict | None = None) -> Inspection:
+def inspect(model, *, input_shapes: dict | None = None, input_layout: str = "nchw",
+            example_inputs=None) -> Inspection:
     """Read a model without compiling it: its layers (op, shapes, dtypes, quantization, MACs,
-    parameters) and what the graph passes would do.
+    parameters) and what the graph passes would do. The model and the keywords are as for
+    :func:`compile`.
 
     Raises UnsupportedOpError (listing every unsupported op) like :func:`compile`; see
     :func:`list_ops` for a listing that works on such models."""
-    from ..frontend import load_model
     from ..transform import pipeline
 
-    graph = load_model(model.graph if hasattr(model, "float_graph") else model, input_shapes=input_shapes)
+    graph = load_model(model.graph if hasattr(model, "float_graph") else model, input_shapes=input_shapes,
+                       input_layout=input_layout, example_inputs=example_inputs)
     return Inspection(graph, pipeline.run(graph))
 
 
 def list_ops(model) -> list[tuple[int, str, str, bool]]:
-    """(index, op, output name, supported) for every op of a .tflite or .onnx file, also when
-    some are unsupported."""
+    """(index, op, output name, supported) for every op of a .tflite, .onnx or .pt2 file (the
+    ATen ops of its core-ATen program), also when some are unsupported."""
     from ..frontend import list_tflite_ops
     from ..frontend.onnx import list_onnx_ops
 
-    lister = list_onnx_ops if Path(os.fspath(model)).suffix.lower() == ".onnx" else list_tflite_ops
+    ext = Path(os.fspath(model)).suffix.lower()
+    if ext == ".pt2":
+        from ..frontend.pytorch import list_pt2_ops
+        return list_pt2_ops(model)
+    lister = list_onnx_ops if ext == ".onnx" else list_tflite_ops
     return lister(model)
 
 

@@ -40,8 +40,12 @@ class Compiled:
 def compile_model(model, board: Board, artifact_dir: Path, options: CompileOptions = CompileOptions()) -> Compiled:
     """Read `model` (a path, the file's bytes, an onnx.ModelProto or a Graph; see
     frontend.load_model) and compile it for `board` into `artifact_dir`."""
-    return compile_graph(load_model(model, input_shapes=dict(options.input_shapes) or None), board, artifact_dir,
-                         options)
+    return compile_graph(read_model(model, options), board, artifact_dir, options)
+
+
+def read_model(model, options: CompileOptions = CompileOptions()) -> Graph:
+    """`model` read with the options' input shapes and layout (frontend.load_model)."""
+    return load_model(model, input_shapes=dict(options.input_shapes) or None, input_layout=options.input_layout)
 
 
 def compile_graph(graph: Graph, board: Board, artifact_dir: Path, options: CompileOptions = CompileOptions()) -> Compiled:

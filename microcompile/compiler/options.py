@@ -17,6 +17,8 @@ class CompileOptions:
     """Options of `compile_model` / `compile_graph`.
 
     input_shapes: {input name: shape} pinning dynamic ONNX input dimensions (--input-shape).
+    input_layout: "nchw" (the framework's layout at an ONNX or PyTorch model's 4-D inputs and
+        outputs, the default) or "nhwc" (the kernels' layout: no transpose at the edges).
     flash_budget: bytes the firmware's flash may take when choosing which kernels get int16
         weights (default: the board's flash; schedule/widening.py).
     tuned: {workload key: schedule Trace} replayed on every kernel of that workload instead of
@@ -25,6 +27,7 @@ class CompileOptions:
     """
 
     input_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    input_layout: str = "nchw"
     flash_budget: int | None = None
     tuned: Mapping[str, object] = field(default_factory=dict)
     dump_ir: Callable | None = None

@@ -8,7 +8,7 @@ from pathlib import Path
 from .. import quantization as qz
 from ..errors import UserError
 from ..files import write_file
-from ..frontend import load_model
+from ..frontend import is_torch_object, load_model
 from ..frontend.tflite.writer import write_tflite
 from ..ir import Graph
 from ..transform import pipeline
@@ -17,13 +17,29 @@ from .options import QuantizeOptions
 
 def quantize_model(model, calibration, options: QuantizeOptions = QuantizeOptions(), *, report: bool = True,
                    progress: bool = True, input_shapes: dict | None = None) -> qz.Quantized:
-    """Quantize float model `model` (a path, bytes, an onnx.ModelProto or a Graph), calibrated on
+    """Quantize float model `model` (a path, bytes, an onnx.ModelProto, a torch.export program,
+    a torch.nn.Module (exported with the first calibration sample) or a Graph), calibrated on
     `calibration` (a path of samples, or the arrays; quantize.load_calibration). `report`
     computes each layer's SQNR."""
+    example = _first_sample(calibration) if is_torch_object(model) else None
     # Fuse activations, fold batch-norm and constants first: TFLite quantizes the fused graph.
-    graph = pipeline.run(load_model(model, input_shapes=input_shapes), passes=pipeline.BEFORE_QUANTIZE)
+    graph = pipeline.run(load_model(model, input_shapes=input_shapes, example_inputs=example),
+                         passes=pipeline.BEFORE_QUANTIZE)
     samples = qz.load_calibration(calibration, graph)
     return qz.quantize(graph, samples, options, report=report, progress=progress)
+
+
+def _first_sample(calibration) -> tuple | None:
+    """The first sample of each input of in-memory calibration arrays (a batch [N, ...] per
+    input): what torch.export traces a module with."""
+    import numpy as np
+    if isinstance(calibration, np.ndarray):
+        return (calibration[:1],)
+    if isinstance(calibration, dict):
+        return tuple(np.asarray(v)[:1] for v in calibration.values())
+    if isinstance(calibration, (list, tuple)) and calibration and all(isinstance(v, np.ndarray) for v in calibration):
+        return tuple(v[:1] for v in calibration)
+    return None     # a path: load_model asks for example inputs if the model is a module
 
 
 def tflite_bytes(graph: Graph, description: str) -> bytes:

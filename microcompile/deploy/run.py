@@ -228,7 +228,7 @@ def verify_over_agent(built: Built, link: Link, progress: Progress = say) -> Ver
 def compare_layers(result: DeployResult, traced: list, progress: Progress) -> VerifyResult:
     """Compare the device's kernel outputs `traced` [(kernel, output, array)] layer by layer
     with the reference interpreter and, for a .tflite source, LiteRT's reference kernels."""
-    from ..frontend import load_model
+    from ..compiler.compile import read_model
     from ..ir.summary import format_pass_effects, pass_effects
     from ..report import layers as vl
 
@@ -240,7 +240,7 @@ def compare_layers(result: DeployResult, traced: list, progress: Progress) -> Ve
     source = built.artifact.source
     tflite = vl.tflite_tensors(source, inputs)
     rows = vl.compare_layers(compiled.graph, kernel_nodes, device, inputs, tflite)
-    original = load_model(source, input_shapes=dict(built.artifact.options.input_shapes) or None)
+    original = read_model(source, built.artifact.options)
     effects = format_pass_effects(pass_effects(original, compiled.graph), len(original.nodes),
                                   len(compiled.graph.nodes))
     table = vl.format_layer_table(rows, tflite is not None) + ("\n" + effects if effects else "")

@@ -280,6 +280,46 @@ register(OpDef("depthwise_conv2d", ("input", "filter", "bias"), optional=("bias"
 register(OpDef("fully_connected", ("input", "weights", "bias"), optional=("bias",),
                attrs={"activation": "NONE", "keep_num_dims": False, "rounding": "tflite"}, infer=_infer_fc, macs=_macs_fc,
                quant="weighted", weight_axis=0, ranks=(None, 2, 1), check=_check_fc, int16=True))
+def _matmul_dims(g: Graph, n: Node):
+    a, b = g.tensors[n.inputs[0]], g.tensors[n.inputs[1]]
+    m, k = a.shape[-2:][::-1] if n.attrs.get("adj_x") else a.shape[-2:]
+    k2, cols = b.shape[-2:][::-1] if n.attrs.get("adj_y") else b.shape[-2:]
+    return a, b, m, k, k2, cols
+
+
+def _check_batch_matmul(g: Graph, n: Node):
+    a, b = g.tensors[n.inputs[0]], g.tensors[n.inputs[1]]
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        return f"batch_matmul needs operands of rank >= 2, got {list(a.shape)} and {list(b.shape)}"
+    if a.dtype != "float32" or b.dtype != "float32":
+        return "batch_matmul is float32 only"
+    _, _, _, k, k2, _ = _matmul_dims(g, n)
+    if k != k2:
+        return f"batch_matmul inner dimensions differ ({k} vs {k2})"
+    try:
+        np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    except ValueError:
+        return f"batch dims {list(a.shape[:-2])} and {list(b.shape[:-2])} do not broadcast"
+    return None
+
+
+def _infer_batch_matmul(g: Graph, n: Node):
+    """TFLite's BATCH_MATMUL: [..., M, K] x [..., K, N] -> [..., M, N], batch dims broadcast;
+    adj_x / adj_y transpose the last two dims of lhs / rhs first."""
+    a, b, m, _, _, cols = _matmul_dims(g, n)
+    batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    return [((*batch, m, cols), "float32")]
+
+
+def _macs_batch_matmul(g: Graph, n: Node) -> int:
+    a = g.tensors[n.inputs[0]]
+    k = a.shape[-2] if n.attrs.get("adj_x") else a.shape[-1]
+    return int(np.prod(g.tensors[n.outputs[0]].shape, dtype=np.int64)) * int(k)
+
+
+# Two runtime operands (attention's Q K^T and P V); float32 only for now (no int8 form in PTQ).
+register(OpDef("batch_matmul", ("lhs", "rhs"), attrs={"adj_x": False, "adj_y": False}, infer=_infer_batch_matmul,
+               macs=_macs_batch_matmul, check=_check_batch_matmul))
 register(OpDef("average_pool2d", ("input",),
                attrs={"filter": (1, 1), "stride": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"},
                infer=infer_pool, quant="same", inplace="window", ranks=(4,), check=check_pool))

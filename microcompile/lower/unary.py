@@ -1,4 +1,5 @@
-"""leaky_relu, logistic, tanh, hard_swish, quantize and dequantize: one loop over the elements.
+"""leaky_relu, logistic, tanh, hard_swish, abs, sqrt, gelu, quantize and dequantize: one loop over
+the elements.
 
 int8 inputs: the output is a pure function of the input byte, so the kernel is a lookup in
 a 256-entry table that reference.elementwise.int8_table computes on the host with LiteRT's
@@ -30,6 +31,16 @@ def _hard_swish(node, x: Expr) -> Expr:
     return binop("div", binop("mul", x, relu6), 6.0)
 
 
+def _gelu(node, x: Expr) -> Expr:
+    """x/2 (1 + erf(x / sqrt 2)), or PyTorch's tanh form when `approximate`."""
+    if node.attr("approximate", False):
+        cube = binop("mul", binop("mul", x, x), x)
+        inner = binop("mul", float(np.float32(np.sqrt(2 / np.pi))), binop("add", x, binop("mul", 0.044715, cube)))
+        return binop("mul", binop("mul", 0.5, x), binop("add", 1.0, Call("tanhf", (inner,), "float32")))
+    erf = Call("erff", (binop("mul", x, float(np.float32(np.sqrt(0.5)))),), "float32")
+    return binop("mul", binop("mul", 0.5, x), binop("add", 1.0, erf))
+
+
 _FLOAT = {
     "leaky_relu": lambda node, x: Select(binop("gt", x, 0.0), x,
                                          binop("mul", x, float(np.float32(node.attr("alpha", 0.2))))),
@@ -37,6 +48,8 @@ _FLOAT = {
     "tanh": lambda node, x: Call("tanhf", (x,), "float32"),
     "hard_swish": _hard_swish,
     "abs": lambda node, x: Select(binop("lt", x, 0.0), binop("sub", 0.0, x), x),
+    "sqrt": lambda node, x: Call("sqrtf", (x,), "float32"),
+    "gelu": _gelu,
 }
 
 
@@ -47,7 +60,7 @@ def _quantize_float(g: Graph, node: Node, x: Expr) -> Expr:
     return Cast("int8", add(Cast("int32", r), p.zero_point))
 
 
-@lowering("leaky_relu", "logistic", "tanh", "hard_swish", "abs", "quantize", "dequantize")
+@lowering("leaky_relu", "logistic", "tanh", "hard_swish", "abs", "sqrt", "gelu", "quantize", "dequantize")
 def lower_unary(g: Graph, node: Node, target=None):
     xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
     x = arena(g, xt.name, "x", shape=(xt.size,))

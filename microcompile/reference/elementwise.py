@@ -31,6 +31,7 @@ float32 kernels follow TFLite's reference kernels in float32 arithmetic.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -459,3 +460,21 @@ kernel("logistic")(_float_unary(_logistic_f))
 kernel("tanh")(_float_unary(_tanh_f))
 kernel("hard_swish")(_float_unary(_hard_swish_f))
 kernel("abs")(_float_unary(lambda node, x: np.abs(x)))
+kernel("sqrt")(_float_unary(lambda node, x: np.sqrt(x.astype(_f32))))
+
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+
+
+def gelu_f32(node, x):
+    """GELU as PyTorch computes it in float32 (its approximate="tanh" form when the node's
+    `approximate` is set); erf and tanh correctly rounded from float64."""
+    x = x.astype(_f32)
+    if node.attrs.get("approximate"):
+        inner = (_f32(math.sqrt(2 / math.pi)) * (x + _f32(0.044715) * x * x * x)).astype(_f32)
+        return (_f32(0.5) * x * (_f32(1) + np.tanh(inner.astype(np.float64)).astype(_f32))).astype(_f32)
+    erf = _ERF((x * _f32(math.sqrt(0.5))).astype(_f32).astype(np.float64)).astype(np.float64).astype(_f32)
+    return (_f32(0.5) * x * (_f32(1) + erf)).astype(_f32)
+
+
+kernel("gelu")(_float_unary(gelu_f32))

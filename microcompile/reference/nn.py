@@ -78,6 +78,15 @@ def _depthwise_sum(cols: np.ndarray, channel_of: np.ndarray, w: np.ndarray) -> n
     return by_positions(cols, block, w.size * cols.itemsize)
 
 
+@kernel("batch_matmul")
+def _batch_matmul(graph, node, a, b):
+    """float32: each output element a float32 sum over k (numpy's matmul, as TFLite's float
+    BATCH_MATMUL; the order of the sum differs from C's by float rounding only)."""
+    a = np.swapaxes(a, -1, -2) if node.attrs.get("adj_x") else a
+    b = np.swapaxes(b, -1, -2) if node.attrs.get("adj_y") else b
+    return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(np.float32)
+
+
 @kernel("fully_connected")
 def _fully_connected(graph, node, x, w, bias):
     units, depth = w.shape

@@ -22,6 +22,16 @@ def _logf(x):
     return np.float32(math.log(float(x)))
 
 
+@intrinsic("sqrtf", ("float32",), "float32", "math.h")
+def _sqrtf(x):     # IEEE 754 requires sqrt correctly rounded: C and numpy agree exactly
+    return np.float32(math.sqrt(float(x))) if x >= 0 else np.float32("nan")
+
+
+@intrinsic("erff", ("float32",), "float32", "math.h")
+def _erff(x):
+    return np.float32(math.erf(float(x)))
+
+
 LOG_SOFTMAX_PARAMS = StructType("mc_log_softmax_params_t", (
     "rows", "depth", "input_multiplier", "input_left_shift", "reverse_multiplier", "reverse_shift", "diff_min"))
 

@@ -182,12 +182,25 @@ def _matmul(ctx, node):
     a = ctx.ir(node.input[0])
     b = ctx.const(node.input[1])
     if b is None or np.ndim(b) != 2:
-        ctx.unsupported(node, "the right-hand side must be a constant 2-D matrix")
+        _batch_matmul(ctx, node, a)
+        return
     shape = ctx.tensors[a].shape
     if len(shape) < 2:
         ctx.unsupported(node, "a 1-D left-hand side")
     ins = [a, ctx.add_const(np.ascontiguousarray(np.asarray(b, np.float32).T), node.output[0] + "_weights"), ""]
     ctx.emit1("fully_connected", ins, {"keep_num_dims": len(shape) > 2}, out=node.output[0])
+
+
+def _batch_matmul(ctx, node, a: str) -> None:
+    """MatMul of two runtime (or a runtime and a batched constant) operands, rank >= 2 each:
+    float32 batch_matmul (attention's Q K^T and P V)."""
+    b = ctx.const(node.input[1])
+    b = ctx.add_const(np.asarray(b, np.float32), node.input[1]) if b is not None else ctx.ir(node.input[1])
+    if ctx.dtype(node.input[0]) != "float32" or ctx.tensors[b].dtype != "float32":
+        ctx.unsupported(node, "a quantized MatMul of two runtime operands")
+    if len(ctx.tensors[a].shape) < 2 or len(ctx.tensors[b].shape) < 2:
+        ctx.unsupported(node, "a 1-D operand of a MatMul of two runtime operands")
+    ctx.emit1("batch_matmul", [a, b], out=node.output[0])
 
 
 @converter("BatchNormalization")

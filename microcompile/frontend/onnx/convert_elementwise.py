@@ -95,6 +95,35 @@ _unary("Sigmoid", "logistic")
 _unary("Tanh", "tanh")
 _unary("HardSwish", "hard_swish")
 _unary("Abs", "abs")
+_unary("Sqrt", "sqrt")
+_unary("Gelu", "gelu", lambda ctx, node: {"approximate": ctx.attr(node, "approximate", "none") == "tanh"})
+
+
+@converter("LayerNormalization")
+def _layer_norm(ctx, node):
+    """(x - mean) / sqrt(var + eps) * scale + bias over the axes from `axis` on, as the ops
+    of ONNX's own function body (float32; var is the biased variance)."""
+    x = _float_operand(ctx, node, 0)
+    if len(node.output) > 1 and any(node.output[1:]):
+        ctx.unsupported(node, "the Mean and InvStdDev outputs (training only)")
+    rank = len(ctx.tensors[x].shape)
+    axes = tuple(range(int(ctx.attr(node, "axis", -1)) % rank, rank))
+    eps = np.float32(ctx.attr(node, "epsilon", 1e-5))
+    mean = ctx.emit1("mean", [x], {"axes": axes, "keep_dims": True})
+    d = ctx.emit1("sub", [x, mean])
+    var = ctx.emit1("mean", [ctx.emit1("mul", [d, d])], {"axes": axes, "keep_dims": True})
+    std = ctx.emit1("sqrt", [ctx.emit1("add", [var, ctx.add_const(np.full((1,) * rank, eps, np.float32),
+                                                                     "ln_epsilon")])])
+    y = ctx.emit1("div", [d, std])
+    scale = ctx.const(node.input[1]) if len(node.input) > 1 else None
+    bias = ctx.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+    if len(node.input) > 1 and scale is None or len(node.input) > 2 and node.input[2] and bias is None:
+        ctx.unsupported(node, "runtime scale or bias (they must be constants)")
+    if bias is None:
+        binary(ctx, node, "mul", y, ctx.add_const(np.asarray(scale, np.float32), "ln_scale"), out=node.output[0])
+        return
+    y = binary(ctx, node, "mul", y, ctx.add_const(np.asarray(scale, np.float32), "ln_scale"))
+    binary(ctx, node, "add", y, ctx.add_const(np.asarray(bias, np.float32), "ln_bias"), out=node.output[0])
 _unary("LeakyRelu", "leaky_relu", lambda ctx, node: {"alpha": float(np.float32(ctx.attr(node, "alpha", 0.01)))})
 
 

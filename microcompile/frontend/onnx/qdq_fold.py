@@ -5,6 +5,8 @@ A QDQ model arrives from the converters (qdq.py) as float ops between IR `dequan
 exact dequantized values of int8 weights. Rewrites, applied until none matches:
 
   sink    dequantize -> layout op          ==> int8 layout op -> dequantize
+  commute layout op -> relu/relu6 (float)  ==> relu/relu6 -> layout op (PyTorch programs put
+          the NCHW transpose of a convolution between it and its activation)
   hoist   layout op -> quantize            ==> quantize -> int8 layout op
   fold    dequantize* -> op [-> relu] -> quantize ==> the int8 op (weights/bias recovered)
   pair    dequantize -> quantize           ==> nothing (same parameters) or one requantize
@@ -15,7 +17,7 @@ exactly with (de)quantization. An op whose int8 form cannot take the model's par
 dequantize/quantize, which is exact, only slower.
 
 Weights: a float weight W is recovered as int8 q with per-output-channel scales s only if
-q * s == W holds exactly in float32, |q| <= 127, and s is one of the weight scale vectors
+q * s == W holds exactly in float32, -128 <= q <= 127 (PyTorch's symmetric quantizers may use -128), and s is one of the weight scale vectors
 of the ONNX model. So the int8 weights are exactly the model's; a weight that is not
 representable (asymmetric uint8 weights, a folded alpha) leaves its op float. The int32
 bias is round(b / (s_in * s_w)), the value onnxruntime's quantizer stored.
@@ -133,7 +135,7 @@ class _Rewriter:
 
     # --- rewrites ---------------------------------------------------------------------------
     def run(self) -> Graph:
-        while any(step() for step in (self.sink, self.hoist, self.fold, self.pair)):
+        while any(step() for step in (self.sink, self.commute, self.hoist, self.fold, self.pair)):
             self.dce()
         self.dce()
         return self.graph()
@@ -148,6 +150,22 @@ class _Rewriter:
             moved = self.new_tensor(n.outputs[0], "int8", self.tensors[src].quant)
             self.nodes[k:k + 1] = [n.replace(name=self.fresh(n.name), inputs=(src, *n.inputs[1:]), outputs=(moved,)),
                                    d.replace(name=self.fresh(d.name), inputs=(moved,), outputs=n.outputs)]
+            return True
+        return False
+
+    def commute(self) -> bool:
+        """A float activation (elementwise, so it commutes exactly with a layout op) moves above
+        the layout op feeding it when nothing else reads that op's output."""
+        prod, uses = self.maps()
+        for k, a in enumerate(self.nodes):
+            n = prod.get(a.inputs[0]) if a.op in FUSABLE_ACT else None
+            if n is None or n.op not in LAYOUT_OPS or self.tensors[n.inputs[0]].dtype != "float32" \
+                    or self.only_use(n.outputs[0], uses, a.op) is None:
+                continue
+            early = self.new_tensor(n.inputs[0], "float32", None)
+            j = self.nodes.index(n)
+            self.nodes[j] = a.replace(name=self.fresh(a.name), inputs=(n.inputs[0],), outputs=(early,))
+            self.nodes[k] = n.replace(name=self.fresh(n.name), inputs=(early, *n.inputs[1:]), outputs=a.outputs)
             return True
         return False
 
@@ -276,7 +294,7 @@ class _Rewriter:
                 continue
             sv = np.broadcast_to(s, (channels,)).astype(np.float32)
             q = np.rint(w.data / sv.reshape(bshape))
-            if np.abs(q).max(initial=0) > 127 or not np.array_equal((q.astype(np.float32) * sv.reshape(bshape))
+            if q.min(initial=0) < -128 or q.max(initial=0) > 127 or not np.array_equal((q.astype(np.float32) * sv.reshape(bshape))
                                                                       .astype(np.float32), w.data):
                 continue
             per_channel = n.op != "fully_connected" or s.size > 1

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...errors import UnsupportedOpError, UserError
 
-OPSET = 18
+OPSET = 20          # Gelu is an ONNX op from opset 20
 ATEN: dict[str, Callable] = {}
 
 
@@ -65,6 +65,11 @@ class Builder:
         self.nodes.append(helper.make_node(op, inputs, outputs, name=self.fresh(op), **attrs))
 
 
+def op_key(node) -> str:
+    """The table's key of an FX node: its target's name, e.g. "aten.convolution.default"."""
+    return str(node.target)
+
+
 def _rank(node) -> int:
     return len(node.meta["val"].shape)
 
@@ -86,6 +91,11 @@ def _batch_norm(b: Builder, n) -> None:
     b.add("BatchNormalization", [b.value(v) for v in (x, weight, bias, mean, var)], [b.out(n)], epsilon=float(eps))
 
 
+@aten("aten.clone.default", "aten.alias.default")
+def _identity(b: Builder, n) -> None:      # clone (what eval-mode dropout leaves) copies nothing here
+    b.names[n] = b.value(n.args[0])
+
+
 @aten("<built-in function getitem>")
 def _getitem(b: Builder, n) -> None:
     src, index = n.args
@@ -101,16 +111,8 @@ def _unary(op: str):
 
 
 for _name, _op in (("aten.relu.default", "Relu"), ("aten.sigmoid.default", "Sigmoid"), ("aten.tanh.default", "Tanh"),
-                   ("aten.neg.default", "Neg"), ("aten.exp.default", "Exp"), ("aten.sqrt.default", "Sqrt"),
-                   ("aten.erf.default", "Erf")):
+                   ("aten.hardswish.default", "HardSwish"), ("aten.abs.default", "Abs")):
     aten(_name)(_unary(_op))
-
-
-@aten("aten.rsqrt.default")
-def _rsqrt(b: Builder, n) -> None:      # replaces the table's entry: 1 / sqrt(x)
-    s = b.fresh("sqrt")
-    b.add("Sqrt", [b.value(n.args[0])], [s])
-    b.add("Reciprocal", [s], [b.out(n)])
 
 
 def _binary(op: str):
@@ -205,6 +207,86 @@ def _cat(b: Builder, n) -> None:
     b.add("Concat", [b.value(t) for t in tensors], [b.out(n)], axis=int(dim) % _rank(n))
 
 
+@aten("aten.mul.Scalar", "aten.div.Scalar")
+def _scalar(b: Builder, n) -> None:
+    op = "Mul" if "mul" in op_key(n) else "Div"
+    b.add(op, [b.value(n.args[0]), b.value(float(n.args[1]))], [b.out(n)])
+
+
+@aten("aten.native_layer_norm.default")
+def _layer_norm(b: Builder, n) -> None:
+    x, normalized_shape, weight, bias, eps = n.args
+    rank = len(n.args[0].meta["val"].shape)
+    dims = [int(d) for d in normalized_shape]
+    ins = [b.value(x), b.value(weight) if weight is not None else b.const(np.ones(dims, np.float32), "ln_scale")]
+    if bias is not None:
+        ins.append(b.value(bias))
+    b.add("LayerNormalization", ins, [b.out(n)], axis=rank - len(dims), epsilon=float(eps))
+
+
+@aten("aten.gelu.default")
+def _gelu(b: Builder, n) -> None:
+    approximate = n.kwargs.get("approximate", n.args[1] if len(n.args) > 1 else "none")
+    b.add("Gelu", [b.value(n.args[0])], [b.out(n)], approximate=str(approximate))
+
+
+@aten("aten.scaled_dot_product_attention.default")
+def _sdpa(b: Builder, n) -> None:
+    """softmax(Q K^T * scale [+ mask]) V over the last two dims (kept whole by the
+    decomposition table: core ATen's form adds NaN guards for fully masked rows)."""
+    q, k, v = n.args[:3]
+    opts = dict(zip(("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"), n.args[3:]), **n.kwargs)
+    if opts.get("attn_mask") is not None or opts.get("is_causal") or opts.get("dropout_p", 0.0) or \
+            opts.get("enable_gqa"):
+        raise UnsupportedOpError(f"{n.name}: scaled_dot_product_attention with a mask, is_causal, dropout or GQA is "
+                                 "not supported yet", hint="see docs/pytorch.md for the ops microcompile reads")
+    qshape, kshape = q.meta["val"].shape, k.meta["val"].shape
+    scale = opts.get("scale") or 1.0 / float(np.sqrt(int(qshape[-1])))
+    rank = len(kshape)
+    kt, scores, scaled, probs = (b.fresh(h) for h in ("k_t", "scores", "scaled", "probs"))
+    b.add("Transpose", [b.value(k)], [kt], perm=[*range(rank - 2), rank - 1, rank - 2])
+    b.add("MatMul", [b.value(q), kt], [scores])
+    b.add("Mul", [scores, b.value(float(np.float32(scale)))], [scaled])
+    b.add("Softmax", [scaled], [probs], axis=-1)
+    b.add("MatMul", [probs, b.value(v)], [b.out(n)])
+
+
+@aten("aten.expand.default")
+def _expand(b: Builder, n) -> None:
+    b.add("Expand", [b.value(n.args[0]), b.ints([int(d) for d in n.meta["val"].shape], "shape")], [b.out(n)])
+
+
+@aten("aten.select.int")
+def _select(b: Builder, n) -> None:
+    x, dim, index = n.args
+    rank = len(x.meta["val"].shape)
+    b.add("Gather", [b.value(x), b.const(np.array(int(index), np.int64), "index")], [b.out(n)], axis=int(dim) % rank)
+
+
+@aten("aten.slice.Tensor")
+def _slice(b: Builder, n) -> None:
+    x = n.args[0]
+    dim, start, end, step = (list(n.args[1:]) + [0, None, None, 1][len(n.args) - 1:])[:4]
+    size = int(x.meta["val"].shape[int(dim)])
+    start, end = int(start or 0), size if end is None else min(int(end), size)
+    b.add("Slice", [b.value(x), b.ints([start], "starts"), b.ints([end], "ends"), b.ints([int(dim)], "axes"),
+                    b.ints([int(step or 1)], "steps")], [b.out(n)])
+
+
+@aten("aten.squeeze.dims", "aten.squeeze.dim", "aten.squeeze.default", "aten.unsqueeze.default")
+def _squeeze(b: Builder, n) -> None:
+    shape = [int(d) for d in n.meta["val"].shape]      # a reshape to the result's shape: the same bytes
+    b.add("Reshape", [b.value(n.args[0]), b.ints(shape, "shape")], [b.out(n)])
+
+
+def decompositions():
+    """torch.export's default table (core ATen), but scaled_dot_product_attention kept whole."""
+    import torch
+    table = torch.export.default_decompositions()
+    table.pop(torch.ops.aten.scaled_dot_product_attention.default, None)
+    return table
+
+
 def to_onnx(program, name: str):
     """The ONNX model of an ExportedProgram (core ATen)."""
     import torch
@@ -236,16 +318,15 @@ def to_onnx(program, name: str):
                                     f"programs")
                 inputs.append(helper.make_tensor_value_info(node.name, TensorProto.FLOAT, [int(d) for d in val.shape]))
         elif node.op == "call_function":
-            key = str(node.target)
-            if key not in ATEN:
-                missing.append(key)
+            if op_key(node) not in ATEN:
+                missing.append(op_key(node))
     if missing:
         raise UnsupportedOpError(f"the program uses {len(set(missing))} ATen op(s) microcompile does not read: "
                                  f"{', '.join(sorted(set(missing)))}", hint="see docs/pytorch.md")
     outputs = []
     for node in program.graph.nodes:
         if node.op == "call_function":
-            ATEN[str(node.target)](b, node)
+            ATEN[op_key(node)](b, node)
         elif node.op == "output":
             for o in node.args[0]:
                 val = o.meta["val"]
