@@ -1,4 +1,4 @@
-"""microcompile: compile TFLite and ONNX models to standalone, bit-exact C for microcontrollers.
+"""microcompile: compile TFLite, ONNX and PyTorch models to standalone, bit-exact C for microcontrollers.
 
     import microcompile as mc
     cm = mc.compile("model.tflite", board="stm32")      # a CompiledModel

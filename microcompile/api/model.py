@@ -7,7 +7,6 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 

@@ -33,8 +33,8 @@ def deploy(model, board, project_dir, *, emulate=False, input_path=None, agent=F
            timeout=10.0, records=None, flash_budget=None, arena_region=None, weights_region=None, progress=None,
            input_shapes=None):
     """mc.compile + CompiledModel.deploy (the CLI's deploy)."""
-    cm = mc.compile(model, board, records=records, flash_budget=flash_budget, input_shapes=input_shapes,
-                    progress=progress or False)
+    cm = mc.compile(model, board, records=records, input_shapes=input_shapes, progress=progress or False,
+                    options=mc.CompileOptions(flash_budget=flash_budget))
     link = mc.Link(emulate=emulate, port=port, probe=probe, timeout=timeout)
     return cm.deploy(project_dir, inputs=input_path, agent=agent, link=link, progress=progress or False,
                      options=mc.BuildOptions(arena_region=arena_region, weights_region=weights_region))
@@ -43,7 +43,7 @@ def deploy(model, board, project_dir, *, emulate=False, input_path=None, agent=F
 def build(model, board, project_dir, *, emulate=False, input_path=None, agent=False, arena_region=None,
           weights_region=None, progress=None, flash_budget=None):
     """mc.compile + CompiledModel.build: the project written and built (a Firmware)."""
-    cm = mc.compile(model, board, flash_budget=flash_budget, progress=progress or False)
+    cm = mc.compile(model, board, progress=progress or False, options=mc.CompileOptions(flash_budget=flash_budget))
     return cm.build(project_dir, agent=agent, emulate=emulate, inputs=input_path, progress=progress or False,
                     options=mc.BuildOptions(arena_region=arena_region, weights_region=weights_region))
 

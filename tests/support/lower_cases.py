@@ -28,8 +28,9 @@ KERNEL_OPS += ("concatenation", "split", "split_v", "pack", "unpack", "transpose
 KERNEL_OPS += ("reduce_max",)
 KERNEL_OPS += ("lstm", "svdf")
 # float32-only ops have no int8 plan in op_cases; tests/ir/test_div.py covers div's lowering,
-# tests/frontend/test_onnx_ops.py gru's (through host C; LiteRT has no GRU, so op_cases has no plan).
-FLOAT_ONLY_OPS = ("div", "gru")
+# tests/frontend/test_onnx_ops.py gru's (through host C; LiteRT has no GRU, so op_cases has no plan),
+# tests/ir/test_transformer_ops.py batch_matmul's, gelu's and sqrt's (against torch).
+FLOAT_ONLY_OPS = ("div", "gru", "batch_matmul", "gelu", "sqrt")
 
 
 def hybrid_conv_graph(seed: int = 0, padding: str = "SAME", batch: int = 2) -> Graph:

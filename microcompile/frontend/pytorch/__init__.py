@@ -54,7 +54,8 @@ def load_exported_program(program, nhwc_io: bool = False, name: str | None = Non
     from .aten import decompositions, to_onnx
 
     try:
-        decomposed = program.run_decompositions(decompositions())
+        with _quiet_torch():
+            decomposed = program.run_decompositions(decompositions())
     except Exception as e:      # noqa: BLE001 - torch's own failure, named for the user
         raise ModelFormatError(f"torch could not decompose the program into core ATen ops: {e}",
                                hint="export the model with torch.export.export and a supported torch version") from None
@@ -95,13 +96,18 @@ def _weights_only():
 
 @contextmanager
 def _quiet_torch():
-    """torch.export.load logs a failed load's traceback as warnings; the error says it once."""
+    """torch.export.load logs a failed load's traceback as warnings (the error says it once),
+    and torch's deprecation warnings about its own internals are no news to a user."""
     import logging
+    import warnings
     logger = logging.getLogger("torch.export")
     level = logger.level
     logger.setLevel(logging.CRITICAL)
     try:
-        yield
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            yield
     finally:
         logger.setLevel(level)
 
@@ -142,7 +148,8 @@ def list_pt2_ops(path) -> list[tuple[int, str, str, bool]]:
     from .aten import ATEN, decompositions, op_key
     program = read_pt2(path, str(path))
     try:
-        program = program.run_decompositions(decompositions())
+        with _quiet_torch():
+            program = program.run_decompositions(decompositions())
     except Exception as e:      # noqa: BLE001
         raise ModelFormatError(f"torch could not decompose the program into core ATen ops: {e}") from None
     nodes = [n for n in program.graph.nodes if n.op == "call_function"]
