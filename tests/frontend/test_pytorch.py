@@ -149,6 +149,25 @@ def test_a_module_compiles_with_example_inputs_and_nhwc_io(tmp_path):
     assert nhwc.deploy(tmp_path / "p", inputs=x.numpy().transpose(0, 2, 3, 1)).verified
 
 
+def test_hardsigmoid_silu_and_an_adaptive_pool_to_2x2_equal_torch():
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Hardsigmoid(), torch.nn.Conv2d(4, 4, 1),
+                            torch.nn.SiLU(), torch.nn.AdaptiveAvgPool2d(2)).eval()
+    x = torch.randn(1, 3, 10, 10)
+    assert_close(mc.compile(m, "host", example_inputs=(x,)).reference([x.numpy()])[0], m(x).detach().numpy())
+    with pytest.raises(UnsupportedOpError, match="uneven windows"):
+        mc.compile(torch.nn.AdaptiveAvgPool2d(3), "host", example_inputs=(torch.randn(1, 2, 8, 8),))
+
+
+def test_the_cli_quantizes_a_pt2_file(tmp_path):
+    path, _ = fixture("mobilenet_v2")
+    np.save(tmp_path / "cal.npy", np.load(FIXTURES / "mobilenet_v2_pt2e.npz")["calibration"][:4])
+    p = subprocess.run([sys.executable, "-m", "microcompile", "quantize", str(path), "--calibration",
+                        str(tmp_path / "cal.npy"), "-o", str(tmp_path / "m_int8.tflite")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    g = mc.inspect(tmp_path / "m_int8.tflite").graph
+    assert sum(n.op == "conv2d" and g.tensors[n.outputs[0]].dtype == "int8" for n in g.nodes) >= 30
+
+
 def test_a_module_without_example_inputs_is_a_clear_error():
     with pytest.raises(UserError, match="example inputs"):
         mc.compile(torch.nn.ReLU(), "host")

@@ -200,6 +200,19 @@ def _avg_pool(b: Builder, n) -> None:
           ceil_mode=ceil, count_include_pad=include_pad)
 
 
+@aten("aten._adaptive_avg_pool2d.default")
+def _adaptive_avg_pool(b: Builder, n) -> None:
+    """An average pool when every output cell covers the same whole window (the input size a
+    multiple of the output size); PyTorch's uneven windows are not read."""
+    x, size = n.args[0], [int(v) for v in n.args[1]]
+    h, w = (int(d) for d in x.meta["val"].shape[-2:])
+    if h % size[0] or w % size[1]:
+        raise UnsupportedOpError(f"{n.name}: adaptive_avg_pool2d from {h}x{w} to {size[0]}x{size[1]} has uneven "
+                                 "windows", hint="pool to a size that divides the input size (1x1 always does)")
+    kernel = [h // size[0], w // size[1]]
+    b.add("AveragePool", [b.value(x)], [b.out(n)], kernel_shape=kernel, strides=kernel)
+
+
 @aten("aten.cat.default")
 def _cat(b: Builder, n) -> None:
     tensors = n.args[0]
