@@ -3,7 +3,9 @@
 int8/int32: every element equal. float32: |dev - ref| <= 1e-5 * |ref| + 1e-6 * max|ref|,
 i.e. 1e-5 relative per element, with a floor at a millionth of the tensor's magnitude so
 that values that are ~0 (where any rounding difference is "infinitely" relative) compare
-against the scale of the tensor they belong to.
+against the scale of the tensor they belong to. A NaN, or an infinity, equals only itself in the
+same place (sqrt of a negative is NaN on the device and in the reference alike); the magnitude
+is taken over the finite reference values.
 """
 
 from __future__ import annotations
@@ -36,8 +38,15 @@ def compare(dev: np.ndarray, ref: np.ndarray, atol_of_max: float = ATOL_OF_MAX) 
         return Comparison(False, float("inf"), int(ref.size), ())
     if np.issubdtype(ref.dtype, np.floating):
         d64, r64 = dev.astype(np.float64), ref.astype(np.float64)
-        diff = np.abs(d64 - r64)
-        bad = ~(diff <= RTOL * np.abs(r64) + atol_of_max * (np.abs(r64).max() if r64.size else 0.0))
+        same_special = (np.isnan(d64) & np.isnan(r64)) | (np.isinf(r64) & (d64 == r64))
+        finite = np.abs(r64[np.isfinite(r64)])
+        with np.errstate(invalid="ignore"):
+            diff = np.where(same_special, 0.0, np.abs(d64 - r64))
+        special = ~np.isfinite(d64) | ~np.isfinite(r64)
+        diff = np.where(special & ~same_special, np.inf, diff)   # a NaN or an infinity against anything else
+        with np.errstate(invalid="ignore"):
+            close = diff <= RTOL * np.abs(r64) + atol_of_max * (finite.max() if finite.size else 0.0)
+        bad = np.where(special, ~same_special, ~close)
     else:
         diff = np.abs(dev.astype(np.int64) - ref.astype(np.int64))
         bad = diff != 0

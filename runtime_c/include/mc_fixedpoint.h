@@ -62,10 +62,20 @@ static inline int32_t mc_mul_by_qm_single_round_even(int32_t x, int32_t mult, in
 {
     const int32_t total = 31 - shift;
     const int64_t product = (int64_t)x * mult;
+    /* floor + 1 when the remainder passes half, or is exactly half and the floor is odd: that is
+     * (product + half - 1 + (floor & 1)) >> total. |product| <= 2^62, so the sum cannot overflow. */
+    if (total >= 32) {
+        /* The common case (a scale ratio below 1): every shift on 32-bit halves, since a 64-bit
+         * shift by a variable count is a long sequence on Armv7-M. */
+        const int32_t s = total - 32;
+        const int32_t floor = (int32_t)(product >> 32) >> s;
+        const uint32_t half_lo = s == 0 ? 0x7FFFFFFFu : 0xFFFFFFFFu;
+        const uint32_t half_hi = s == 0 ? 0u : (1u << (s - 1)) - 1u;
+        const int64_t sum = product + (int64_t)(((uint64_t)half_hi << 32) | half_lo) + (floor & 1);
+        return (int32_t)(sum >> 32) >> s;
+    }
     const int64_t floor = product >> total;   /* arithmetic shift: floor for negatives too */
-    const int64_t rem = product - (floor << total);
-    const int64_t half = (int64_t)1 << (total - 1);
-    return (int32_t)(floor + (rem > half || (rem == half && (floor & 1))));
+    return (int32_t)((product + ((((int64_t)1) << (total - 1)) - 1) + (floor & 1)) >> total);
 }
 
 /* MultiplyByQuantizedMultiplierSmallerThanOneExp (ADD): left_shift <= 0. */

@@ -51,3 +51,16 @@ def test_integers_are_exact():
     dev[200] += 1
     c = compare(dev, ref)
     assert not c.equal and c.n_diff == 1 and c.first_mismatch == (200,) and c.max_abs_diff == 1
+
+
+def test_nan_and_infinity_equal_only_themselves_in_the_same_place():
+    n, inf = np.nan, np.inf
+    ref = np.array([1.0, n, inf, -inf, 1000.0], np.float32)
+    assert compare(ref.copy(), ref).equal
+    for k, v in ((1, 2.0), (2, -inf), (3, inf), (0, n), (4, inf), (2, n)):
+        dev = ref.copy()
+        dev[k] = v
+        c = compare(dev, ref)
+        assert not c.equal and c.n_diff == 1 and c.first_mismatch == (k,) and c.max_abs_diff == inf, (k, v, c)
+    # the magnitude floor is over the finite values: 9e-4 < 1e-6 * 1000, NaN and infinities aside
+    assert compare(ref + np.array([9e-4, 0, 0, 0, 0], np.float32), ref).equal

@@ -110,6 +110,10 @@ def test_single_round_even_is_onnx_rounding(tmp_path):
         s = int(rng.integers(-20, 2))
         m = int(rng.integers(1 << 30, 1 << 31))
         triples.append((int(rng.integers(-(1 << 24), 1 << 24)), m, s))
+    for s in (-31, -30, -16, -1, 0, 1, 2, 30):    # both halves of the C (total >= 32 and below), extremes
+        for x in (-(1 << 31), (1 << 31) - 1, -(1 << 30), (1 << 30) + 1, -3, 5):
+            triples += [(x, m, s) for m in (1 << 30, (1 << 31) - 1, 1518500250)
+                        if abs(x * m * 2 ** s) < 2 ** 62]    # within the int32 result's reach
     for k in range(-12, 13):        # exact ties: m = 2^30 makes x * 2^(s-1) a half for odd x at s = 0
         triples += [(k, 1 << 30, 0), (k, 1 << 30, -1), (2 * k + 1, 1 << 30, -1), (k, 3 << 28, -2)]
     (tmp_path / "t.c").write_text(EVEN_PROGRAM)
