@@ -69,7 +69,8 @@ def load_module(module, example_inputs, nhwc_io: bool = False, name: str | None 
         raise UserError(f"cannot export a {type(module).__name__}", hint="pass a torch.nn.Module")
     if example_inputs is None:
         raise UserError("compiling a torch.nn.Module needs example inputs to export it with",
-                        hint="mc.compile(module, board, example_inputs=(x,))")
+                        hint="mc.compile(module, board, example_inputs=(x,)); mc.quantize takes the first sample "
+                             "of in-memory calibration arrays (not a path)")
     args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     args = tuple(torch.as_tensor(a) for a in args)
     try:
