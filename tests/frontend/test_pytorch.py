@@ -237,6 +237,19 @@ def test_a_pt2_whose_tensors_are_pickles_of_code_is_refused(tmp_path):
     assert not (tmp_path / "pwned").exists()
 
 
+def test_a_pt2_that_unpacks_to_gigabytes_is_refused_before_torch_reads_it(tmp_path):
+    bomb = tmp_path / "bomb.pt2"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        z.writestr("m/archive_format", b"pt2")
+        with z.open("m/data/weights/weight_0", "w", force_zip64=True) as f:
+            chunk = bytes(1 << 24)
+            for _ in range(80):          # 1.25 GiB of zeros, a few MB on disk
+                f.write(chunk)
+    assert bomb.stat().st_size < 8 << 20
+    with pytest.raises(ModelFormatError, match="unpacks to"):
+        mc.compile(bomb, "host")
+
+
 def test_a_pt2_that_is_not_a_zip_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.pt2"
     bad.write_bytes(b"not a zip at all")

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 
 from ...errors import ModelFormatError, UserError
 from ...files import MODEL_BYTES_MAX, read_file
-from ...ir import Graph
+from ...ir import Graph, budget
 
 PT2_MAGIC = b"PK\x03\x04"
 # Entries of a .pt2 archive that torch.export.load reads with plain pickle (torchbind custom
@@ -115,16 +115,14 @@ def _quiet_torch():
 
 def _register_quantized_ops() -> None:
     """PT2E programs call `quantized_decomposed` ops, which torch knows only once the module
-    defining them is imported (torch's own copy; torchao's where torch has dropped it)."""
+    defining them is imported (torchao imports the same module of torch's)."""
     import warnings
-    for module in ("torch.ao.quantization.fx._decomposed", "torchao.quantization.pt2e._affine_quantization"):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                __import__(module)
-            return
-        except ImportError:
-            continue
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import torch.ao.quantization.fx._decomposed  # noqa: F401
+    except ImportError:      # a torch without it: the load names the op it cannot resolve
+        pass
 
 
 def is_pt2(data: bytes) -> bool:
@@ -169,6 +167,10 @@ def read_pt2(source, label: str = "the .pt2 file"):
         raise ModelFormatError(f"{label} is not a zip archive, so not a torch.export.save file",
                                hint="write it with torch.export.save(torch.export.export(model, args), 'model.pt2')"
                                ) from None
+    unpacked = sum(i.file_size for i in zipfile.ZipFile(io.BytesIO(data)).infolist())
+    if unpacked > budget.TOTAL_BYTES:     # zipfile reads no more than an entry's declared size
+        raise ModelFormatError(f"{label} unpacks to {unpacked:,} bytes, over the {budget.TOTAL_BYTES:,} a model may "
+                               f"take", hint=budget.HINT)
     pickled = sorted(n for n in names if os.path.basename(n).startswith(_PICKLED_PREFIXES))
     if pickled:
         raise ModelFormatError(f"{label} holds {len(pickled)} pickled Python object(s) ({pickled[0]}); microcompile "
