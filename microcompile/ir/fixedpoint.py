@@ -160,7 +160,10 @@ def multiply_by_quantized_multiplier(x, mult, shift) -> np.ndarray:
     x, mult, shift = _i64(x), _i64(mult), _i64(shift)
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)
-    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x << left, mult), right)
+    # x * 2^left in int32, wrapping as TFLite's `x * (1 << left_shift)` and mc_mul_by_qm do
+    # (reached only by multipliers above one on large inputs: int16 -> int32 QUANTIZE)
+    shifted = ((x << left) + (1 << 31)) % (1 << 32) - (1 << 31)
+    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted, mult), right)
 
 
 def multiply_by_quantized_multiplier_single_round(x, mult, shift) -> np.ndarray:

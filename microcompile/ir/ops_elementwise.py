@@ -56,13 +56,18 @@ def _infer_prelu(g: Graph, n: Node):
     return [(x.shape, x.dtype)]
 
 
+# QUANTIZE's (input, output) dtypes: TFLite names the output type by its tensor (int16 <->
+# int8 and float32 -> int16 in 16x8 models; int16 <-> int32 around TFLM's int32 ops).
+QUANTIZE_PAIRS = {("float32", "int8"), ("float32", "int16"), ("int8", "int8"), ("int8", "int16"), ("int16", "int8"),
+                  ("int16", "int16"), ("int16", "int32"), ("int32", "int16")}
+
+
 def _infer_quantize(g: Graph, n: Node):
-    """float32 or int8/int16 in; int8 or int16 out (TFLite's QUANTIZE names the output
-    type by its tensor: int16 <-> int8 and float32 -> int16 in 16x8 models)."""
     x, out = in_tensor(g, n, 0), g.tensors.get(n.outputs[0])
-    dtype = out.dtype if out is not None and out.dtype in ("int8", "int16") else "int8"
-    if x.dtype not in ("float32", "int8", "int16"):
-        raise VerifyError(f"{n.name}: quantize of {x.dtype}")
+    dtype = out.dtype if out is not None and out.dtype in ("int8", "int16", "int32") else "int8"
+    if (x.dtype, dtype) not in QUANTIZE_PAIRS:
+        raise VerifyError(f"{n.name}: quantize of {x.dtype} to {dtype} is not supported (microcompile quantizes "
+                          f"{', '.join(sorted(f'{a} to {b}' for a, b in QUANTIZE_PAIRS))})")
     return [(x.shape, dtype)]
 
 

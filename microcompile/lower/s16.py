@@ -194,6 +194,7 @@ def lower_quantize_s16(g: Graph, node: Node, target=None):
         return _unary(g, node, result)
 
     def requant(v):
-        scaled = requantize(sub(i32(v), p.input_zero_point), p.multiplier, p.shift, "double")
-        return Cast(yt.dtype, clamp(add(scaled, p.output_zero_point), lo, hi))
+        scaled = add(requantize(sub(i32(v), p.input_zero_point), p.multiplier, p.shift, "double"), p.output_zero_point)
+        # an int32 output needs no clamp: the int32 result is already in its range
+        return Cast(yt.dtype, scaled if yt.dtype == "int32" else clamp(scaled, lo, hi))
     return _unary(g, node, requant)

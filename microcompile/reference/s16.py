@@ -20,7 +20,7 @@ power-of-two and random scales in its int16 plans):
                               interpolation in a 256-entry sigmoid table
   softmax                     reference_ops::SoftmaxInt16: exp and 1/(1+x) by linear
                               interpolation in two 513-entry tables (LUTPopulate, double)
-  quantize                    int16 <-> int8 and int16 -> int16: MBQM(x - zp_in) + zp_out;
+  quantize                    int16 <-> int8, int16 -> int16, int16 <-> int32: MBQM(x - zp_in) + zp_out;
                               float32 -> int16: round half away(x / s) + zp
   dequantize                  float32(double(s) * (x - zp))
 
@@ -224,7 +224,7 @@ def softmax_params(g: Graph, n: Node) -> SoftmaxParams:
 
 @dataclass(frozen=True)
 class RequantizeParams:
-    """int8/int16 -> int8/int16 QUANTIZE (reference_ops::Requantize):
+    """int8/int16/int32 -> int8/int16/int32 QUANTIZE (reference_ops::Requantize):
     out = clamp(MBQM(x - input_zero_point, M, shift) + output_zero_point), M = s_in / s_out."""
 
     multiplier: int
@@ -243,7 +243,7 @@ class QuantizeParams:
     zero_point: int
 
 
-_RANGES = {"int8": (-128, 127), "int16": (INT16_MIN, INT16_MAX)}
+_RANGES = {"int8": (-128, 127), "int16": (INT16_MIN, INT16_MAX), "int32": (-(1 << 31), (1 << 31) - 1)}
 
 
 @qp.prepare("quantize", dtype="int16")
@@ -346,15 +346,23 @@ def _softmax(g, n, x):
                           p.one_over_one_plus_x_lut).astype(np.int16)
 
 
+def _wrap32(v: np.ndarray) -> np.ndarray:
+    """int32 arithmetic as the kernel does it (two's complement wrap-around)."""
+    return ((np.asarray(v, np.int64) + (1 << 31)) % (1 << 32)) - (1 << 31)
+
+
 def requantize16(x, p: RequantizeParams) -> np.ndarray:
-    v = fp.multiply_by_quantized_multiplier(np.asarray(x, np.int64) - p.input_zero_point, p.multiplier, p.shift)
-    return np.clip(v + p.output_zero_point, p.out_min, p.out_max)
+    """Requantize with TFLM's int32 arithmetic: x - zp_in and + zp_out wrap (only an int32
+    tensor can reach the wrap), then the clamp to the output type."""
+    v = fp.multiply_by_quantized_multiplier(_wrap32(np.asarray(x, np.int64) - p.input_zero_point), p.multiplier,
+                                            p.shift)
+    return np.clip(_wrap32(v + p.output_zero_point), p.out_min, p.out_max)
 
 
 @kernel("quantize", dtype="int16")
 def _quantize(g, n, x):
     p = quantize_params(g, n)
-    out_dtype = np.int16 if g.tensors[n.outputs[0]].dtype == "int16" else np.int8
+    out_dtype = {"int8": np.int8, "int16": np.int16, "int32": np.int32}[g.tensors[n.outputs[0]].dtype]
     if isinstance(p, QuantizeParams):
         q = fp.tflite_round((x.astype(_f32) / _f32(p.scale)).astype(_f32).astype(np.float64))
         lo, hi = _RANGES[g.tensors[n.outputs[0]].dtype]
