@@ -94,8 +94,12 @@ def _macs_bilinear(g, n):
 
 _RESIZE_ATTRS = {"size": (1, 1), "align_corners": False, "half_pixel_centers": False}
 
+# output_shape_input: the model input TFLite's output_shape operand came from (TFLM's seanet
+# models compute it at run time; the kernel takes the stored shape and reads nothing from it),
+# kept so that the writer writes the model back as it was; "" for a constant output shape.
 register(OpDef("transpose_conv2d", ("input", "filter", "bias"), optional=("bias",),
-               attrs={"stride": (1, 1), "padding": (0, 0, 0, 0), "output_hw": (1, 1), "activation": "NONE"},
+               attrs={"stride": (1, 1), "padding": (0, 0, 0, 0), "output_hw": (1, 1), "activation": "NONE",
+                      "output_shape_input": ""},
                infer=_infer_transpose_conv, macs=_macs_transpose_conv, quant="weighted", weight_axis=0,
                ranks=(4, 4, 1), check=_check_transpose_conv, int16=True))
 register(OpDef("max_pool2d", ("input",),

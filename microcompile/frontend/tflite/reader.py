@@ -363,6 +363,7 @@ class Ctx:
     raw: _RawModel
     names: dict[int, str]                     # TFLite tensor index -> unique tensor name
     shape_override: dict[int, tuple] = field(default_factory=dict)
+    notes: list = field(default_factory=list)  # what a converter tells `inspect`
 
     def name(self, index: int) -> str:
         return "" if index < 0 else self.names[index]
@@ -540,12 +541,12 @@ def _convert(ctx: Ctx, op: _RawOp, label: str):
 
 
 def _build(raw: _RawModel, name: str, label: str) -> Graph:
-    ctx = Ctx(raw, _unique_names(raw))
-    index_of = {nm: idx for idx, nm in ctx.names.items()}
-    tensors: dict[str, Tensor] = {}
     # Every op that runs another subgraph is unsupported (_CONTROL_FLOW), so here they all are unused.
     notes = [f"subgraph {i} {shown(sg_name)!r} ({n_ops} ops) is not used: microcompile compiles subgraph 0"
              for i, (sg_name, n_ops) in enumerate(raw.subgraphs) if i > 0]
+    ctx = Ctx(raw, _unique_names(raw), notes=notes)
+    index_of = {nm: idx for idx, nm in ctx.names.items()}
+    tensors: dict[str, Tensor] = {}
 
     def add(idx: int) -> None:
         """The tensor of `idx` with its current shape: stored for inputs and constants,

@@ -38,12 +38,34 @@ def _const_operand(ctx, op, k: int, what: str) -> np.ndarray:
     return np.frombuffer(t.data, _RAW[t.type]).reshape(t.shape)
 
 
+def _transpose_conv_output_shape(ctx, op) -> tuple[int, ...]:
+    """The constant output_shape operand; where it is computed at run time (TFLM's seanet
+    models feed it as a model input), the output tensor's stored shape, which TFLM runs from,
+    when that shape is a whole NHWC shape with the weights' output channels. The operand is
+    then read by nothing (`inspect` notes it); anything else stays a refusal."""
+    shape_tensor = ctx.raw.tensors[op.inputs[0]]
+    if shape_tensor.data is not None:
+        return tuple(int(v) for v in _const_operand(ctx, op, 0, "output_shape"))
+    stored = tuple(int(d) for d in ctx.raw.tensors[op.outputs[0]].shape) if op.outputs and op.outputs[0] >= 0 else ()
+    w_shape = ctx.shape(op.inputs[1])
+    if len(stored) != 4 or min(stored) < 1 or len(w_shape) != 4 or stored[3] != w_shape[0] \
+            or tuple(shape_tensor.shape) != (4,):
+        _const_operand(ctx, op, 0, "output_shape")       # raises: the non-constant operand named
+    if op.inputs[0] not in ctx.raw.inputs:
+        # computed by an op: refused (folding a shape computed from constants is not done yet)
+        _const_operand(ctx, op, 0, "output_shape")
+    ctx.notes.append(f"TRANSPOSE_CONV at layer {op.index} takes its output shape {list(stored)} from its stored "
+                     f"output tensor: its output_shape operand, model input {shape_tensor.name!r}, is read by "
+                     f"nothing in the compiled model")
+    return stored
+
+
 @converter("TRANSPOSE_CONV", options=("TransposeConvOptions", ("Padding", "StrideW", "StrideH",
                                                                  "FusedActivationFunction")))
 def _transpose_conv(ctx, op):
     if len(op.inputs) < 3 or min(op.inputs[:3]) < 0:
         raise ModelFormatError(f"TRANSPOSE_CONV at layer {op.index} needs output_shape, weights and input")
-    out_shape = tuple(int(v) for v in _const_operand(ctx, op, 0, "output_shape"))
+    out_shape = _transpose_conv_output_shape(ctx, op)
     x, w = ctx.raw.tensors[op.inputs[2]], ctx.raw.tensors[op.inputs[1]]
     if x.type == r.TFL_FLOAT32 and w.type == r.TFL_INT8:
         raise UnsupportedOpError(f"unsupported op hybrid TRANSPOSE_CONV (float32 input, int8 weights) at "
@@ -58,8 +80,10 @@ def _transpose_conv(ctx, op):
     padding = r.padding(o["Padding"], out_shape[1:3], k_hw, stride, (1, 1))
     bias = ctx.name(op.inputs[3]) if len(op.inputs) > 3 else ""
     ctx.shape_override[op.outputs[0]] = out_shape
+    from_input = ctx.name(op.inputs[0]) if ctx.raw.tensors[op.inputs[0]].data is None else ""
     return "transpose_conv2d", (ctx.name(op.inputs[2]), ctx.name(op.inputs[1]), bias), {
-        "stride": stride, "padding": padding, "output_hw": out_shape[1:3], "activation": r.fused_activation(op)}
+        "stride": stride, "padding": padding, "output_hw": out_shape[1:3], "activation": r.fused_activation(op),
+        **({"output_shape_input": from_input} if from_input else {})}
 
 
 @converter("MAX_POOL_2D", options=("Pool2DOptions", ("Padding", "StrideW", "StrideH", "FilterWidth",
@@ -162,7 +186,7 @@ def _resize_options(b, g, n):
 def _transpose_conv_inputs(g, n, tensors):
     x = g.tensors[n.inputs[0]]
     out = np.array(g.tensors[n.outputs[0]].shape, np.int32)
-    shape = add_const(tensors, f"{n.name}/output_shape", out)
+    shape = n.attrs.get("output_shape_input") or add_const(tensors, f"{n.name}/output_shape", out)
     return [shape, n.inputs[1], x.name] + ([n.inputs[2]] if n.inputs[2] else [])
 
 
