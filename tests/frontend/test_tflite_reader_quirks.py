@@ -72,3 +72,18 @@ def test_inspect_lists_the_stale_shapes(capsys):
     assert main(["inspect", str(CORPUS / "dilated_int8.tflite")]) == 0
     out = capsys.readouterr().out
     assert "the file stores shape [1, 10, 10, 3], but SPACE_TO_BATCH_ND at layer 0 produces [4, 10, 10, 3]" in out
+
+
+def test_a_model_vela_compiled_for_an_ethos_u_npu_is_refused_by_name(tmp_path):
+    """Vela replaces the layers by one CUSTOM 'ethos-u' op reading a command stream and scratch
+    tensors no op writes: named as an NPU model, not called corrupt."""
+    from support.build_not_a_model import RawBuffer, RawOp, RawSubgraph, RawTensor, raw_tflite
+    from support.cli_run import run_cli
+
+    sg = RawSubgraph("main", [RawTensor("input", (1, 8)), RawTensor("command_stream", (64,), buffer=1, type=3),
+                              RawTensor("scratch", (128,), type=3), RawTensor("output", (1, 8))],
+                     [RawOp("CUSTOM:ethos-u", (1, 2, 0), (3,))], (0,), (3,))
+    (tmp_path / "m_vela.tflite").write_bytes(raw_tflite([sg], [RawBuffer(bytes(64))]))
+    p = run_cli("inspect", tmp_path / "m_vela.tflite")
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "compiled for an Arm Ethos-U NPU by Vela" in p.stderr and "deploy the model Vela was given" in p.stderr

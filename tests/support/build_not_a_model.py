@@ -73,7 +73,7 @@ class RawTensor:
 
 @dataclass
 class RawOp:
-    builtin: str                   # a tflite.BuiltinOperator name
+    builtin: str                   # a tflite.BuiltinOperator name, or "CUSTOM:<custom_code>"
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
     # fn(builder) -> (BuiltinOptions type, options offset), for ops that carry options
@@ -138,8 +138,12 @@ def raw_tflite(subgraphs: list[RawSubgraph], buffers: list[RawBuffer] | None = N
     opcodes = list(dict.fromkeys(op.builtin for sg in subgraphs for op in sg.ops))
     code_offsets = []
     for name in opcodes:
-        code = getattr(tflite.BuiltinOperator, name)
+        # "CUSTOM:<custom_code>" for a custom op (e.g. Vela's "CUSTOM:ethos-u")
+        custom = b.CreateString(name.split(":", 1)[1]) if name.startswith("CUSTOM:") else None
+        code = getattr(tflite.BuiltinOperator, name.split(":", 1)[0])
         tflite.OperatorCodeStart(b)
+        if custom is not None:
+            tflite.OperatorCodeAddCustomCode(b, custom)
         tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
         tflite.OperatorCodeAddBuiltinCode(b, code)
         tflite.OperatorCodeAddVersion(b, 1)

@@ -257,8 +257,26 @@ def _parse(buf: bytes) -> _RawModel:
                               _read_options(op, opname), indices(_vector(op, "Intermediates"), f"operator {i}")))
     raw = _RawModel(tensors, raw_ops, indices(_vector(sg, "Inputs"), "subgraph input"),
                     indices(_vector(sg, "Outputs"), "subgraph output"), tuple(subgraphs))
+    _refuse_npu_models(raw)
     check_structure(raw)
     return raw
+
+
+# Custom ops that mean "this model was compiled for an accelerator", by custom code: the
+# tool that made them, and what to deploy instead.
+_NPU_OPS = {"ethos-u": ("an Arm Ethos-U NPU by Vela", "the model Vela was given (the .tflite before vela)")}
+
+
+def _refuse_npu_models(raw: _RawModel) -> None:
+    """A model whose layers were compiled for an NPU holds command streams, not layers: say so
+    before the structure check, which would call its scratch tensors a corruption."""
+    for op in raw.ops:
+        code = op.opname[len("CUSTOM("):-1] if op.opname.startswith("CUSTOM(") else None
+        if code in _NPU_OPS:
+            made_by, instead = _NPU_OPS[code]
+            raise UnsupportedOpError(f"layer {op.index} is the custom op {code!r}: the model was compiled for "
+                                     f"{made_by}, and its layers are a command stream for that NPU",
+                                     hint=f"deploy {instead}; microcompile compiles the layers for the CPU")
 
 
 def _shape(t, tensor: str) -> tuple[int, ...]:
