@@ -120,7 +120,10 @@ VARIANTS = ("int16",)
 def variant(g: Graph, n: Node) -> str | None:
     """"int16" when any activation (an input that is neither constant nor state, or an
     output) of `n` is int16, else None. (An int8 LSTM's int16 cell state does not count.)"""
-    ts = [g.tensors.get(name) for name in (*n.inputs, *n.outputs) if name]
+    names = (*n.inputs, *n.outputs)
+    if n.op == "softmax":       # int8 in, int16 out is the int8 kernel with 16 output bits
+        names = n.inputs
+    ts = [g.tensors.get(name) for name in names if name]
     return "int16" if any(t is not None and t.dtype == "int16" and not (t.is_const or t.variable)
                           for t in ts) else None
 
@@ -327,7 +330,15 @@ register(OpDef("add", ("lhs", "rhs"), attrs={"activation": "NONE"}, infer=_infer
                layout="elementwise", int16=True))
 register(OpDef("reshape", ("input",), attrs={"shape": ()}, infer=_infer_reshape, is_view=True, quant="same",
                int16=True))
-register(OpDef("softmax", ("input",), attrs={"beta": 1.0}, infer=same_as_input, quant="fixed",
+def _infer_softmax(g: Graph, n: Node):
+    """The input's shape and dtype, except int8 in, int16 out (TFLite's Softmax<int8_t,
+    int16_t>, named by the output tensor)."""
+    x, out = in_tensor(g, n, 0), g.tensors.get(n.outputs[0])
+    dtype = "int16" if x.dtype == "int8" and out is not None and out.dtype == "int16" else x.dtype
+    return [(x.shape, dtype)]
+
+
+register(OpDef("softmax", ("input",), attrs={"beta": 1.0}, infer=_infer_softmax, quant="fixed",
                fixed_output=(1 / 256, -128), layout="axis", int16=True))
 # Standalone activations. The fuse_activation pass folds them into their producer when
 # that is exact; the ones left over run as their own kernels.

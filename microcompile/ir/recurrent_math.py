@@ -285,11 +285,14 @@ def _wrap32(v) -> np.ndarray:
 
 def svdf_int8(x, wf, wt, bias, state, rank: int, p: SvdfInt8Params) -> np.ndarray:
     """TFLite EvalIntegerSVDF: int8 input, int8 weights_feature, int16 weights_time, int32 bias,
-    int16 state [B, F*M] updated in place; int8 out."""
+    int16 state [B, F*M] updated in place; int8 out. TFLM's int8 variant (int8 weights_time
+    and state, EvalIntegerSvdfReference<int8_t>) is the same with the new state entry
+    saturated to int8."""
     filters, memory = wt.shape
     s = _shift_state(state, memory, filters)
     dot = (np.asarray(x, np.int64) - p.input_zero_point) @ np.asarray(wf, np.int64).T
-    s[:, :, -1] = sat16(fp.multiply_by_quantized_multiplier(dot, p.scale_1_mult, p.scale_1_shift))
+    lo, hi = np.iinfo(state.dtype).min, np.iinfo(state.dtype).max
+    s[:, :, -1] = np.clip(fp.multiply_by_quantized_multiplier(dot, p.scale_1_mult, p.scale_1_shift), lo, hi)
     per_filter = _wrap32((s.astype(np.int64) * np.asarray(wt, np.int64)[None]).sum(axis=2))
     out = _wrap32(per_filter.reshape(per_filter.shape[0], -1, rank).sum(axis=2))
     if bias is not None:

@@ -124,7 +124,7 @@ def lower_svdf(g: Graph, node: Node, target=None):
         params = SVDF_S8_PARAMS(**shape, input_zero_point=p.input_zero_point, output_zero_point=p.output_zero_point,
                                 scale_1_multiplier=p.scale_1_mult, scale_1_shift=p.scale_1_shift,
                                 scale_2_multiplier=p.scale_2_mult, scale_2_shift=p.scale_2_shift)
-        kernel = "mc_svdf_s8"
+        kernel = "mc_svdf_s8_s8state" if g.tensors[node.inputs[4]].dtype == "int8" else "mc_svdf_s8"
     bias = constant("bias", bias_data, f"{node.name} bias [{units}]")
     call = Call(kernel, tuple(_addr(v) for v in (y, x, wf, wt, bias, state, scratch)) + (params,), "void")
     return make_func(g, node, [x, y, state, scratch, wf, wt, bias, *sbufs[1:]], seq(*sinit, Evaluate(call)))

@@ -29,7 +29,8 @@ def lower_softmax(g: Graph, node: Node, target=None):
         p = qparams.softmax_params(g, node)
         params = SOFTMAX_PARAMS(rows=rows, depth=depth, input_multiplier=p.input_multiplier,
                                 input_left_shift=p.input_left_shift, diff_min=p.diff_min)
-        call = Call("mc_softmax_s8", (Address(x, IntImm(0)), Address(y, IntImm(0)), params), "void")
+        kernel = "mc_softmax_s8_s16" if p.output_bits == 16 else "mc_softmax_s8"
+        call = Call(kernel, (Address(x, IntImm(0)), Address(y, IntImm(0)), params), "void")
         return make_func(g, node, [x, y], Evaluate(call))
     beta = float(np.float32(node.attr("beta", 1.0)))
     r, c1, c2, c3 = Var("r"), Var("c"), Var("c_exp"), Var("c_norm")

@@ -161,9 +161,10 @@ def _softmax(graph, node, x):
         axis=-1, keepdims=True)
     shifted_scale, num_bits_over_unit = fp.get_reciprocal(sum_of_exps, qp.SOFTMAX_ACCUMULATION_INTEGER_BITS)
     unsat = fp.rounding_divide_by_pot(fp.saturating_rounding_doubling_high_mul(shifted_scale, exps),
-                                      num_bits_over_unit + 31 - 8)
-    out = np.clip(unsat + p.output_offset, -128, 127)
-    return np.where(live, out, -128).astype(np.int8)
+                                      num_bits_over_unit + 31 - p.output_bits)
+    lo, hi = p.output_offset, -p.output_offset - 1
+    out = np.clip(unsat + p.output_offset, lo, hi)
+    return np.where(live, out, lo).astype(np.int16 if p.output_bits == 16 else np.int8)
 
 
 @kernel("relu", "relu6", "relu_n1_to_1")

@@ -137,6 +137,7 @@ class SoftmaxParams:
     diff_min: int
     output_offset: int = -128
     rounding: str = DOUBLE
+    output_bits: int = 8           # 16: int16 output, scale 1/65536, zero point -32768 (Softmax<int8_t, int16_t>)
 
 
 @dataclass(frozen=True)
@@ -291,14 +292,16 @@ def softmax_params(graph: Graph, node: Node) -> SoftmaxParams | None:
     if _is_float(graph, node):
         return None
     qi, qo = _q(graph, node.inputs[0]), _q(graph, node.outputs[0])
-    if qo.zp != -128 or abs(qo.s - 1 / 256) > 0.001 / 256:
-        raise KernelParamsError(f"int8 softmax output must be scale 1/256, zero point -128 (it is "
-                                f"{qo.s:g} / {qo.zp})")
+    bits = 16 if graph.tensors[node.outputs[0]].dtype == "int16" else 8
+    if qo.zp != -(1 << (bits - 1)) or abs(qo.s - 2.0 ** -bits) > 0.001 * 2.0 ** -bits:
+        raise KernelParamsError(f"int8 softmax with int{bits} output must be scale 1/{1 << bits}, zero point "
+                                f"{-(1 << (bits - 1))} (it is {qo.s:g} / {qo.zp})")
     beta = float(np.float32(node.attr("beta", 1.0)))
     mult, left_shift = fp.preprocess_softmax_scaling(beta, float(np.float32(qi.s)),
                                                      SOFTMAX_SCALED_DIFF_INTEGER_BITS)
     diff_min = -fp.calculate_input_radius(SOFTMAX_SCALED_DIFF_INTEGER_BITS, left_shift)
-    return SoftmaxParams(input_multiplier=mult, input_left_shift=left_shift, diff_min=diff_min)
+    return SoftmaxParams(input_multiplier=mult, input_left_shift=left_shift, diff_min=diff_min,
+                         output_offset=-(1 << (bits - 1)), output_bits=bits)
 
 
 _STANDALONE_ACT = {"relu": "RELU", "relu6": "RELU6", "relu_n1_to_1": "RELU_N1_TO_1"}

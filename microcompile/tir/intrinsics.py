@@ -121,9 +121,9 @@ SOFTMAX_PARAMS = StructType("mc_softmax_params_t", ("rows", "depth", "input_mult
                                                      "diff_min"))
 
 
-@intrinsic("mc_softmax_s8", ("handle", "handle", SOFTMAX_PARAMS), "void", "mc_softmax.h", extern=True, writes=(1,))
-def _softmax_s8(x_ptr, y_ptr, p):
-    """Python twin of runtime_c/kernels/mc_softmax.c (TFLite reference_ops::Softmax, int8)."""
+def _softmax_s8_rows(x_ptr, y_ptr, p, out_bits: int, out_dtype):
+    """Python twin of runtime_c/kernels/mc_softmax.c (TFLite reference_ops::Softmax, int8 in,
+    `out_bits` bits out)."""
     (xa, xo), (ya, yo) = x_ptr, y_ptr
     rows, depth, mult, left_shift, diff_min = (p[k] for k in SOFTMAX_PARAMS.fields)
     x = xa[xo:xo + rows * depth].reshape(rows, depth).astype(np.int64)
@@ -133,9 +133,21 @@ def _softmax_s8(x_ptr, y_ptr, p):
     exps = fp.exp_on_negative_values(scaled, 5)                       # Q5.26 in, Q0.31 out
     sums = np.where(live, fp.rescale(exps, 0, 12), 0).sum(axis=-1, keepdims=True)   # Q12.19
     recip, bits = fp.get_reciprocal(sums, 12)
-    unsat = fp.rounding_divide_by_pot(fp.saturating_rounding_doubling_high_mul(recip, exps), bits + 31 - 8)
-    out = np.where(live, np.clip(unsat - 128, -128, 127), -128)
-    ya[yo:yo + rows * depth] = out.reshape(-1).astype(np.int8)
+    unsat = fp.rounding_divide_by_pot(fp.saturating_rounding_doubling_high_mul(recip, exps), bits + 31 - out_bits)
+    lo, hi = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
+    out = np.where(live, np.clip(unsat + lo, lo, hi), lo)
+    ya[yo:yo + rows * depth] = out.reshape(-1).astype(out_dtype)
+
+
+@intrinsic("mc_softmax_s8", ("handle", "handle", SOFTMAX_PARAMS), "void", "mc_softmax.h", extern=True, writes=(1,))
+def _softmax_s8(x_ptr, y_ptr, p):
+    _softmax_s8_rows(x_ptr, y_ptr, p, 8, np.int8)
+
+
+@intrinsic("mc_softmax_s8_s16", ("handle", "handle", SOFTMAX_PARAMS), "void", "mc_softmax.h", extern=True,
+           writes=(1,))
+def _softmax_s8_s16(x_ptr, y_ptr, p):
+    _softmax_s8_rows(x_ptr, y_ptr, p, 16, np.int16)
 
 
 # Bit-identical cheaper forms of mc_mul_by_qm for multipliers >= 0 (runtime_c/include/mc_requant.h

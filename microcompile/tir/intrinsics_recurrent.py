@@ -95,7 +95,9 @@ def _svdf_f32(y, x, wf, wt, bias, state, scratch, p: dict):
 
 
 @intrinsic("mc_svdf_s8", ("handle",) * 7 + (SVDF_S8_PARAMS,), "void", _H, extern=True, writes=(0, 5, 6))
+@intrinsic("mc_svdf_s8_s8state", ("handle",) * 7 + (SVDF_S8_PARAMS,), "void", _H, extern=True, writes=(0, 5, 6))
 def _svdf_s8(y, x, wf, wt, bias, state, scratch, p: dict):
+    """Both int8 SVDFs: the state's dtype (int16, or int8 in TFLM's variant) sets the saturation."""
     f, m, rank = p["filters"], p["memory"], p["rank"]
     params = rm.SvdfInt8Params(p["input_zero_point"], p["output_zero_point"], p["scale_1_multiplier"],
                                p["scale_1_shift"], p["scale_2_multiplier"], p["scale_2_shift"])

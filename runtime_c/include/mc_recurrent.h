@@ -73,6 +73,9 @@ void mc_svdf_f32(float *y, const float *x, const float *wf, const float *wt, con
                  float *scratch, const mc_svdf_params_t *params);
 void mc_svdf_s8(int8_t *y, const int8_t *x, const int8_t *wf, const int16_t *wt, const int32_t *bias, int16_t *state,
                 int32_t *scratch, const mc_svdf_s8_params_t *params);
+/* TFLM's int8 variant: int8 weights_time and state, the new state entry saturated to int8. */
+void mc_svdf_s8_s8state(int8_t *y, const int8_t *x, const int8_t *wf, const int8_t *wt, const int32_t *bias,
+                        int8_t *state, int32_t *scratch, const mc_svdf_s8_params_t *params);
 
 #ifdef __cplusplus
 }

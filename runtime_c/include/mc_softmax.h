@@ -22,6 +22,10 @@ typedef struct {
 
 void mc_softmax_s8(const int8_t *input, int8_t *output, const mc_softmax_params_t *params);
 
+/* The same with int16 output (scale 1/65536, zero point -32768), TFLite's Softmax<int8_t,
+ * int16_t>: the last rounding keeps 16 bits instead of 8. */
+void mc_softmax_s8_s16(const int8_t *input, int16_t *output, const mc_softmax_params_t *params);
+
 #ifdef __cplusplus
 }
 #endif

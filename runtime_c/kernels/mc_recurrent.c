@@ -316,40 +316,53 @@ void mc_svdf_f32(float *y, const float *x, const float *wf, const float *wt, con
     }
 }
 
+/* The int8 SVDF body for state and weights_time of type STATE_T (int16_t, or TFLM's int8_t
+ * variant), the new state entry saturated by SATURATE. */
+#define MC_SVDF_S8_BODY(STATE_T, SATURATE)                                                              \
+    const int32_t f_n = p->filters, m = p->memory, units = p->filters / p->rank;                       \
+    int32_t b, f, i, u, k;                                                                              \
+                                                                                                        \
+    MC_SHIFT_STATE(state, p->batch * f_n * m);                                                          \
+    for (b = 0; b < p->batch; ++b) {                                                                    \
+        STATE_T *sb = state + b * f_n * m;                                                              \
+        int8_t *yb = y + b * units;                                                                     \
+                                                                                                        \
+        for (f = 0; f < f_n; ++f) {                                                                     \
+            int32_t acc = 0;                                                                            \
+                                                                                                        \
+            for (i = 0; i < p->input; ++i)                                                              \
+                acc += wf[f * p->input + i] * (x[b * p->input + i] - p->input_zero_point);              \
+            sb[f * m + m - 1] = SATURATE(mc_mul_by_qm(acc, p->scale_1_multiplier, p->scale_1_shift));  \
+        }                                                                                               \
+        /* int32 sums that wrap on overflow, as TFLite's (unsigned arithmetic keeps it defined) */    \
+        for (f = 0; f < f_n; ++f) {                                                                     \
+            uint32_t acc = 0;                                                                           \
+                                                                                                        \
+            for (i = 0; i < m; ++i)                                                                     \
+                acc += (uint32_t)(wt[f * m + i] * sb[f * m + i]);                                       \
+            scratch[f] = (int32_t)acc;                                                                  \
+        }                                                                                               \
+        for (u = 0; u < units; ++u) {                                                                   \
+            uint32_t sum = (uint32_t)bias[u];                                                           \
+            int32_t v;                                                                                  \
+                                                                                                        \
+            for (k = 0; k < p->rank; ++k)                                                               \
+                sum += (uint32_t)scratch[u * p->rank + k];                                              \
+            v = mc_mul_by_qm((int32_t)sum, p->scale_2_multiplier, p->scale_2_shift) + p->output_zero_point; \
+            yb[u] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);                                      \
+        }                                                                                               \
+    }
+
+static int8_t sat8(int32_t v) { return (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v); }
+
 void mc_svdf_s8(int8_t *y, const int8_t *x, const int8_t *wf, const int16_t *wt, const int32_t *bias, int16_t *state,
                 int32_t *scratch, const mc_svdf_s8_params_t *p)
 {
-    const int32_t f_n = p->filters, m = p->memory, units = p->filters / p->rank;
-    int32_t b, f, i, u, k;
+    MC_SVDF_S8_BODY(int16_t, sat16)
+}
 
-    MC_SHIFT_STATE(state, p->batch * f_n * m);
-    for (b = 0; b < p->batch; ++b) {
-        int16_t *sb = state + b * f_n * m;
-        int8_t *yb = y + b * units;
-
-        for (f = 0; f < f_n; ++f) {
-            int32_t acc = 0;
-
-            for (i = 0; i < p->input; ++i)
-                acc += wf[f * p->input + i] * (x[b * p->input + i] - p->input_zero_point);
-            sb[f * m + m - 1] = sat16(mc_mul_by_qm(acc, p->scale_1_multiplier, p->scale_1_shift));
-        }
-        /* int32 sums that wrap on overflow, as TFLite's (unsigned arithmetic keeps it defined) */
-        for (f = 0; f < f_n; ++f) {
-            uint32_t acc = 0;
-
-            for (i = 0; i < m; ++i)
-                acc += (uint32_t)(wt[f * m + i] * sb[f * m + i]);
-            scratch[f] = (int32_t)acc;
-        }
-        for (u = 0; u < units; ++u) {
-            uint32_t sum = (uint32_t)bias[u];
-            int32_t v;
-
-            for (k = 0; k < p->rank; ++k)
-                sum += (uint32_t)scratch[u * p->rank + k];
-            v = mc_mul_by_qm((int32_t)sum, p->scale_2_multiplier, p->scale_2_shift) + p->output_zero_point;
-            yb[u] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
-        }
-    }
+void mc_svdf_s8_s8state(int8_t *y, const int8_t *x, const int8_t *wf, const int8_t *wt, const int32_t *bias,
+                        int8_t *state, int32_t *scratch, const mc_svdf_s8_params_t *p)
+{
+    MC_SVDF_S8_BODY(int8_t, sat8)
 }

@@ -75,15 +75,18 @@ static int32_t rounding_divide_by_pot_wide(int32_t x, int32_t exponent)
     return (int32_t)(((int64_t)x >> exponent) + (remainder > threshold ? 1 : 0));
 }
 
-void mc_softmax_s8(const int8_t *input, int8_t *output, const mc_softmax_params_t *params)
+/* The int8-input softmax with `out_bits` (8 or 16) bits of output: scale 2^-out_bits, zero
+ * point -2^(out_bits-1), as TFLite's Softmax<int8_t, OutputT> (the exponent of the last
+ * rounding takes out_bits). Writes int8 or int16 elements. */
+static void softmax_s8_rows(const int8_t *input, void *output, const mc_softmax_params_t *params, int32_t out_bits)
 {
     const int32_t rows = params->rows, depth = params->depth, diff_min = params->diff_min;
     const int32_t input_multiplier = params->input_multiplier, input_left_shift = params->input_left_shift;
+    const int32_t lo = -((int32_t)1 << (out_bits - 1)), hi = ((int32_t)1 << (out_bits - 1)) - 1;
     int32_t r, c;
 
     for (r = 0; r < rows; r++) {
         const int8_t *x = input + r * depth;
-        int8_t *y = output + r * depth;
         int32_t max_in_row = x[0];
         int32_t sum_of_exps = 0;  /* Q12.19 */
 
@@ -105,17 +108,30 @@ void mc_softmax_s8(const int8_t *input, int8_t *output, const mc_softmax_params_
 
         for (c = 0; c < depth; c++) {
             const int32_t diff = x[c] - max_in_row;
-            int32_t out = -128;
+            int32_t out = lo;
             if (diff >= diff_min) {
                 const int32_t scaled = mc_srdhm((int32_t)((uint32_t)diff << input_left_shift), input_multiplier);
                 const int32_t exp_in_0 = exp_on_negative_values(scaled);
-                /* output scale 1/256: keep 8 bits, then shift to zero point -128 */
+                /* keep out_bits bits, then shift to the zero point lo */
                 const int32_t unsat = rounding_divide_by_pot_wide(mc_srdhm(shifted_scale, exp_in_0),
-                                                                  num_bits_over_unit + 31 - 8);
-                const int32_t shifted = unsat - 128;
-                out = shifted < -128 ? -128 : (shifted > 127 ? 127 : shifted);
+                                                                  num_bits_over_unit + 31 - out_bits);
+                const int32_t shifted = unsat + lo;
+                out = shifted < lo ? lo : (shifted > hi ? hi : shifted);
             }
-            y[c] = (int8_t)out;
+            if (out_bits == 8)
+                ((int8_t *)output)[r * depth + c] = (int8_t)out;
+            else
+                ((int16_t *)output)[r * depth + c] = (int16_t)out;
         }
     }
+}
+
+void mc_softmax_s8(const int8_t *input, int8_t *output, const mc_softmax_params_t *params)
+{
+    softmax_s8_rows(input, output, params, 8);
+}
+
+void mc_softmax_s8_s16(const int8_t *input, int16_t *output, const mc_softmax_params_t *params)
+{
+    softmax_s8_rows(input, output, params, 16);
 }
