@@ -294,8 +294,8 @@ def _check_batch_matmul(g: Graph, n: Node):
     a, b = g.tensors[n.inputs[0]], g.tensors[n.inputs[1]]
     if len(a.shape) < 2 or len(b.shape) < 2:
         return f"batch_matmul needs operands of rank >= 2, got {list(a.shape)} and {list(b.shape)}"
-    if a.dtype != "float32" or b.dtype != "float32":
-        return "batch_matmul is float32 only"
+    if a.dtype != b.dtype or a.dtype not in ("float32", "int8"):
+        return f"batch_matmul takes two float32 or two int8 operands, not {a.dtype} and {b.dtype}"
     _, _, _, k, k2, _ = _matmul_dims(g, n)
     if k != k2:
         return f"batch_matmul inner dimensions differ ({k} vs {k2})"
@@ -311,7 +311,7 @@ def _infer_batch_matmul(g: Graph, n: Node):
     adj_x / adj_y transpose the last two dims of lhs / rhs first."""
     a, b, m, _, _, cols = _matmul_dims(g, n)
     batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
-    return [((*batch, m, cols), "float32")]
+    return [((*batch, m, cols), a.dtype)]
 
 
 def _macs_batch_matmul(g: Graph, n: Node) -> int:
@@ -320,7 +320,8 @@ def _macs_batch_matmul(g: Graph, n: Node) -> int:
     return int(np.prod(g.tensors[n.outputs[0]].shape, dtype=np.int64)) * int(k)
 
 
-# Two runtime operands (attention's Q K^T and P V); float32 only for now (no int8 form in PTQ).
+# Two runtime operands (attention's Q K^T and P V); float32, and int8 from TFLite models (PTQ
+# leaves it float for now: no `quant` trait).
 register(OpDef("batch_matmul", ("lhs", "rhs"), attrs={"adj_x": False, "adj_y": False}, infer=_infer_batch_matmul,
                macs=_macs_batch_matmul, check=_check_batch_matmul))
 register(OpDef("average_pool2d", ("input",),

@@ -100,11 +100,12 @@ register(OpDef("tanh", ("input",), infer=same_as_input, quant="fixed", fixed_out
                layout="elementwise", int16=True))
 register(OpDef("hard_swish", ("input",), infer=same_as_input, quant="calibrated", layout="elementwise"))
 register(OpDef("abs", ("input",), infer=same_as_input, quant="calibrated", layout="elementwise"))
-# float32 only for now (no int8 form: PTQ leaves them float): layer norm's square root, and
-# GELU (`approximate` False: x/2 (1 + erf(x/sqrt 2)), True: the tanh form), as PyTorch and
-# ONNX define them.
+# Layer norm's square root (float32 only: PTQ leaves it float), and GELU (`approximate` False:
+# x/2 (1 + erf(x/sqrt 2)), True: the tanh form), as PyTorch and ONNX define them; int8 GELU is
+# LiteRT's 256-entry table.
 register(OpDef("sqrt", ("input",), infer=same_as_input, layout="elementwise"))
-register(OpDef("gelu", ("input",), attrs={"approximate": False}, infer=same_as_input, layout="elementwise"))
+register(OpDef("gelu", ("input",), attrs={"approximate": False}, infer=same_as_input, quant="calibrated",
+               layout="elementwise"))
 register(OpDef("log_softmax", ("input",), infer=same_as_input, quant="fixed", fixed_output=(16 / 256, 127),
                layout="axis"))
 register(OpDef("quantize", ("input",), attrs={"rounding": "tflite"}, infer=_infer_quantize, layout="elementwise", int16=True))

@@ -1,15 +1,17 @@
-"""batch_matmul (float32): attention's Q K^T and P V, two runtime operands.
+"""batch_matmul (float32 and int8): attention's Q K^T and P V, two runtime operands.
 
 One loop per output batch dimension, then rows m and columns n, the sum over k inside; a
 size-1 batch dimension of an operand is broadcast by holding its index at 0. adj_x / adj_y
-read the operand's last two dimensions swapped (no transposed copy).
+read the operand's last two dimensions swapped (no transposed copy). int8: an int32 sum of
+the offset operands, requantized once per output (reference.qparams.BatchMatMulParams).
 """
 
 from __future__ import annotations
 
 from ..ir.graph import Graph, Node
-from ..tir.nodes import Allocate, Buffer, Expr, FloatImm, Var, add, loops, mul, seq
-from .common import lowering, make_func, operand
+from ..reference import qparams
+from ..tir.nodes import Allocate, Buffer, Expr, FloatImm, IntImm, Var, add, loops, mul, seq
+from .common import clamp, i32, i8, lowering, make_func, operand, requantize
 
 
 def _flat(shape: tuple[int, ...], out_batch: tuple[int, ...], batch_idx: list[Var], row: Expr, col: Expr) -> Expr:
@@ -36,10 +38,18 @@ def lower_batch_matmul(g: Graph, node: Node, target=None):
     m, n, k = Var("m"), Var("n"), Var("k")
     a_rc = (k, m) if node.attrs.get("adj_x") else (m, k)
     b_rc = (n, k) if node.attrs.get("adj_y") else (k, n)
-    acc = Buffer("acc", "float32", (), "local")
-    term = mul(a_flat.load(_flat(tuple(at.shape), tuple(out_batch), batch_idx, *a_rc)),
-               b_flat.load(_flat(tuple(bt.shape), tuple(out_batch), batch_idx, *b_rc)))
-    body = Allocate(acc, seq(acc.store(FloatImm(0.0)), loops([(k, depth)], acc.store(add(acc.load(), term))),
-                             y.store(acc.load(), *batch_idx, m, n)))
+    av = a_flat.load(_flat(tuple(at.shape), tuple(out_batch), batch_idx, *a_rc))
+    bv = b_flat.load(_flat(tuple(bt.shape), tuple(out_batch), batch_idx, *b_rc))
+    p = qparams.batch_matmul_params(g, node)
+    if p is None:
+        acc, init, term = Buffer("acc", "float32", (), "local"), FloatImm(0.0), mul(av, bv)
+        result = acc.load()
+    else:
+        acc, init = Buffer("acc", "int32", (), "local"), IntImm(0)
+        term = mul(add(i32(av), p.lhs_offset), add(i32(bv), p.rhs_offset))
+        scaled = requantize(acc.load(), p.output_multiplier, p.output_shift, p.rounding)
+        result = i8(clamp(add(scaled, p.output_offset), p.act_min, p.act_max))
+    body = Allocate(acc, seq(acc.store(init), loops([(k, depth)], acc.store(add(acc.load(), term))),
+                             y.store(result, *batch_idx, m, n)))
     nest = loops([*zip(batch_idx, out_batch), (m, rows), (n, cols)], body)
     return make_func(g, node, [a_flat, b_flat, y], nest)

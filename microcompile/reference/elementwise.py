@@ -235,8 +235,25 @@ def _abs_table(g, n, qi, qo):
     return _clamp8(value + qo.zp)
 
 
+def _gelu_lut_transform(approximate: bool):
+    """LiteRT's GELU transform as its LUT evaluates it: a float32 input, the formula in double
+    (its constants are double), the result rounded once to float32."""
+    def transform(x):
+        xd = x.astype(np.float64)
+        if approximate:
+            inner = (x + np.float32(0.044715) * x * x * x).astype(np.float32).astype(np.float64)
+            t = np.tanh((2 / math.sqrt(math.pi)) * math.sqrt(0.5) * inner)
+            return (0.5 * xd * (1.0 + t)).astype(np.float32)
+        return (0.5 * xd * (1.0 + _ERF(xd * math.sqrt(0.5)).astype(np.float64))).astype(np.float32)
+    return transform
+
+
+def _gelu_table(g, n, qi, qo):
+    return _float_lut(qi, qo, _gelu_lut_transform(bool(n.attrs.get("approximate", False))))
+
+
 _TABLES = {"leaky_relu": _leaky_relu_table, "logistic": _logistic_table, "tanh": _tanh_table,
-           "hard_swish": _hard_swish_table, "abs": _abs_table, "quantize": _requantize_table,
+           "hard_swish": _hard_swish_table, "abs": _abs_table, "gelu": _gelu_table, "quantize": _requantize_table,
            "dequantize": _dequantize_table}
 
 

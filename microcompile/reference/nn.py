@@ -81,9 +81,15 @@ def _depthwise_sum(cols: np.ndarray, channel_of: np.ndarray, w: np.ndarray) -> n
 @kernel("batch_matmul")
 def _batch_matmul(graph, node, a, b):
     """float32: each output element a float32 sum over k (numpy's matmul, as TFLite's float
-    BATCH_MATMUL; the order of the sum differs from C's by float rounding only)."""
+    BATCH_MATMUL; the order of the sum differs from C's by float rounding only). int8: see
+    qparams.BatchMatMulParams."""
     a = np.swapaxes(a, -1, -2) if node.attrs.get("adj_x") else a
     b = np.swapaxes(b, -1, -2) if node.attrs.get("adj_y") else b
+    p = qp.batch_matmul_params(graph, node)
+    if p is not None:    # int8: an exact int64 sum (it fits: depth * 255^2 is far below 2^62), then requantized
+        acc = np.matmul(a.astype(np.int64) + p.lhs_offset, b.astype(np.int64) + p.rhs_offset)
+        acc = requantize(acc, np.array(p.output_multiplier), np.array(p.output_shift), p.rounding)
+        return store_int8(acc, p.output_offset, p.act_min, p.act_max)
     return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(np.float32)
 
 

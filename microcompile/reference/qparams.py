@@ -251,6 +251,39 @@ def fully_connected_params(graph: Graph, node: Node) -> FullyConnectedParams | F
                                 **_act_kw(graph, node), rounding=rounding(node, SINGLE_AWAY))
 
 
+@dataclass(frozen=True)
+class BatchMatMulParams:
+    """int8 BATCH_MATMUL (reference_ops::BatchMatMul, int8): the int32 sum of
+    (lhs + lhs_offset) * (rhs + rhs_offset) over the depth, requantized by s_lhs * s_rhs / s_out,
+    + output_offset, clamped to int8. Both operands per-tensor."""
+
+    lhs_offset: int
+    rhs_offset: int
+    output_offset: int
+    output_multiplier: int
+    output_shift: int
+    act_min: int = -128
+    act_max: int = 127
+    rounding: str = DOUBLE
+
+
+BATCH_MATMUL_ROUNDING = DOUBLE   # measured against LiteRT BUILTIN_REF (tests/ir/test_transformer_ops.py)
+
+
+@prepare("batch_matmul")
+def batch_matmul_params(graph: Graph, node: Node) -> BatchMatMulParams | None:
+    """None for float32."""
+    if _is_float(graph, node):
+        return None
+    qa, qb, qo = _q(graph, node.inputs[0]), _q(graph, node.inputs[1]), _q(graph, node.outputs[0])
+    if len(qa.scale) > 1 or len(qb.scale) > 1:
+        raise KernelParamsError(f"int8 batch_matmul takes per-tensor quantization ({node.name})")
+    real = float(np.float32(qa.s) * np.float32(qb.s)) / float(np.float32(qo.s))
+    m, s = fp.quantize_multiplier(real)
+    return BatchMatMulParams(lhs_offset=-qa.zp, rhs_offset=-qb.zp, output_offset=qo.zp, output_multiplier=m,
+                             output_shift=s, rounding=rounding(node, BATCH_MATMUL_ROUNDING))
+
+
 ADD_LEFT_SHIFT = 20   # TFLite's headroom for int8 ADD (15 for int16)
 
 

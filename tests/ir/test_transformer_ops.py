@@ -96,3 +96,107 @@ def test_the_host_c_equals_the_interpreter(tmp_path):
         nan = np.isnan(ref)
         assert np.array_equal(np.isnan(out), nan), case.graph.name
         assert compare(np.where(nan, 0, out), np.where(nan, 0, ref)).equal, case.graph.name
+
+
+@pytest.mark.parametrize("g", GRAPHS, ids=lambda g: g.name)
+def test_tflite_writes_and_reads_them_and_litert_agrees(g):
+    """BATCH_MATMUL, GELU and SQRT in .tflite: read back as written, and LiteRT BUILTIN_REF
+    computes what the interpreter does (float32 tolerance)."""
+    from litert_ref import run_reference
+    from microcompile.frontend.tflite import load_tflite
+    from microcompile.frontend.tflite.writer import write_tflite
+
+    model = write_tflite(g)
+    back = load_tflite(model)
+    assert [(n.op, n.attrs) for n in back.nodes] == [(n.op, {**n.attrs}) for n in g.nodes]
+    ins = _inputs(g)
+    got = interp.run(back, ins)["y"]
+    want = run_reference(model, ins)["y"]
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    assert compare(np.where(nan, 0, got), np.where(nan, 0, want)).equal
+
+
+def _int8(g: Graph, k: int) -> Graph:
+    """The float batch_matmul case `g` in int8: random per-tensor scales and zero points, the
+    output scale set so that the sums fill the int8 range without saturating all of it."""
+    from microcompile.ir import QuantParams
+    rng = np.random.default_rng(100 + k)
+    depth = g.tensors["a"].shape[-2 if g.nodes[0].attrs["adj_x"] else -1]
+    qa = QuantParams((float(np.float32(10 ** rng.uniform(-2, 0))),), (int(rng.integers(-40, 40)),))
+    qb = QuantParams((float(np.float32(10 ** rng.uniform(-2, 0))),), (int(rng.integers(-40, 40)),))
+    qo = QuantParams((float(np.float32(qa.s * qb.s * 128 * 64 * np.sqrt(depth) / 127 * rng.uniform(0.3, 1.5))),),
+                     (int(rng.integers(-20, 20)),))
+    t = dict(g.tensors)
+    t["a"] = t["a"].replace(dtype="int8", quant=qa)
+    b = t["b"]
+    t["b"] = b.replace(dtype="int8", quant=qb,
+                       data=rng.integers(-128, 128, b.shape, dtype=np.int8) if b.is_const else None)
+    t["y"] = t["y"].replace(dtype="int8", quant=qo)
+    return verify(g.replace(tensors=t, name=g.name + "_int8"))
+
+
+INT8 = [_int8(g, k) for k, g in enumerate(GRAPHS) if g.nodes[0].op == "batch_matmul"]
+
+
+def _int8_inputs(g: Graph, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {i: rng.integers(-128, 128, g.tensors[i].shape, dtype=np.int8) for i in g.inputs}
+
+
+@pytest.mark.parametrize("g", INT8, ids=lambda g: g.name)
+def test_int8_batch_matmul_equals_litert_and_its_loop_ir(g):
+    from litert_ref import run_reference
+    from microcompile.frontend.tflite import load_tflite
+    from microcompile.frontend.tflite.writer import write_tflite
+
+    model = write_tflite(g)
+    back = load_tflite(model)
+    ins = _int8_inputs(g, 7)
+    ref = interp.run(back, ins)["y"]
+    assert ref.dtype == np.int8 and np.array_equal(ref, run_reference(model, ins)["y"])
+    assert np.array_equal(run_lowered(g, lower_node(g, g.nodes[0]), ins), ref)
+
+
+def test_int8_batch_matmul_host_c_equals_the_interpreter(tmp_path):
+    for out, case in run_on_host(INT8, tmp_path):
+        assert np.array_equal(out, interp.run(case.graph, case.inputs)["y"]), case.graph.name
+
+
+@pytest.mark.qemu
+def test_batch_matmul_float_and_int8_on_the_m4(tmp_path):
+    import microcompile as mc
+    for g, ins in ((GRAPHS[0], _inputs(GRAPHS[0])), (INT8[1], _int8_inputs(INT8[1], 9))):
+        r = mc.compile(g, "mps2-an386").deploy(tmp_path / g.name, inputs=[ins[i] for i in g.inputs], emulate=True)
+        assert r.verified and compare(r.outputs["y"], interp.run(g, ins)["y"]).equal
+
+
+def _int8_gelu(k: int) -> Graph:
+    from microcompile.ir import QuantParams
+    rng = np.random.default_rng(300 + k)
+    qi = QuantParams((float(np.float32(10 ** rng.uniform(-2.5, -0.5))),), (int(rng.integers(-60, 60)),))
+    qo = QuantParams((float(np.float32(10 ** rng.uniform(-2.5, -0.5))),), (int(rng.integers(-60, 60)),))
+    t = {"x": Tensor("x", (256,), "int8", quant=qi), "y": Tensor("y", (256,), "int8", quant=qo)}
+    node = Node("gelu", "gelu", ("x",), ("y",), {"approximate": bool(k % 2)})
+    return verify(Graph(f"gelu_int8_{k}", t, (node,), ("x",), ("y",)))
+
+
+GELU8 = [_int8_gelu(k) for k in range(16)]
+
+
+@pytest.mark.parametrize("g", GELU8, ids=lambda g: g.name)
+def test_int8_gelu_equals_litert_on_every_input(g):
+    """LiteRT's int8 GELU is a 256-entry table of its float formula; ours equals it on all 256
+    inputs, for random input and output scales, exact and tanh forms."""
+    from litert_ref import run_reference
+    from microcompile.frontend.tflite.writer import write_tflite
+
+    x = np.arange(-128, 128, dtype=np.int8)
+    got = interp.run(g, {"x": x})["y"]
+    assert np.array_equal(got, run_reference(write_tflite(g), {"x": x})["y"])
+    assert np.array_equal(run_lowered(g, lower_node(g, g.nodes[0]), {"x": x}), got)
+
+
+def test_int8_gelu_host_c_equals_the_interpreter(tmp_path):
+    for out, case in run_on_host(GELU8[:4], tmp_path):
+        assert np.array_equal(out, interp.run(case.graph, case.inputs)["y"]), case.graph.name

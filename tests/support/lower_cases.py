@@ -29,7 +29,8 @@ KERNEL_OPS += ("reduce_max",)
 KERNEL_OPS += ("lstm", "svdf")
 # float32-only ops have no int8 plan in op_cases; tests/ir/test_div.py covers div's lowering,
 # tests/frontend/test_onnx_ops.py gru's (through host C; LiteRT has no GRU, so op_cases has no plan),
-# tests/ir/test_transformer_ops.py batch_matmul's, gelu's and sqrt's (against torch).
+# tests/ir/test_transformer_ops.py batch_matmul's, gelu's and sqrt's (against torch and LiteRT; their
+# int8 forms there too, which op_cases has no plan for).
 FLOAT_ONLY_OPS = ("div", "gru", "batch_matmul", "gelu", "sqrt")
 
 

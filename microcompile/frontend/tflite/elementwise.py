@@ -1,6 +1,6 @@
 """The elementwise family (ops_elementwise) in TFLite: SUB, MUL, DIV, MAXIMUM, MINIMUM,
 SQUARED_DIFFERENCE, LEAKY_RELU, PRELU, LOGISTIC, TANH, HARD_SWISH, ABS, LOG_SOFTMAX, QUANTIZE,
-DEQUANTIZE: the converter of each builtin (@converter), then the writer of each op
+DEQUANTIZE, SQRT, GELU (float32): the converter of each builtin (@converter), then the writer of each op
 (@writer). All map one to one; only SUB/MUL/DIV carry a fused activation, LEAKY_RELU its
 alpha.
 """
@@ -37,8 +37,13 @@ for _builtin, _op, _options in _BINARY:
     fields = ("FusedActivationFunction", "PotScaleInt16") if _builtin == "SUB" else ("FusedActivationFunction",)
     converter(_builtin, options=(_options, fields) if _options else None,
               problem=pot_scale_int16_problem if _builtin == "SUB" else None)(_binary(_op, _options is not None))
-for _builtin in ("LOGISTIC", "TANH", "HARD_SWISH", "ABS", "LOG_SOFTMAX", "QUANTIZE", "DEQUANTIZE"):
+for _builtin in ("LOGISTIC", "TANH", "HARD_SWISH", "ABS", "LOG_SOFTMAX", "QUANTIZE", "DEQUANTIZE", "SQRT"):
     converter(_builtin)(r.standalone(_builtin.lower()))
+
+
+@converter("GELU", options=("GeluOptions", ("Approximate",)))
+def _gelu(ctx, op):
+    return "gelu", r.op_inputs(ctx, op, 1, 1), {"approximate": bool((op.options or {}).get("Approximate", False))}
 
 
 # --- the writers ----------------------------------------------------------------------
@@ -74,5 +79,12 @@ def _leaky_relu_options(b, g, n):
 
 
 for _op in ("maximum", "minimum", "squared_difference", "prelu", "logistic", "tanh", "hard_swish", "abs",
-            "log_softmax", "quantize", "dequantize"):
+            "log_softmax", "quantize", "dequantize", "sqrt"):
     writer(_op, _op.upper())(no_options)
+
+
+@writer("gelu", "GELU")
+def _gelu_options(b, g, n):
+    tflite.GeluOptionsStart(b)
+    tflite.GeluOptionsAddApproximate(b, bool(n.attrs.get("approximate", False)))
+    return tflite.BuiltinOptions.GeluOptions, tflite.GeluOptionsEnd(b)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import tflite
 
-from ...errors import ModelFormatError
+from ...errors import ModelFormatError, UnsupportedOpError
 from ...ir.budget import elements
 from ...ir.graph import Graph, Node, QuantParams, Tensor
 from .reader import RAW_DTYPES, TFL_INT16, conv_attrs, converter, fused_activation, need_options, op_inputs, standalone
@@ -42,6 +42,16 @@ def _fully_connected(ctx, op):
     o = op.options or {}
     return "fully_connected", ins, {"activation": fused_activation(op),
                                     "keep_num_dims": bool(o.get("KeepNumDims", False))}
+
+
+@converter("BATCH_MATMUL", options=("BatchMatMulOptions", ("AdjX", "AdjY", "AsymmetricQuantizeInputs")))
+def _batch_matmul(ctx, op):
+    o = op.options or {}
+    if o.get("AsymmetricQuantizeInputs"):
+        raise UnsupportedOpError(f"BATCH_MATMUL at layer {op.index} quantizes its float inputs at run time "
+                                 "(asymmetric_quantize_inputs, a hybrid kernel)", hint="use a float32 or an int8 model")
+    return "batch_matmul", op_inputs(ctx, op, 2, 2), {"adj_x": bool(o.get("AdjX", False)),
+                                                      "adj_y": bool(o.get("AdjY", False))}
 
 
 @converter("AVERAGE_POOL_2D", options=("Pool2DOptions", ("Padding", "StrideW", "StrideH", "FilterWidth", "FilterHeight",
@@ -172,6 +182,14 @@ def _fc_options(b, g, n):
     tflite.FullyConnectedOptionsAddFusedActivationFunction(b, activation_code(n))
     tflite.FullyConnectedOptionsAddKeepNumDims(b, bool(n.attrs.get("keep_num_dims", False)))
     return tflite.BuiltinOptions.FullyConnectedOptions, tflite.FullyConnectedOptionsEnd(b)
+
+
+@writer("batch_matmul", "BATCH_MATMUL")
+def _batch_matmul_options(b, g, n):
+    tflite.BatchMatMulOptionsStart(b)
+    tflite.BatchMatMulOptionsAddAdjX(b, bool(n.attrs.get("adj_x", False)))
+    tflite.BatchMatMulOptionsAddAdjY(b, bool(n.attrs.get("adj_y", False)))
+    return tflite.BuiltinOptions.BatchMatMulOptions, tflite.BatchMatMulOptionsEnd(b)
 
 
 @writer("average_pool2d", "AVERAGE_POOL_2D")
