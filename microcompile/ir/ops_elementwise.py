@@ -104,6 +104,9 @@ register(OpDef("abs", ("input",), infer=same_as_input, quant="calibrated", layou
 # x/2 (1 + erf(x/sqrt 2)), True: the tanh form), as PyTorch and ONNX define them; int8 GELU is
 # LiteRT's 256-entry table.
 register(OpDef("sqrt", ("input",), infer=same_as_input, layout="elementwise"))
+# float32 only: TFLite's RSQRT (the converter's layer norm) and ONNX's Erf (older exports' GELU).
+register(OpDef("rsqrt", ("input",), infer=same_as_input, layout="elementwise"))
+register(OpDef("erf", ("input",), infer=same_as_input, layout="elementwise"))
 register(OpDef("gelu", ("input",), attrs={"approximate": False}, infer=same_as_input, quant="calibrated",
                layout="elementwise"))
 register(OpDef("log_softmax", ("input",), infer=same_as_input, quant="fixed", fixed_output=(16 / 256, 127),

@@ -1,5 +1,5 @@
-"""leaky_relu, logistic, tanh, hard_swish, abs, sqrt, gelu, quantize and dequantize: one loop over
-the elements.
+"""leaky_relu, logistic, tanh, hard_swish, abs, sqrt, rsqrt, erf, gelu, quantize and dequantize:
+one loop over the elements.
 
 int8 inputs: the output is a pure function of the input byte, so the kernel is a lookup in
 a 256-entry table that reference.elementwise.int8_table computes on the host with LiteRT's
@@ -49,6 +49,8 @@ _FLOAT = {
     "hard_swish": _hard_swish,
     "abs": lambda node, x: Select(binop("lt", x, 0.0), binop("sub", 0.0, x), x),
     "sqrt": lambda node, x: Call("sqrtf", (x,), "float32"),
+    "rsqrt": lambda node, x: binop("div", 1.0, Call("sqrtf", (x,), "float32")),
+    "erf": lambda node, x: Call("erff", (x,), "float32"),
     "gelu": _gelu,
 }
 
@@ -60,7 +62,8 @@ def _quantize_float(g: Graph, node: Node, x: Expr) -> Expr:
     return Cast("int8", add(Cast("int32", r), p.zero_point))
 
 
-@lowering("leaky_relu", "logistic", "tanh", "hard_swish", "abs", "sqrt", "gelu", "quantize", "dequantize")
+@lowering("leaky_relu", "logistic", "tanh", "hard_swish", "abs", "sqrt", "rsqrt", "erf", "gelu", "quantize",
+          "dequantize")
 def lower_unary(g: Graph, node: Node, target=None):
     xt, yt = g.tensors[node.inputs[0]], g.tensors[node.outputs[0]]
     x = arena(g, xt.name, "x", shape=(xt.size,))

@@ -478,6 +478,9 @@ kernel("tanh")(_float_unary(_tanh_f))
 kernel("hard_swish")(_float_unary(_hard_swish_f))
 kernel("abs")(_float_unary(lambda node, x: np.abs(x)))
 kernel("sqrt")(_float_unary(lambda node, x: np.sqrt(x.astype(_f32))))
+# 1 / sqrtf(x) in float32, as TFLite's RSQRT (two roundings); erff correctly rounded from double
+kernel("rsqrt")(_float_unary(lambda node, x: (_f32(1) / np.sqrt(x.astype(_f32))).astype(_f32)))
+kernel("erf")(_float_unary(lambda node, x: _ERF(x.astype(np.float64)).astype(np.float64).astype(_f32)))
 
 
 _ERF = np.frompyfunc(math.erf, 1, 1)

@@ -31,7 +31,7 @@ KERNEL_OPS += ("lstm", "svdf")
 # tests/frontend/test_onnx_ops.py gru's (through host C; LiteRT has no GRU, so op_cases has no plan),
 # tests/ir/test_transformer_ops.py batch_matmul's, gelu's and sqrt's (against torch and LiteRT; their
 # int8 forms there too, which op_cases has no plan for).
-FLOAT_ONLY_OPS = ("div", "gru", "batch_matmul", "gelu", "sqrt")
+FLOAT_ONLY_OPS = ("div", "gru", "batch_matmul", "gelu", "sqrt", "rsqrt", "erf")
 
 
 def hybrid_conv_graph(seed: int = 0, padding: str = "SAME", batch: int = 2) -> Graph:

@@ -96,6 +96,7 @@ _unary("Tanh", "tanh")
 _unary("HardSwish", "hard_swish")
 _unary("Abs", "abs")
 _unary("Sqrt", "sqrt")
+_unary("Erf", "erf")
 _unary("Gelu", "gelu", lambda ctx, node: {"approximate": ctx.attr(node, "approximate", "none") == "tanh"})
 
 

@@ -1,6 +1,6 @@
 """The elementwise family (ops_elementwise) in TFLite: SUB, MUL, DIV, MAXIMUM, MINIMUM,
 SQUARED_DIFFERENCE, LEAKY_RELU, PRELU, LOGISTIC, TANH, HARD_SWISH, ABS, LOG_SOFTMAX, QUANTIZE,
-DEQUANTIZE, SQRT, GELU (float32): the converter of each builtin (@converter), then the writer of each op
+DEQUANTIZE, SQRT, RSQRT, GELU (float32): the converter of each builtin (@converter), then the writer of each op
 (@writer). All map one to one; only SUB/MUL/DIV carry a fused activation, LEAKY_RELU its
 alpha.
 """
@@ -37,7 +37,8 @@ for _builtin, _op, _options in _BINARY:
     fields = ("FusedActivationFunction", "PotScaleInt16") if _builtin == "SUB" else ("FusedActivationFunction",)
     converter(_builtin, options=(_options, fields) if _options else None,
               problem=pot_scale_int16_problem if _builtin == "SUB" else None)(_binary(_op, _options is not None))
-for _builtin in ("LOGISTIC", "TANH", "HARD_SWISH", "ABS", "LOG_SOFTMAX", "QUANTIZE", "DEQUANTIZE", "SQRT"):
+for _builtin in ("LOGISTIC", "TANH", "HARD_SWISH", "ABS", "LOG_SOFTMAX", "QUANTIZE", "DEQUANTIZE", "SQRT",
+                 "RSQRT"):
     converter(_builtin)(r.standalone(_builtin.lower()))
 
 
@@ -79,7 +80,7 @@ def _leaky_relu_options(b, g, n):
 
 
 for _op in ("maximum", "minimum", "squared_difference", "prelu", "logistic", "tanh", "hard_swish", "abs",
-            "log_softmax", "quantize", "dequantize", "sqrt"):
+            "log_softmax", "quantize", "dequantize", "sqrt", "rsqrt"):
     writer(_op, _op.upper())(no_options)
 
 
