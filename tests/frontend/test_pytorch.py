@@ -168,6 +168,37 @@ def test_the_cli_quantizes_a_pt2_file(tmp_path):
     assert sum(n.op == "conv2d" and g.tensors[n.outputs[0]].dtype == "int8" for n in g.nodes) >= 30
 
 
+def test_attention_with_is_causal_and_constant_masks_equals_torch(tmp_path):
+    F = torch.nn.functional
+
+    class Attention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("keep", (torch.rand(6, 6) > 0.3) | torch.eye(6, dtype=torch.bool))
+            self.register_buffer("bias", torch.randn(6, 6))
+            self.qkv = torch.nn.Linear(8, 24)
+
+        def forward(self, x):
+            q, k, v = self.qkv(x).reshape(1, 6, 3, 2, 4).permute(2, 0, 3, 1, 4)
+            return (F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                    + F.scaled_dot_product_attention(q, k, v, attn_mask=self.keep)
+                    + F.scaled_dot_product_attention(q, k, v, attn_mask=self.bias))
+
+    torch.manual_seed(4)
+    m, x = Attention().eval(), torch.randn(1, 6, 8)
+    cm = mc.compile(m, "host", example_inputs=(x,))
+    want = m(x).detach().numpy()
+    assert_close(cm.reference([x.numpy()])[0], want)
+    assert cm.deploy(tmp_path / "p", inputs=x.numpy()).verified
+
+    class RuntimeMask(torch.nn.Module):
+        def forward(self, q, mask):
+            return F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+
+    with pytest.raises(UnsupportedOpError, match="runtime mask"):
+        mc.compile(RuntimeMask(), "host", example_inputs=(torch.randn(1, 2, 4, 8), torch.zeros(4, 4)))
+
+
 def test_a_module_without_example_inputs_is_a_clear_error():
     with pytest.raises(UserError, match="example inputs"):
         mc.compile(torch.nn.ReLU(), "host")

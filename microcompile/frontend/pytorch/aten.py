@@ -243,15 +243,29 @@ def _gelu(b: Builder, n) -> None:
     b.add("Gelu", [b.value(n.args[0])], [b.out(n)], approximate=str(approximate))
 
 
+# What a masked score becomes: the lowest float32, so exp(score - max) is exactly 0 as with
+# PyTorch's -inf, without an infinity in the model's constants.
+MASKED = float(np.finfo(np.float32).min)
+
+
+def _initializer(b: Builder, node) -> np.ndarray | None:
+    """The constant array an FX node stands for (a buffer or lifted constant), else None."""
+    from onnx import numpy_helper
+    name = b.names.get(node)
+    return next((numpy_helper.to_array(t) for t in b.inits if t.name == name), None)
+
+
 @aten("aten.scaled_dot_product_attention.default")
 def _sdpa(b: Builder, n) -> None:
-    """softmax(Q K^T * scale [+ mask]) V over the last two dims (kept whole by the
-    decomposition table: core ATen's form adds NaN guards for fully masked rows)."""
+    """softmax(Q K^T * scale + mask) V over the last two dims (kept whole by the decomposition
+    table: core ATen's form adds NaN guards for fully masked rows). `is_causal` and a constant
+    `attn_mask` (bool: False masks; float: added) become one constant added to the scores."""
     q, k, v = n.args[:3]
     opts = dict(zip(("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"), n.args[3:]), **n.kwargs)
-    if opts.get("attn_mask") is not None or opts.get("is_causal") or opts.get("dropout_p", 0.0) or \
-            opts.get("enable_gqa"):
-        raise UnsupportedOpError(f"{n.name}: scaled_dot_product_attention with a mask, is_causal, dropout or GQA is "
+    mask = opts.get("attn_mask")
+    mask_value = _initializer(b, mask) if mask is not None else None
+    if (mask is not None and mask_value is None) or opts.get("dropout_p", 0.0) or opts.get("enable_gqa"):
+        raise UnsupportedOpError(f"{n.name}: scaled_dot_product_attention with a runtime mask, dropout or GQA is "
                                  "not supported yet", hint="see docs/pytorch.md for the ops microcompile reads")
     qshape, kshape = q.meta["val"].shape, k.meta["val"].shape
     scale = opts.get("scale") or 1.0 / float(np.sqrt(int(qshape[-1])))
@@ -260,6 +274,17 @@ def _sdpa(b: Builder, n) -> None:
     b.add("Transpose", [b.value(k)], [kt], perm=[*range(rank - 2), rank - 1, rank - 2])
     b.add("MatMul", [b.value(q), kt], [scores])
     b.add("Mul", [scores, b.value(float(np.float32(scale)))], [scaled])
+    if opts.get("is_causal") or mask_value is not None:
+        length, source = int(qshape[-2]), int(kshape[-2])
+        add = np.zeros((length, source), np.float32)
+        if opts.get("is_causal"):
+            add[np.triu(np.ones((length, source), bool), k=1)] = MASKED
+        if mask_value is not None:
+            add = np.where(mask_value, add, np.float32(MASKED)) if mask_value.dtype == bool else \
+                np.maximum(add + mask_value.astype(np.float32), np.float32(MASKED))
+        masked = b.fresh("masked")
+        b.add("Add", [scaled, b.const(add.astype(np.float32), "attn_mask")], [masked])
+        scaled = masked
     b.add("Softmax", [scaled], [probs], axis=-1)
     b.add("MatMul", [probs, b.value(v)], [b.out(n)])
 
