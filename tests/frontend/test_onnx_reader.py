@@ -173,10 +173,10 @@ def test_dynamic_input_needs_input_shape(tmp_path, capsys):
 
 def test_unsupported_ops_are_listed_all_at_once(tmp_path):
     n = helper.make_node
-    m = _model([n("Erf", ["x"], ["a"]), n("Relu", ["a"], ["b"]), n("Acos", ["b"], ["y"])], [], (1, 4))
+    m = _model([n("Sin", ["x"], ["a"]), n("Relu", ["a"], ["b"]), n("Acos", ["b"], ["y"])], [], (1, 4))
     with pytest.raises(UnsupportedOpError) as e:
         load_onnx(m)
-    assert "Erf" in str(e.value) and "Acos" in str(e.value) and "2 unsupported" in str(e.value)
+    assert "Sin" in str(e.value) and "Acos" in str(e.value) and "2 unsupported" in str(e.value)
     assert cli.main(["inspect", str(_save(m, tmp_path))]) == 2
 
 
