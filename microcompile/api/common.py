@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..escape import valid_text
+from ..frontend import torch_kind
 from ..progress import QUIET, Progress
 
 ProgressArg = bool | Progress | Callable[[str], None]
@@ -28,8 +29,7 @@ def name_of(model) -> str:
         return valid_text(Path(model).stem)
     if type(model).__name__ == "ModelProto":
         return model.graph.name or "onnx_model"
-    if type(model).__name__ == "ExportedProgram":
-        return "torch_model"
-    if hasattr(model, "named_parameters") and hasattr(model, "forward"):   # a torch.nn.Module
-        return type(model).__name__.lower()
+    kind = torch_kind(model)
+    if kind is not None:
+        return type(model).__name__.lower() if kind == "module" else "torch_model"
     return getattr(model, "name", None) or "model"

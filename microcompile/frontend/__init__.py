@@ -11,7 +11,7 @@ from ..files import MODEL_BYTES_MAX, read_file
 from ..ir import Graph
 from .tflite.reader import FILE_IDENTIFIER, list_ops, load_tflite
 
-__all__ = ["is_torch_object", "load_model", "load_tflite", "list_tflite_ops", "parse_input_shapes"]
+__all__ = ["is_torch_object", "load_model", "torch_kind", "load_tflite", "list_tflite_ops", "parse_input_shapes"]
 
 
 def parse_input_shapes(specs) -> dict[str, tuple[int, ...]] | None:
@@ -42,7 +42,7 @@ def load_model(model, input_shapes: dict | None = None, input_layout: str = "nch
     nhwc = input_layout == "nhwc"
     if isinstance(model, Graph):
         return model
-    kind = _torch_kind(model)
+    kind = torch_kind(model)
     if kind is not None:
         _only_onnx_shapes(input_shapes, "PyTorch programs have static shapes")
         from . import pytorch
@@ -58,8 +58,8 @@ def load_model(model, input_shapes: dict | None = None, input_layout: str = "nch
             _no_input_shapes(input_shapes)
             _no_layout(nhwc, "TFLite")
             return load_tflite(data)
-        from .pytorch import PT2_MAGIC, is_pt2
-        if data.startswith(PT2_MAGIC) and is_pt2(data):
+        from .pytorch import is_pt2
+        if is_pt2(data):
             _only_onnx_shapes(input_shapes, "PyTorch programs have static shapes")
             from .pytorch import load_pt2
             return load_pt2(data, nhwc_io=nhwc)
@@ -95,10 +95,10 @@ def load_model(model, input_shapes: dict | None = None, input_layout: str = "nch
 
 def is_torch_object(model) -> bool:
     """A torch.export program or a torch.nn.Module (torch not imported to tell)."""
-    return _torch_kind(model) is not None
+    return torch_kind(model) is not None
 
 
-def _torch_kind(model) -> str | None:
+def torch_kind(model) -> str | None:
     """"program" for a torch.export.ExportedProgram, "module" for a torch.nn.Module, else None,
     without importing torch (a user who never passes a torch object may not have it)."""
     import sys

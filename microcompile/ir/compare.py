@@ -38,15 +38,14 @@ def compare(dev: np.ndarray, ref: np.ndarray, atol_of_max: float = ATOL_OF_MAX) 
         return Comparison(False, float("inf"), int(ref.size), ())
     if np.issubdtype(ref.dtype, np.floating):
         d64, r64 = dev.astype(np.float64), ref.astype(np.float64)
-        same_special = (np.isnan(d64) & np.isnan(r64)) | (np.isinf(r64) & (d64 == r64))
         finite = np.abs(r64[np.isfinite(r64)])
-        with np.errstate(invalid="ignore"):
-            diff = np.where(same_special, 0.0, np.abs(d64 - r64))
         special = ~np.isfinite(d64) | ~np.isfinite(r64)
-        diff = np.where(special & ~same_special, np.inf, diff)   # a NaN or an infinity against anything else
+        same = (np.isnan(d64) & np.isnan(r64)) | (d64 == r64)
         with np.errstate(invalid="ignore"):
+            # a NaN or an infinity is 0 away from itself and infinitely far from anything else
+            diff = np.where(special, np.where(same, 0.0, np.inf), np.abs(d64 - r64))
             close = diff <= RTOL * np.abs(r64) + atol_of_max * (finite.max() if finite.size else 0.0)
-        bad = np.where(special, ~same_special, ~close)
+        bad = np.where(special, ~same, ~close)
     else:
         diff = np.abs(dev.astype(np.int64) - ref.astype(np.int64))
         bad = diff != 0

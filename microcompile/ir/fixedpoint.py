@@ -162,8 +162,7 @@ def multiply_by_quantized_multiplier(x, mult, shift) -> np.ndarray:
     right = np.maximum(-shift, 0)
     # x * 2^left in int32, wrapping as TFLite's `x * (1 << left_shift)` and mc_mul_by_qm do
     # (reached only by multipliers above one on large inputs: int16 -> int32 QUANTIZE)
-    shifted = ((x << left) + (1 << 31)) % (1 << 32) - (1 << 31)
-    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted, mult), right)
+    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(wrap32(x << left), mult), right)
 
 
 def multiply_by_quantized_multiplier_single_round(x, mult, shift) -> np.ndarray:
@@ -221,7 +220,7 @@ def multiply_by_quantized_multiplier_int64(x, mult, shift) -> np.ndarray:
     x, shift = _i64(x), _i64(shift)
     total = 15 - shift
     result = (x * reduced_multiplier(mult) + (np.int64(1) << (total - 1))) >> total
-    return _wrap32(result)
+    return wrap32(result)
 
 
 def multiply_by_quantized_multiplier_smaller_than_one_exp(x, mult, left_shift) -> np.ndarray:
@@ -269,7 +268,8 @@ def _mul(a, b):
     return saturating_rounding_doubling_high_mul(a, b)
 
 
-def _wrap32(x):
+def wrap32(x):
+    """int32 arithmetic's two's-complement wrap-around, on int64 values."""
     x = _i64(x)
     return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
@@ -288,13 +288,13 @@ def exp_on_interval_between_negative_one_quarter_and_0_excl(a) -> np.ndarray:
     """gemmlowp: exp(a) for a in [-1/4, 0), Q0.31 in and out (Taylor series around -1/8)."""
     constant_term = 1895147668          # exp(-1/8) in Q0.31
     constant_1_over_3 = 715827883
-    x = _wrap32(_i64(a) + (1 << 28))    # a + 1/8
+    x = wrap32(_i64(a) + (1 << 28))    # a + 1/8
     x2 = _mul(x, x)
     x3 = _mul(x2, x)
     x4 = _mul(x2, x2)
     x4_over_4 = rounding_divide_by_pot(x4, 2)
-    poly = rounding_divide_by_pot(_wrap32(_mul(_wrap32(x4_over_4 + x3), constant_1_over_3) + x2), 1)
-    return _wrap32(constant_term + _mul(constant_term, _wrap32(x + poly)))
+    poly = rounding_divide_by_pot(wrap32(_mul(wrap32(x4_over_4 + x3), constant_1_over_3) + x2), 1)
+    return wrap32(constant_term + _mul(constant_term, wrap32(x + poly)))
 
 
 _EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
@@ -310,7 +310,7 @@ def exp_on_negative_values(a, integer_bits: int) -> np.ndarray:
     a_mod_quarter_minus_one_quarter = (a & mask) - one_quarter
     result = exp_on_interval_between_negative_one_quarter_and_0_excl(
         rescale(a_mod_quarter_minus_one_quarter, integer_bits, 0))
-    remainder = _wrap32(a_mod_quarter_minus_one_quarter - a)
+    remainder = wrap32(a_mod_quarter_minus_one_quarter - a)
     for exponent, multiplier in _EXP_BARREL:
         if integer_bits > exponent:
             bit = np.int64(1) << (frac_bits + exponent)
@@ -328,12 +328,12 @@ def one_over_one_plus_x_for_x_in_0_1(a) -> np.ndarray:
     half_denominator = np.where(s >= 0, (s + 1) // 2, -((-(s - 1)) // 2))
     constant_48_over_17 = 1515870810                    # Q2.29
     constant_neg_32_over_17 = -1010580540               # Q2.29
-    x = _wrap32(constant_48_over_17 + _mul(half_denominator, constant_neg_32_over_17))
+    x = wrap32(constant_48_over_17 + _mul(half_denominator, constant_neg_32_over_17))
     one_q2 = 1 << 29
     for _ in range(3):
         half_denominator_times_x = _mul(half_denominator, x)
-        one_minus = _wrap32(one_q2 - half_denominator_times_x)
-        x = _wrap32(x + rescale(_mul(x, one_minus), 4, 2))
+        one_minus = wrap32(one_q2 - half_denominator_times_x)
+        x = wrap32(x + rescale(_mul(x, one_minus), 4, 2))
     return rescale(x, 1, 0)                             # ExactMulByPot<-1> then Rescale<0>
 
 

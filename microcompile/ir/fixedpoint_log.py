@@ -15,7 +15,7 @@ from . import fixedpoint as fp
 
 _i64 = fp._i64
 _mul = fp.saturating_rounding_doubling_high_mul   # FixedPoint * FixedPoint (raw)
-_wrap = fp._wrap32                                # FixedPoint + FixedPoint (raw, wraps)
+_wrap = fp.wrap32                                 # FixedPoint + FixedPoint (raw, wraps)
 
 
 @dataclass(frozen=True)

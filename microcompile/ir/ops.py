@@ -76,6 +76,9 @@ class OpDef:
     # kernel, parameters and lowering (dtype="int16"), or a dtype-generic byte move. A model
     # with int16 activations on any other op is refused; PTQ to 16x8 keeps it in float32.
     int16: bool = False
+    # Its dtype variant follows its inputs only (`variant`): softmax with int8 input and int16
+    # output runs the int8 kernel with 16 output bits, not the int16 one.
+    variant_by_input: bool = False
 
     def __post_init__(self):
         assert self.quant in QUANT_KINDS, f"{self.name}: quant trait {self.quant!r}"
@@ -120,9 +123,8 @@ VARIANTS = ("int16",)
 def variant(g: Graph, n: Node) -> str | None:
     """"int16" when any activation (an input that is neither constant nor state, or an
     output) of `n` is int16, else None. (An int8 LSTM's int16 cell state does not count.)"""
-    names = (*n.inputs, *n.outputs)
-    if n.op == "softmax":       # int8 in, int16 out is the int8 kernel with 16 output bits
-        names = n.inputs
+    opdef = REGISTRY.get(n.op)      # an unknown op has no variant (its lowering names it)
+    names = n.inputs if opdef is not None and opdef.variant_by_input else (*n.inputs, *n.outputs)
     ts = [g.tensors.get(name) for name in names if name]
     return "int16" if any(t is not None and t.dtype == "int16" and not (t.is_const or t.variable)
                           for t in ts) else None
@@ -339,7 +341,7 @@ def _infer_softmax(g: Graph, n: Node):
     return [(x.shape, dtype)]
 
 
-register(OpDef("softmax", ("input",), attrs={"beta": 1.0}, infer=_infer_softmax, quant="fixed",
+register(OpDef("softmax", ("input",), attrs={"beta": 1.0}, infer=_infer_softmax, quant="fixed", variant_by_input=True,
                fixed_output=(1 / 256, -128), layout="axis", int16=True))
 # Standalone activations. The fuse_activation pass folds them into their producer when
 # that is exact; the ones left over run as their own kernels.

@@ -279,10 +279,6 @@ class SvdfInt8Params:
     scale_2_shift: int
 
 
-def _wrap32(v) -> np.ndarray:
-    return ((np.asarray(v, np.int64) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
-
 def svdf_int8(x, wf, wt, bias, state, rank: int, p: SvdfInt8Params) -> np.ndarray:
     """TFLite EvalIntegerSVDF: int8 input, int8 weights_feature, int16 weights_time, int32 bias,
     int16 state [B, F*M] updated in place; int8 out. TFLM's int8 variant (int8 weights_time
@@ -293,9 +289,9 @@ def svdf_int8(x, wf, wt, bias, state, rank: int, p: SvdfInt8Params) -> np.ndarra
     dot = (np.asarray(x, np.int64) - p.input_zero_point) @ np.asarray(wf, np.int64).T
     lo, hi = np.iinfo(state.dtype).min, np.iinfo(state.dtype).max
     s[:, :, -1] = np.clip(fp.multiply_by_quantized_multiplier(dot, p.scale_1_mult, p.scale_1_shift), lo, hi)
-    per_filter = _wrap32((s.astype(np.int64) * np.asarray(wt, np.int64)[None]).sum(axis=2))
-    out = _wrap32(per_filter.reshape(per_filter.shape[0], -1, rank).sum(axis=2))
+    per_filter = fp.wrap32((s.astype(np.int64) * np.asarray(wt, np.int64)[None]).sum(axis=2))
+    out = fp.wrap32(per_filter.reshape(per_filter.shape[0], -1, rank).sum(axis=2))
     if bias is not None:
-        out = _wrap32(out + np.asarray(bias, np.int64))
+        out = fp.wrap32(out + np.asarray(bias, np.int64))
     v = fp.multiply_by_quantized_multiplier(out, p.scale_2_mult, p.scale_2_shift) + p.output_zero_point
     return np.clip(v, -128, 127).astype(np.int8)

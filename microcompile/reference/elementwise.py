@@ -486,15 +486,6 @@ kernel("erf")(_float_unary(lambda node, x: _ERF(x.astype(np.float64)).astype(np.
 _ERF = np.frompyfunc(math.erf, 1, 1)
 
 
-def gelu_f32(node, x):
-    """GELU as PyTorch computes it in float32 (its approximate="tanh" form when the node's
-    `approximate` is set); erf and tanh correctly rounded from float64."""
-    x = x.astype(_f32)
-    if node.attrs.get("approximate"):
-        inner = (_f32(math.sqrt(2 / math.pi)) * (x + _f32(0.044715) * x * x * x)).astype(_f32)
-        return (_f32(0.5) * x * (_f32(1) + np.tanh(inner.astype(np.float64)).astype(_f32))).astype(_f32)
-    erf = _ERF((x * _f32(math.sqrt(0.5))).astype(_f32).astype(np.float64)).astype(np.float64).astype(_f32)
-    return (_f32(0.5) * x * (_f32(1) + erf)).astype(_f32)
-
-
-kernel("gelu")(_float_unary(gelu_f32))
+# float32 GELU: the formula LiteRT's int8 table evaluates (in double, rounded once), which is
+# within an ulp or two of PyTorch's and the C kernel's float32 evaluations.
+kernel("gelu")(_float_unary(lambda node, x: _gelu_lut_transform(bool(node.attrs.get("approximate", False)))(x)))

@@ -346,17 +346,12 @@ def _softmax(g, n, x):
                           p.one_over_one_plus_x_lut).astype(np.int16)
 
 
-def _wrap32(v: np.ndarray) -> np.ndarray:
-    """int32 arithmetic as the kernel does it (two's complement wrap-around)."""
-    return ((np.asarray(v, np.int64) + (1 << 31)) % (1 << 32)) - (1 << 31)
-
-
 def requantize16(x, p: RequantizeParams) -> np.ndarray:
     """Requantize with TFLM's int32 arithmetic: x - zp_in and + zp_out wrap (only an int32
     tensor can reach the wrap), then the clamp to the output type."""
-    v = fp.multiply_by_quantized_multiplier(_wrap32(np.asarray(x, np.int64) - p.input_zero_point), p.multiplier,
+    v = fp.multiply_by_quantized_multiplier(fp.wrap32(np.asarray(x, np.int64) - p.input_zero_point), p.multiplier,
                                             p.shift)
-    return np.clip(_wrap32(v + p.output_zero_point), p.out_min, p.out_max)
+    return np.clip(fp.wrap32(v + p.output_zero_point), p.out_min, p.out_max)
 
 
 @kernel("quantize", dtype="int16")

@@ -120,11 +120,10 @@ def _layer_norm(ctx, node):
     bias = ctx.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
     if len(node.input) > 1 and scale is None or len(node.input) > 2 and node.input[2] and bias is None:
         ctx.unsupported(node, "runtime scale or bias (they must be constants)")
-    if bias is None:
-        binary(ctx, node, "mul", y, ctx.add_const(np.asarray(scale, np.float32), "ln_scale"), out=node.output[0])
-        return
-    y = binary(ctx, node, "mul", y, ctx.add_const(np.asarray(scale, np.float32), "ln_scale"))
-    binary(ctx, node, "add", y, ctx.add_const(np.asarray(bias, np.float32), "ln_bias"), out=node.output[0])
+    y = binary(ctx, node, "mul", y, ctx.add_const(np.asarray(scale, np.float32), "ln_scale"),
+               out=node.output[0] if bias is None else None)
+    if bias is not None:
+        binary(ctx, node, "add", y, ctx.add_const(np.asarray(bias, np.float32), "ln_bias"), out=node.output[0])
 _unary("LeakyRelu", "leaky_relu", lambda ctx, node: {"alpha": float(np.float32(ctx.attr(node, "alpha", 0.01)))})
 
 

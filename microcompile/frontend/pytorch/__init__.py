@@ -162,16 +162,16 @@ def read_pt2(source, label: str = "the .pt2 file"):
                                                                                ModelFormatError)
     torch = _torch()
     try:
-        names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+        entries = zipfile.ZipFile(io.BytesIO(data)).infolist()
     except zipfile.BadZipFile:
         raise ModelFormatError(f"{label} is not a zip archive, so not a torch.export.save file",
                                hint="write it with torch.export.save(torch.export.export(model, args), 'model.pt2')"
                                ) from None
-    unpacked = sum(i.file_size for i in zipfile.ZipFile(io.BytesIO(data)).infolist())
+    unpacked = sum(e.file_size for e in entries)
     if unpacked > budget.TOTAL_BYTES:     # zipfile reads no more than an entry's declared size
         raise ModelFormatError(f"{label} unpacks to {unpacked:,} bytes, over the {budget.TOTAL_BYTES:,} a model may "
                                f"take", hint=budget.HINT)
-    pickled = sorted(n for n in names if os.path.basename(n).startswith(_PICKLED_PREFIXES))
+    pickled = sorted(e.filename for e in entries if os.path.basename(e.filename).startswith(_PICKLED_PREFIXES))
     if pickled:
         raise ModelFormatError(f"{label} holds {len(pickled)} pickled Python object(s) ({pickled[0]}); microcompile "
                                f"does not unpickle model files, since a pickle can run code",

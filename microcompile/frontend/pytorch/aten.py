@@ -1,4 +1,4 @@
-"""Core ATen ops as ONNX nodes (opset 18), one function per op, registered with @aten.
+"""Core ATen ops as ONNX nodes (opset 20), one function per op, registered with @aten.
 
 Each function gets the FX node and a builder, and adds ONNX nodes whose outputs are named
 after the FX node (`b.out(node)`); constants become initializers. Shapes and dtypes come

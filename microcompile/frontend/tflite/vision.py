@@ -48,11 +48,10 @@ def _transpose_conv_output_shape(ctx, op) -> tuple[int, ...]:
         return tuple(int(v) for v in _const_operand(ctx, op, 0, "output_shape"))
     stored = tuple(int(d) for d in ctx.raw.tensors[op.outputs[0]].shape) if op.outputs and op.outputs[0] >= 0 else ()
     w_shape = ctx.shape(op.inputs[1])
+    # Refused (the non-constant operand named) unless the stored shape is whole and the operand a
+    # model input; a shape an op computes is not folded yet.
     if len(stored) != 4 or min(stored) < 1 or len(w_shape) != 4 or stored[3] != w_shape[0] \
-            or tuple(shape_tensor.shape) != (4,):
-        _const_operand(ctx, op, 0, "output_shape")       # raises: the non-constant operand named
-    if op.inputs[0] not in ctx.raw.inputs:
-        # computed by an op: refused (folding a shape computed from constants is not done yet)
+            or tuple(shape_tensor.shape) != (4,) or op.inputs[0] not in ctx.raw.inputs:
         _const_operand(ctx, op, 0, "output_shape")
     ctx.notes.append(f"TRANSPOSE_CONV at layer {op.index} takes its output shape {list(stored)} from its stored "
                      f"output tensor: its output_shape operand, model input {shape_tensor.name!r}, is read by "
