@@ -381,11 +381,16 @@ def _cmd_quantize(args) -> int:
         raise UserError(f"cannot write {args.output}: quantized models are saved as .tflite",
                         hint="name the output model_int8.tflite (it reloads in microcompile and opens in Netron)")
     keep = tuple(k for k in args.keep_float.split(",") if k)
+    keep_int8 = tuple(k for k in args.keep_int8.split(",") if k)
+    if keep_int8 and args.weights != "int4":
+        raise UserError("--keep-int8 names layers to leave out of --weights int4", hint="add --weights int4")
     q = api.quantize(args.model, args.calibration, activations=args.activations, method=args.method, io=args.io,
-                     keep_float=keep, input_shapes=parse_input_shapes(args.input_shape), progress=True)
+                     keep_float=keep, input_shapes=parse_input_shapes(args.input_shape), progress=True,
+                     weights=args.weights, keep_int8=keep_int8)
     path = q.save(args.output)
     _print(q.table(args.sqnr_threshold))
-    scheme = "16x8: int16 activations, int8 weights" if args.activations == "int16" else "int8"
+    scheme = ("16x8: int16 activations, int8 weights" if args.activations == "int16" else
+              "int8 activations, int4 weights" if args.weights == "int4" else "int8")
     _print(f"wrote {path} ({scheme}, {args.io} inputs/outputs, calibration method {args.method})")
     return 0
 
@@ -459,7 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--flash-budget", metavar="BYTES",
                    help="flash the firmware may use (e.g. 400000, 384K, 1M; default: the board's); kernels get "
                         "int16 weights, fastest first, only while the weights still fit")
-    from .quantization import ACTIVATION_DTYPES, DEFAULT_METHOD, DEFAULT_THRESHOLD_DB, IO_MODES, METHODS
+    from .quantization import ACTIVATION_DTYPES, DEFAULT_METHOD, DEFAULT_THRESHOLD_DB, IO_MODES, METHODS, WEIGHT_DTYPES
     d.add_argument("--activations", choices=ACTIVATION_DTYPES, default="int8",
                    help="with --quantize: int16 quantizes 16x8 (int16 activations, int8 weights)")
     _add_records_arg(d)
@@ -584,6 +589,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="int16: TFLite's 16x8 scheme (int16 activations, int8 weights, int64 biases), for audio "
                         "models; only ops with 16x8 kernels are quantized (keep others with --keep-float)")
     q.add_argument("--keep-float", default="", help="comma-separated ops or layer names to leave in float32")
+    q.add_argument("--weights", choices=WEIGHT_DTYPES, default="int8",
+                   help="int4: per-channel int4 weights for conv, depthwise conv and fully connected layers "
+                        "(TFLite's packed INT4, half the flash of int8; int8 activations)")
+    q.add_argument("--keep-int8", default="",
+                   help="with --weights int4: comma-separated layers or ops that keep int8 weights")
     q.add_argument("--sqnr-threshold", type=float, default=DEFAULT_THRESHOLD_DB,
                    help=f"flag layers whose SQNR is below this many dB (default {DEFAULT_THRESHOLD_DB:g})")
     q.add_argument("--input-shape", action="append", metavar="NAME:DIMS",

@@ -238,6 +238,7 @@ class CompiledModel:
                 "state_bytes": c.plan.state_bytes, "weights_bytes": c.manifest["weights_bytes"],
                 "macs": sum(k["macs"] for k in c.manifest["kernels"]), "kernels": len(c.kernels),
                 "tuned_kernels": len(c.tuned), "widened_kernels": len(c.widened),
+                "int4_kernels": len(c.stored_int4),
                 "inputs": [s.to_json() for s in self.inputs], "outputs": [s.to_json() for s in self.outputs],
                 "layers": [{"name": r["name"], "op": r["op"], "macs": r["macs"]} for r in layer_table(self.graph)]}
 

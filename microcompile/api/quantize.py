@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
 from pathlib import Path
 
 from ..deploy import QuantizeOptions
@@ -52,10 +52,11 @@ class Quantized:
         return f"<Quantized {self.name!r} ({self.options.scheme}), {len(self.graph.nodes)} layers>"
 
 
-def quantize(model, calibration, *, activations: str = "int8", method: str | None = None, io: str = "float32",
-             keep_float: Sequence[str] = (), input_shapes: dict | None = None, progress: bool = False) -> Quantized:
+def quantize(model, calibration, *, input_shapes: dict | None = None, progress: bool = False,
+             **scheme) -> Quantized:
     """Post-training quantization of a float32 model to TFLite's int8 scheme (per-channel
-    weights, per-tensor activations), or 16x8 with ``activations="int16"``.
+    weights, per-tensor activations), 16x8 with ``activations="int16"``, or int4 weights
+    with ``weights="int4"``.
 
     Parameters
     ----------
@@ -64,23 +65,36 @@ def quantize(model, calibration, *, activations: str = "int8", method: str | Non
     calibration : array, list or dict of arrays, or a path
         Input samples: a batch ``[N, ...]`` per input (a .npy/.npz file or a directory of
         .npy files also works). ONNX image inputs may be NCHW.
-    activations : {"int8", "int16"}
-    method : {"minmax", "percentile", "mse"}, optional
-        How each activation's range is chosen (default mse).
-    io : {"float32", "int8", "int16"}
-        float32 keeps float inputs and outputs (QUANTIZE/DEQUANTIZE at the edges).
-    keep_float : sequence of str
-        Ops or layers left in float32.
     input_shapes : dict, optional
         Pins dynamic ONNX input dimensions.
     progress : bool
         Show the calibration's progress bars.
+    **scheme
+        The fields of `QuantizeOptions` (an unknown one is a TypeError):
+
+        - ``activations`` : {"int8", "int16"}
+        - ``method`` : {"minmax", "percentile", "mse"}, how each activation's range is chosen
+          (default mse).
+        - ``io`` : {"float32", "int8", "int16"}; float32 keeps float inputs and outputs
+          (QUANTIZE/DEQUANTIZE at the edges).
+        - ``keep_float`` : ops or layers left in float32.
+        - ``weights`` : {"int8", "int4"}; int4 gives conv, depthwise conv and fully connected
+          layers per-channel int4 weights (TFLite's packed INT4: half the flash; int8
+          activations only).
+        - ``keep_int8`` : with ``weights="int4"``, layers or ops that keep int8 weights (the
+          sensitive ones: the per-layer SQNR table shows which).
 
     Examples
     --------
     >>> q = mc.quantize("model_fp32.onnx", calibration=batch)    # doctest: +SKIP
     >>> q.save("model_int8.tflite"); cm = mc.compile(q, board="stm32")   # doctest: +SKIP
     """
-    options = QuantizeOptions(activations=activations, method=method, io=io, keep_float=tuple(keep_float))
+    fields = {f.name for f in dataclasses.fields(QuantizeOptions)}
+    unknown = sorted(set(scheme) - fields)
+    if unknown:
+        raise TypeError(f"quantize() got unexpected keyword argument(s) {', '.join(unknown)}; "
+                        f"the scheme's are {', '.join(sorted(fields))}")
+    options = QuantizeOptions(**{k: tuple(v) if k in ("keep_float", "keep_int8") else v for k, v in scheme.items()})
     result = quantize_model(model, calibration, options, progress=progress, input_shapes=input_shapes)
     return Quantized(result, f"{name_of(model)}_{options.scheme}", options)
+

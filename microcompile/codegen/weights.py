@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..tir.nodes import Buffer
+from ..ir.int4 import pack_int4
+from ..tir.nodes import PACKED_INT4, Buffer
 from ..escape import c_comment
 from .c_emitter import C_TYPES
 
@@ -42,6 +43,8 @@ class WeightArray:
     @property
     def declaration(self) -> str:
         b = self.buffer
+        if b.dtype == PACKED_INT4:     # two values per byte, the first in the low nibble
+            return f"const uint8_t {self.symbol}[{b.nbytes}]"
         return f"const {C_TYPES[b.dtype]} {self.symbol}[{b.size}]"
 
     @property
@@ -50,6 +53,8 @@ class WeightArray:
 
     def data(self) -> bytes:
         b = self.buffer
+        if b.dtype == PACKED_INT4:
+            return pack_int4(b.data)
         return np.ascontiguousarray(np.asarray(b.data).reshape(-1), dtype=_LE[b.dtype]).tobytes()
 
 
@@ -86,6 +91,8 @@ def _c_values(w: WeightArray) -> list[str]:
     """Each element of a constant as a C initializer that reads back to the same bits."""
     values = np.asarray(w.buffer.data).reshape(-1)
     dtype = w.buffer.dtype
+    if dtype == PACKED_INT4:
+        return [f"0x{v:02x}" for v in w.data()]
     if dtype in ("float32", "float64"):
         suffix = "f" if dtype == "float32" else ""
         cast = np.float32 if dtype == "float32" else np.float64

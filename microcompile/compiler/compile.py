@@ -29,6 +29,7 @@ class Compiled:
     kernels: list = field(default_factory=list)   # (node, scheduled PrimFunc, trace)
     widened: dict = field(default_factory=dict)   # node name -> extra flash of its int16 weights
     tuned: dict = field(default_factory=dict)     # node name -> workload key of the record it replays
+    stored_int4: dict = field(default_factory=dict)  # node name -> flash its packed int4 weights save
 
     @property
     def widened_weight_bytes(self) -> int:
@@ -51,11 +52,11 @@ def read_model(model, options: CompileOptions = CompileOptions()) -> Graph:
 def compile_graph(graph: Graph, board: Board, artifact_dir: Path, options: CompileOptions = CompileOptions()) -> Compiled:
     """Optimize, lower, schedule, order, plan and emit C for `graph` into `artifact_dir`."""
     graph = pipeline.run(graph, dump=options.dump_ir)
-    kernels, plan, graph, widened, tuned_nodes = schedule_and_plan(graph, board, options.flash_budget,
-                                                                   dict(options.tuned) or None)
+    kernels, plan, graph, widened, tuned_nodes, stored_int4 = schedule_and_plan(graph, board, options.flash_budget,
+                                                                                dict(options.tuned) or None)
     manifest = emit_artifact(graph, [(n, f) for n, f, _ in kernels], plan, artifact_dir,
                              traces=[t for _, _, t in kernels])
-    return Compiled(graph, plan, manifest, kernels, widened, tuned_nodes)
+    return Compiled(graph, plan, manifest, kernels, widened, tuned_nodes, stored_int4)
 
 
 def plan_model(model, board: Board, options: CompileOptions = CompileOptions()) -> Compiled:

@@ -1,8 +1,10 @@
 """The compiler's policy between the graph and the C: lower and schedule every kernel, choose
-which get int16 weights against the flash, order the kernels for the smallest peak, plan the
+which get int16, int8 or packed int4 weights against the flash, order the kernels for the smallest peak, plan the
 arena, and grow im2col blocks into the slack."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from .. import memory
 from ..errors import shown
@@ -11,6 +13,8 @@ from ..ir.budget import Tally
 from ..lower import lower_node
 from ..memory import MemoryPlan
 from ..schedule import blocks, default_schedule, widening
+from ..schedule.primitives import PRIMITIVES, ScheduleError
+from ..schedule.trace import Decision, Trace
 from ..schedule.workload import workload_key
 from ..target import Board
 
@@ -19,14 +23,15 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
     """Lower and schedule every node that needs code (int16 weights and tables where the flash
     allows and the arena does not grow, schedule/widening.py), pick the execution order with the
     smallest peak, and plan the arena: (kernels in order, plan, graph in that order,
-    {widened node: extra flash bytes}, {tuned node: workload key}). A node whose workload key
+    {widened node: extra flash bytes}, {tuned node: workload key}, {node whose weights are packed
+    int4: flash bytes saved against int8}). A node whose workload key
     is in `tuned` replays that trace (its widening is the trace's, not a candidate here); a
     trace that does not replay is a ScheduleError."""
     slices = memory.concat_slices(graph)
     # Views (reshape) and in-place concatenations are no code: their bytes are planned in place.
     no_code = {n.name for n in graph.nodes if ops.get(n.op).is_view} | {c for c, _ in slices.values()}
     target = board.target
-    narrow, wide, candidates, tuned_nodes, lowered = {}, {}, [], {}, {}
+    narrow, wide, packed, candidates, tuned_nodes, lowered = {}, {}, {}, [], {}, {}
     # Each repacked weight is checked as it is made (schedule/); their sum, here, layer by layer.
     consts = Tally("scheduling (weights repacked, int16 copies)")
     for node in graph.nodes:
@@ -41,12 +46,19 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
         narrow[node.name] = default_schedule(func, target, wide=False)
         w = default_schedule(func, target, wide=True)
         consts.add(f"layer {shown(node.name)!r} ({node.op})", _const_bytes(narrow[node.name][0]) + _const_bytes(w[0]))
-        if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]):
-            wide[node.name] = w
+        p = _packed(narrow[node.name])
+        if p is not None:
+            packed[node.name] = p
+        if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]) or p is not None:
+            if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]):
+                wide[node.name] = w
             gain = widening.estimate_gain(node.op, int(func.attrs.get("macs", 0)),
                                           graph.tensors[node.outputs[0]].size)
-            candidates.append(widening.Candidate(node.name, gain, _const_bytes(narrow[node.name][0]),
-                                                 _const_bytes(w[0])))
+            n_bytes = _const_bytes(narrow[node.name][0])
+            candidates.append(widening.Candidate(
+                node.name, gain, n_bytes, _const_bytes(w[0]) if node.name in wide else n_bytes,
+                _const_bytes(p[0]) if p else None,
+                widening.UNPACK_COST_PER_WEIGHT * _weight_count(narrow[node.name][0]) if p else 0.0))
     alias = memory.aliases(graph, {t: a for t, (_, a) in slices.items()})
     rules = memory.overlap_rules(graph, alias, skip=no_code)
 
@@ -62,18 +74,44 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
     g0, p0 = planned(narrow, "greedy_by_size")
     live = dict(zip((n.name for n in g0.nodes), p0.timeline()))
     peak = p0.lower_bound
-    candidates = [c for c in candidates
-                  if live[c.name] - narrow[c.name][0].scratch_bytes + wide[c.name][0].scratch_bytes <= peak]
+    # (A packed kernel's scratch may raise it: packing is chosen only where the flash needs it.)
+    candidates = [c if c.name not in wide
+                  or live[c.name] - narrow[c.name][0].scratch_bytes + wide[c.name][0].scratch_bytes <= peak
+                  else replace(c, wide_bytes=c.narrow_bytes) for c in candidates]
+    candidates = [c for c in candidates if c.extra > 0 or c.packed_bytes is not None]
     fixed = sum(_const_bytes(f) for name, (f, _) in narrow.items() if name not in {c.name for c in candidates})
     budget = _weights_budget(graph, board, flash_budget, len(narrow))
-    chosen = widening.choose_wide(candidates, fixed, budget)
-    widened = {c.name: c.extra for c in candidates if c.name in chosen}
-    scheduled = {name: wide[name] if name in widened else sched for name, sched in narrow.items()}
+    forms = widening.choose_storage(candidates, fixed, budget)
+    widened = {c.name: c.extra for c in candidates if forms[c.name] == "int16"}
+    stored_int4 = {c.name: c.narrow_bytes - c.packed_bytes for c in candidates if forms[c.name] == "int4"}
+    scheduled = {name: wide[name] if name in widened else packed[name] if name in stored_int4 else sched
+                 for name, sched in narrow.items()}
     graph, plan = planned(scheduled)
-    graph, plan = _grow_blocks(graph, plan, scheduled, {n: f for n, f in lowered.items() if n not in tuned_nodes},
+    graph, plan = _grow_blocks(graph, plan, scheduled,
+                               {n: f for n, f in lowered.items() if n not in tuned_nodes and n not in stored_int4},
                                widened, target, planned)
     kernels = [(n, *scheduled[n.name]) for n in graph.nodes if n.name in scheduled]
-    return kernels, plan, graph, widened, tuned_nodes
+    return kernels, plan, graph, widened, tuned_nodes, stored_int4
+
+
+WEIGHTS = "w"    # the weights' buffer in conv2d, depthwise_conv2d and fully_connected kernels (lower/)
+
+
+def _packed(narrow: tuple) -> tuple | None:
+    """The int8-weights schedule with its weights stored as packed int4 (store_int4), or None
+    when they are not int4 values."""
+    f, t = narrow
+    w = next((b for b in f.buffers if b.name == WEIGHTS and b.scope == "const"), None)
+    if w is None or w.data is None or not w.data.size or not (-8 <= int(w.data.min()) and int(w.data.max()) <= 7):
+        return None
+    try:
+        return PRIMITIVES["store_int4"](f, WEIGHTS), Trace(t.decisions + (Decision("store_int4", (WEIGHTS,)),))
+    except ScheduleError:
+        return None
+
+
+def _weight_count(f) -> int:
+    return next((b.size for b in f.buffers if b.name == WEIGHTS and b.scope == "const"), 0)
 
 
 def _grow_blocks(graph: Graph, plan: MemoryPlan, scheduled: dict, lowered: dict, widened: dict, target, planned):

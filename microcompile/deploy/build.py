@@ -71,7 +71,8 @@ def build(artifact: Artifact, project_dir: Path, options: BuildOptions, inputs: 
     budget = artifact.options.flash_budget
     if budget is not None and not board.is_host and sizes.flash > budget:
         progress(f"[build] note: flash {sizes.flash} B is over --flash-budget {budget} B "
-                 f"({len(compiled.widened)} kernel(s) with int16 weights, chosen against an estimate of the code)")
+                 f"({len(compiled.widened)} kernel(s) with int16 weights, {len(compiled.stored_int4)} with packed int4, "
+                 "chosen against an estimate of the code)")
     if options.agent:
         progress(f"[build] agent firmware, build id {project.read_marker(project_dir)['build_id']}")
     fit = None

@@ -49,7 +49,7 @@ class KernelParamsError(ValueError):
     (TFLite's Prepare refuses such a model too). At import this means a bad model file and
     the frontends report it with the layer's name; raised later, it is a bug."""
 
-QRANGE = {"int8": (-128, 127), "int16": (-32768, 32767), "int32": (INT32_MIN, INT32_MAX)}
+QRANGE = {"int4": (-8, 7), "int8": (-128, 127), "int16": (-32768, 32767), "int32": (INT32_MIN, INT32_MAX)}
 
 
 def _i64(x) -> np.ndarray:

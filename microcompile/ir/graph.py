@@ -13,8 +13,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 # int16: the activations of 16x8 quantization (and recurrent cell states); int64: its biases.
-DTYPES = ("int8", "int16", "int32", "int64", "float32")
-NP_DTYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64, "float32": np.float32}
+DTYPES = ("int8", "int16", "int32", "int64", "float32", "int4")
+# int4 is a constant's dtype only (the weights of conv2d, depthwise_conv2d and fully_connected,
+# TFLite's packed INT4): its values are int8 numbers in -8..7 (`data` is an int8 array), and it
+# takes half a byte per element in a file and in flash.
+NP_DTYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64, "float32": np.float32,
+             "int4": np.int8}
+INT4_RANGE = (-8, 7)
+# The ops whose weights (input 1) may be int4, on int8 activations.
+INT4_WEIGHT_OPS = ("conv2d", "depthwise_conv2d", "fully_connected")
 # Quantized activation dtypes: every such tensor carries scale and zero point.
 QUANTIZED_DTYPES = ("int8", "int16")
 
@@ -83,6 +90,8 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
+        if self.dtype == "int4":
+            return (self.size + 1) // 2
         return self.size * np.dtype(NP_DTYPES[self.dtype]).itemsize
 
     def replace(self, **changes) -> Tensor:

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .graph import DTYPES, QUANTIZED_DTYPES, Graph, Node, Tensor
+from .graph import DTYPES, INT4_RANGE, INT4_WEIGHT_OPS, QUANTIZED_DTYPES, Graph, Node, Tensor
 from .fixedpoint import QRANGE
 from . import ops
 
@@ -63,6 +63,15 @@ def node_problem(g: Graph, n: Node) -> str | None:
     return od.check(g, n) if od.check else None
 
 
+def _int4_problem(t: Tensor) -> str | None:
+    if not t.is_const:
+        return "int4 is a weights' dtype: only constants can have it"
+    lo, hi = INT4_RANGE
+    if t.data.size and not (lo <= int(t.data.min()) and int(t.data.max()) <= hi):
+        return f"values {int(t.data.min())}..{int(t.data.max())} outside {lo}..{hi}"
+    return None
+
+
 def verify(g: Graph) -> Graph:
     """Check structure, op signatures and inferred shapes/dtypes; return `g` for chaining."""
 
@@ -81,10 +90,12 @@ def verify(g: Graph) -> Graph:
             fail(f"tensor {name} has unknown dtype {t.dtype}")
         if any(d < 0 for d in t.shape):
             fail(f"tensor {name} has a negative dimension in shape {t.shape}")
+        if t.dtype == "int4" and (problem := _int4_problem(t)) is not None:
+            fail(f"int4 tensor {name}: {problem}")
         if t.dtype in QUANTIZED_DTYPES and t.quant is None and not t.is_const:
             fail(f"{t.dtype} tensor {name} has no quantization parameters")
-        if t.dtype == "int8" and t.quant is None:
-            fail(f"int8 tensor {name} has no quantization parameters")
+        if t.dtype in ("int8", "int4") and t.quant is None:
+            fail(f"{t.dtype} tensor {name} has no quantization parameters")
         if (problem := quant_problem(t)) is not None:
             fail(f"tensor {name!r} has invalid quantization: {problem}")
         if t.variable and (t.is_const or name in g.inputs):
@@ -120,6 +131,11 @@ def verify(g: Graph) -> Graph:
         nan = [k for k, v in n.attrs.items() if isinstance(v, (float, np.floating)) and np.isnan(v)]
         if nan:
             fail(f"node {n.name} ({n.op}) has a NaN attribute {nan[0]}")
+        int4 = [i for k, i in enumerate(n.inputs) if i and g.tensors[i].dtype == "int4"
+                and not (k == 1 and n.op in INT4_WEIGHT_OPS and g.tensors[n.inputs[0]].dtype == "int8")]
+        if int4:
+            fail(f"node {n.name} ({n.op}) reads int4 tensor {int4[0]}: int4 is supported only as the weights of "
+                 f"{', '.join(INT4_WEIGHT_OPS)} on int8 activations")
         try:
             problem = node_problem(g, n)
             expected = od.infer(g, n) if od.infer and problem is None else None

@@ -29,6 +29,11 @@ def lower_node(graph: Graph, node: Node, target=None) -> PrimFunc:
     """The loop-IR compute definition of `node` for `target` (a microcompile.target.Target,
     or None for the portable form)."""
     fn = LOWERINGS.get((node.op, ops.variant(graph, node))) or LOWERINGS.get(node.op)
+    w = graph.tensors[node.inputs[1]] if len(node.inputs) > 1 and node.inputs[1] else None
+    if w is not None and w.dtype == "int4":
+        # The kernel computes on int4 weights as the int8 numbers they are; how they are stored
+        # in flash (packed int4, int8 or int16) is the compiler's choice (compiler/plan.py).
+        graph = graph.replace(tensors={**graph.tensors, w.name: w.replace(dtype="int8")})
     if fn is None:
         raise UnsupportedOpError(f"op {node.op} (node {node.name}) has no lowering",
                                  hint=f"supported: {', '.join(sorted(k for k in LOWERINGS if isinstance(k, str)))}")

@@ -79,7 +79,8 @@ def smaller_than_one(x: Expr, mult: int, shift: int) -> Expr:
 
 
 def constant(buf_name: str, data: np.ndarray, comment: str) -> Buffer:
-    dtype = {np.dtype(v): k for k, v in NP_DTYPES.items()}[np.asarray(data).dtype]
+    # int4 data is int8 (ir/graph.py): an int8 array is an int8 constant here.
+    dtype = {np.dtype(v): k for k, v in NP_DTYPES.items() if k != "int4"}[np.asarray(data).dtype]
     data = np.ascontiguousarray(data)
     return Buffer(buf_name, dtype, tuple(data.shape), "const", data=data, comment=comment)
 

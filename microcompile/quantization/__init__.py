@@ -15,7 +15,7 @@ from ..ir import Graph
 from .calibrate import METHODS, Calibration
 from .data import CalibrationDataError, load_calibration
 from .options import QuantizeOptions
-from .ptq import (ACTIVATION_DTYPES, IO_MODES, UnquantizableOpError, check_quantizable, dequantize_weights,
+from .ptq import (ACTIVATION_DTYPES, IO_MODES, WEIGHT_DTYPES, UnquantizableOpError, check_quantizable, dequantize_weights,
                   quantize_graph)
 from .report import DEFAULT_THRESHOLD_DB, LayerSQNR, format_sqnr_table, layer_sqnr
 
@@ -23,7 +23,7 @@ from .report import DEFAULT_THRESHOLD_DB, LayerSQNR, format_sqnr_table, layer_sq
 # models and the three MLPerf float models); see the README's quantization section.
 DEFAULT_METHOD = "mse"
 
-__all__ = ["quantize", "Quantized", "QuantizeOptions", "METHODS", "DEFAULT_METHOD", "IO_MODES", "ACTIVATION_DTYPES",
+__all__ = ["quantize", "Quantized", "QuantizeOptions", "METHODS", "DEFAULT_METHOD", "IO_MODES", "ACTIVATION_DTYPES", "WEIGHT_DTYPES",
            "load_calibration", "dequantize_weights", "CalibrationDataError", "UnquantizableOpError", "LayerSQNR",
            "format_sqnr_table", "DEFAULT_THRESHOLD_DB"]
 
@@ -49,6 +49,7 @@ def quantize(float_graph: Graph, samples: list[dict], options: QuantizeOptions =
     float_graph = dequantize_weights(float_graph)
     check_quantizable(float_graph, keep_float, activations)   # fail before the (slow) calibration
     calibration = calibration or Calibration(float_graph, samples, progress=progress)
-    qgraph = quantize_graph(float_graph, lambda name: calibration.range(name, method), io, keep_float, activations)
+    qgraph = quantize_graph(float_graph, lambda name: calibration.range(name, method), io, keep_float, activations,
+                            options.weights, tuple(options.keep_int8))
     layers = layer_sqnr(float_graph, qgraph, samples) if report else []
     return Quantized(qgraph, float_graph, layers)

@@ -17,6 +17,13 @@ symmetric int16 (zero point 0, scale max|range| / 32767), weights stay per-chann
 biases are int64 at scale in_s * w_s, and logistic / tanh / softmax output scale 1/32768.
 Only ops with a 16x8 kernel (OpDef.int16) are quantized; the others must be kept float.
 
+int4 weights (weights="int4"): conv2d, depthwise_conv2d and fully_connected layers on int8
+activations get symmetric per-channel int4 weights (zero point 0, range +-7, TFLite's INT4
+tensors), each channel's scale chosen to minimise the squared error of its weights (the
+clipping range searched from max|w| down to half of it: at 15 levels, clipping the few
+largest weights pays for a finer step on the rest); `keep_int8` names layers (or ops) that
+keep int8 weights. Everything else is as in the int8 scheme.
+
 Interface: with io="float32" (the default) the graph keeps its float32 inputs and
 outputs, with QUANTIZE / DEQUANTIZE at the edges (a drop-in replacement); io="int8"
 makes them int8. The int8 version of a float tensor T is named T, or T + "/int8" when
@@ -31,7 +38,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import UserError, shown
-from ..ir import Graph, Node, Tensor, ops, verify
+from ..ir import INT4_WEIGHT_OPS, Graph, Node, Tensor, ops, verify
 from ..ir.graph import QuantParams
 from .calibrate import Range, activation_qparams
 
@@ -87,6 +94,31 @@ def symmetric_weights(w: np.ndarray, axis: int) -> tuple[np.ndarray, QuantParams
     return q, QuantParams(tuple(float(s) for s in scale), (0,) * len(scale), axis)
 
 
+WEIGHT_DTYPES = ("int8", "int4")
+# The clipping ranges tried for int4 weights, as fractions of max|w| per channel.
+_INT4_CLIP = np.linspace(1.0, 0.5, 26)
+
+
+def symmetric_weights_int4(w: np.ndarray, axis: int) -> tuple[np.ndarray, QuantParams]:
+    """Per-channel symmetric int4 (q in +-7): each channel's scale is the clip * max|w[c]| / 7,
+    clip in _INT4_CLIP, whose dequantized weights are nearest to w[c] (least squares)."""
+    moved = np.moveaxis(w.astype(np.float32), axis, 0).reshape(w.shape[axis], -1).astype(np.float64)
+    amax = np.abs(moved).max(axis=1)
+    best_err = np.full(len(amax), np.inf)
+    scale = np.where(amax > 0, amax / 7.0, 1.0)
+    for clip in _INT4_CLIP:
+        s = np.where(amax > 0, amax * clip / 7.0, 1.0).astype(np.float32).astype(np.float64)
+        q = np.clip(round_away(moved / s[:, None]), -7, 7)
+        err = ((q * s[:, None] - moved) ** 2).sum(axis=1)
+        better = err < best_err
+        best_err, scale = np.where(better, err, best_err), np.where(better, s, scale)
+    scale = scale.astype(np.float32)
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    q = np.clip(round_away(w / scale.reshape(shape)), -7, 7).astype(np.int8)
+    return q, QuantParams(tuple(float(s) for s in scale), (0,) * len(scale), axis)
+
+
 def dequantize_weights(g: Graph) -> Graph:
     """Hybrid (dynamic-range) models store int8 weights next to float activations:
     restore float32 weights, so the whole model is re-quantized from one float graph."""
@@ -116,6 +148,7 @@ class _Builder:
     int8_of: dict      # source float tensor -> name of its quantized (int8 or int16) version
     float_of: dict     # source float tensor -> name of its float32 version
     dtype: str = "int8"   # the activations' dtype: int8, or int16 for 16x8
+    int4: Callable[[Node], bool] = lambda n: False    # the layers that get int4 weights
     requantized: dict = field(default_factory=dict)   # (tensor, scale, zero point) -> requantized copy
 
     def add(self, t: Tensor) -> str:
@@ -210,12 +243,25 @@ def check_quantizable(g: Graph, keep_float=(), activations: str = "int8") -> Non
 
 
 def quantize_graph(g: Graph, ranges: Callable[[str], Range], io: str = "float32", keep_float=(),
-                   activations: str = "int8") -> Graph:
+                   activations: str = "int8", weights: str = "int8", keep_int8=()) -> Graph:
     """The int8 graph of float32 graph `g` (16x8 with activations="int16"); `ranges(tensor)`
     gives each activation's calibrated range. `keep_float` names ops (or nodes) left in
-    float32 between a DEQUANTIZE and a QUANTIZE (for boards with an FPU)."""
+    float32 between a DEQUANTIZE and a QUANTIZE (for boards with an FPU). weights="int4" gives
+    conv2d, depthwise_conv2d and fully_connected int4 weights, except the ops or layers in
+    `keep_int8`."""
     if io not in IO_MODES:
         raise UserError(f"unknown --io {io!r}", hint=f"choose one of {', '.join(IO_MODES)}")
+    if weights not in WEIGHT_DTYPES:
+        raise UserError(f"unknown --weights {weights!r}", hint=f"choose one of {', '.join(WEIGHT_DTYPES)}")
+    if weights == "int4" and activations != "int8":
+        raise UserError("int4 weights need int8 activations (TFLite has no 16x4 kernels)",
+                        hint="drop --weights int4, or quantize with --activations int8")
+    if keep_int8 and weights != "int4":
+        raise UserError("--keep-int8 names layers to leave out of --weights int4", hint="add --weights int4")
+    unknown = sorted(set(keep_int8) - {n.name for n in g.nodes} - {n.op for n in g.nodes})
+    if unknown:
+        raise UserError(f"--keep-int8 names {', '.join(map(shown, unknown[:3]))}, which is no layer or op of the model",
+                        hint="`microcompile inspect MODEL` lists the layers")
     check_quantizable(g, keep_float, activations)
     if io != "float32" and io != activations:
         raise UserError(f"--io {io} does not match --activations {activations}",
@@ -229,6 +275,8 @@ def quantize_graph(g: Graph, ranges: Callable[[str], Range], io: str = "float32"
         return qcache[name]
 
     b = _Builder(g, act, {}, [], {}, {}, activations)
+    if weights == "int4":
+        b.int4 = lambda n: n.op in INT4_WEIGHT_OPS and n.name not in keep_int8 and n.op not in keep_int8
     for name in g.inputs:
         t = g.tensors[name]
         if t.dtype != "float32":
@@ -293,8 +341,9 @@ def _weighted_inputs(b: _Builder, n: Node) -> tuple[str, ...]:
     if not w_t.is_const:
         raise UnquantizableOpError(f"{n.op} {n.name} has non-constant weights {w_t.name}",
                                    hint=f"keep it in float32 with --keep-float {n.name}")
-    wq, w_quant = symmetric_weights(w_t.data, ops.get(n.op).weight_axis)
-    w = b.add(w_t.replace(dtype="int8", quant=w_quant, data=wq))
+    int4 = b.int4(n)
+    wq, w_quant = (symmetric_weights_int4 if int4 else symmetric_weights)(w_t.data, ops.get(n.op).weight_axis)
+    w = b.add(w_t.replace(dtype="int4" if int4 else "int8", quant=w_quant, data=wq))
     bias = ""
     if len(n.inputs) > 2 and n.inputs[2]:
         b_t = g.tensors[n.inputs[2]]

@@ -43,9 +43,18 @@ def kernel_names(compiled) -> dict[str, str]:
 
 
 def widened_kernels(compiled) -> list[str]:
+    return _kernels_of(compiled, compiled.widened)
+
+
+def int4_kernels(compiled) -> list[str]:
+    """The kernels whose weights are packed int4 in flash (unpacked into scratch as they run)."""
+    return _kernels_of(compiled, compiled.stored_int4)
+
+
+def _kernels_of(compiled, nodes) -> list[str]:
     names = kernel_names(compiled)
     order = {n.name: i for i, (n, _, _) in enumerate(compiled.kernels)}
-    return [names[n] for n in sorted(compiled.widened, key=lambda n: order.get(n, -1)) if n in names]
+    return [names[n] for n in sorted(nodes, key=lambda n: order.get(n, -1)) if n in names]
 
 
 def report_keys(compiled, sizes, project_dir: Path, fit=None) -> dict:
@@ -77,6 +86,8 @@ def report_keys(compiled, sizes, project_dir: Path, fit=None) -> dict:
         "ram_bss_bytes": max(sizes.bss - arena - sizes.sections.get(".stack_reserve", 0), 0),
         "widened_kernels": widened_kernels(compiled),
         "widened_bytes": _widened_bytes(compiled),
+        "int4_kernels": int4_kernels(compiled),
+        "int4_saved_bytes": sum(compiled.stored_int4.values()),
     }
 
 
@@ -96,6 +107,10 @@ def summary_lines(r: dict) -> list[str]:
     lines.append("weights      the model's own types (no int16 copies, no tables)" if not widened else
                  f"weights      int16 (ADD: tables) in {len(widened)} kernel(s), +{r['widened_bytes']:,} bytes: "
                  f"{', '.join(widened)}")
+    packed = r.get("int4_kernels") or []
+    if packed:
+        lines.append(f"weights      packed int4 in {len(packed)} kernel(s), -{r['int4_saved_bytes']:,} bytes against int8 "
+                     f"(unpacked into the arena as each runs): {', '.join(packed)}")
     # The RAM total counts the stack's reserve (what the linker keeps free for it); the stack the
     # call graph needs in the worst case is shown beside it, so the parts add up to the total.
     need = f", needs {r['stack_bytes']:,} worst case" if r.get("stack_bytes") is not None else ""
@@ -160,6 +175,9 @@ def format_memory(compiled, top: int = 3) -> str:
         out += [f"  {_short(o.out, 40)} over {_short(o.src, 40)} ({o.max_shift:+,})" for o in used]
     if compiled.widened:
         out += ["", "int16 weights (ADD: rescale tables), flash to spare: " + ", ".join(widened_kernels(compiled))]
+    if compiled.stored_int4:
+        out += ["", "packed int4 weights (flash is short; unpacked into scratch as each kernel runs): "
+                + ", ".join(int4_kernels(compiled))]
     return "\n".join(out)
 
 

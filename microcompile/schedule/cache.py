@@ -1,6 +1,7 @@
 """Primitives that move data: cache_write (an accumulator tile in scratch), cache_read (a
 column buffer in scratch, e.g. im2col), pack_constant (re-type a constant at compile time),
-and fuse (two nested loops into one).
+store_int4 (a constant packed two values per byte in flash, unpacked into scratch by the
+kernel), and fuse (two nested loops into one).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from ..ir import budget
 from ..tir.nodes import (Allocate, BinOp, Buffer, Cast, IntImm, For, LetStmt, Load, PrimFunc, SeqStmt, Stmt, Store,
                          Var, rewrite, simplify, substitute, walk)
 from ..tir.verify import verify_primfunc
+from ..tir.intrinsics_copy import UNPACK_S4_KERNELS
+from ..tir.nodes import PACKED_INT4, Address, Call, Evaluate
 from .primitives import primitive, ScheduleError, replace_loop, find_loop, weights_name
 
 _WIDER = {"int8": ("int8", "int16", "int32"), "int16": ("int16", "int32"), "int32": ("int32",)}
@@ -264,3 +267,40 @@ def pack_constant(f: PrimFunc, buffer: str, dtype: str) -> PrimFunc:
     body = rewrite(f.body, fn)
     return verify_primfunc(PrimFunc(f.name, tuple(new if b is old else b for b in f.buffers), simplify(body),
                                     dict(f.attrs)))
+
+
+@primitive("store_int4")
+def store_int4(f: PrimFunc, buffer: str) -> PrimFunc:
+    """Keep constant `buffer` (int8 or int16, every value in -8..7) in flash as packed int4,
+    half a byte per value, and expand it into scratch when the kernel starts:
+
+        w: int8[64,64] = {...};  body(w)   --store_int4(w)-->
+        w_s4: int4[64,64] = {...};  mc_unpack_s4_s8(w, w_s4, 4096);  body(w)   (w in scratch)
+
+    The kernel computes on the same values in the same layout (any packing pack_constant or
+    a micro-kernel's panels made stays), so the output is unchanged; the price is the scratch
+    and about three instructions per weight each inference."""
+    old = next((b for b in f.buffers if b.name == buffer and b.scope == "const"), None)
+    if old is None:
+        raise ScheduleError(f"{f.name}: no constant named {buffer}")
+    if old.dtype not in UNPACK_S4_KERNELS:
+        raise ScheduleError(f"store_int4 of {old.dtype} {buffer}: int8 or int16 weights only")
+    values = np.asarray(old.data)
+    if values.size and not (-8 <= int(values.min()) and int(values.max()) <= 7):
+        raise ScheduleError(f"store_int4 of {buffer}: values {int(values.min())}..{int(values.max())} are not int4")
+    taken = _names(f)
+    packed = Buffer(_fresh(f"{buffer}_s4", taken), PACKED_INT4, old.shape, "const", data=values.astype(np.int8),
+                    comment=f"{old.comment} (packed int4)")
+    unpacked = Buffer(old.name, old.dtype, old.shape, "scratch", comment=f"{old.comment}, unpacked from int4")
+
+    def fn(n):
+        if isinstance(n, Load) and n.buffer is old:
+            return Load(unpacked, n.index)
+        if isinstance(n, Address) and n.buffer is old:
+            return Address(unpacked, n.index)
+        return None
+    unpack = Evaluate(Call(UNPACK_S4_KERNELS[old.dtype],
+                           (Address(unpacked, IntImm(0)), Address(packed, IntImm(0)), IntImm(old.size)), "void"))
+    body = SeqStmt((unpack, rewrite(f.body, fn)))
+    buffers = tuple(unpacked if b is old else b for b in f.buffers) + (packed,)
+    return verify_primfunc(PrimFunc(f.name, buffers, body, dict(f.attrs)))

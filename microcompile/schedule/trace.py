@@ -108,5 +108,8 @@ class Schedule:
     def pack_constant(self, buffer: str, dtype: str) -> Schedule:
         return self._apply("pack_constant", buffer, dtype)
 
+    def store_int4(self, buffer: str) -> Schedule:
+        return self._apply("store_int4", buffer)
+
     def tensorize(self, loop: str, intrin: str) -> Schedule:
         return self._apply("tensorize", loop, intrin)

@@ -1,4 +1,5 @@
-"""Which kernels get int16 ("wide") weights: a per-kernel choice against the board's flash.
+"""How each kernel stores its weights (int16 "wide", int8, or packed int4): a per-kernel choice
+against the board's flash.
 
 On a DSP core a convolution, depthwise convolution or fully connected layer runs faster on
 weights widened to int16 at compile time (SMLAD takes int16 pairs with no extraction), at
@@ -8,6 +9,13 @@ flash less an estimate of the code, or --flash-budget.
 
 The same holds for the rescale tables of an int8 ADD (schedule/tabulate.py): flash that
 buys speed, so they take part in the same choice.
+
+Weights whose values all lie in -8..7 (a model with TFLite INT4 weights, or `quantize
+--weights int4`) have a third, smallest form: packed int4, two per byte in flash, expanded into
+scratch when the kernel starts (the store_int4 primitive, schedule/cache.py), at about
+UNPACK_COST_PER_WEIGHT instructions per weight per inference and the unpacked weights' bytes of
+arena. Such kernels start packed and are unpacked, then widened, by the same rule while the
+weights fit; without a flash limit (the host) every kernel takes its fastest form.
 
 "Fastest first" is the estimated instructions saved per extra byte of flash: about
 GAIN_PER_MAC instructions per multiply-accumulate (measured on mps2-an386: the GEMM panel
@@ -22,6 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 GAIN_PER_MAC = 0.5
+# mc_unpack_s4_s8 (runtime_c/kernels/mc_copy.c) on mps2-an386: LDRB, two SBFX, two STRB and the
+# loop per pair of weights (tests/lower/test_int4_weights.py measures it).
+UNPACK_COST_PER_WEIGHT = 3.5
 # An int8 ADD's two rescale tables save two multiplies and roundings per element (about 20
 # instructions), at 2 KiB of flash (schedule/tabulate.py).
 GAIN_PER_TABLE_ELEMENT = 20
@@ -34,16 +45,26 @@ CODE_PER_KERNEL_BYTES = 1024
 
 @dataclass(frozen=True)
 class Candidate:
-    """A kernel that can have int8 or int16 weights."""
+    """A kernel that can store its weights in more than one form."""
 
     name: str            # the node's name
     gain: float          # estimated instructions saved by the wide variant (estimate_gain)
     narrow_bytes: int    # its constants with int8 weights (no tables)
-    wide_bytes: int      # with int16 weights (tables)
+    wide_bytes: int      # with int16 weights (tables); narrow_bytes when there is no wide variant
+    packed_bytes: int | None = None   # with packed int4 weights; None when they are not int4 values
+    unpack_cost: float = 0.0          # instructions the packed variant's unpacking adds per inference
 
     @property
     def extra(self) -> int:
         return self.wide_bytes - self.narrow_bytes
+
+    def levels(self) -> list[tuple[str, int, float]]:
+        """(storage, constant bytes, instructions saved over the previous level), smallest first."""
+        out = [("int4", self.packed_bytes, 0.0)] if self.packed_bytes is not None else []
+        out.append(("int8", self.narrow_bytes, self.unpack_cost))
+        if self.extra > 0:
+            out.append(("int16", self.wide_bytes, self.gain))
+        return out
 
 
 def estimate_gain(op: str, macs: int, out_elements: int) -> float:
@@ -55,16 +76,30 @@ def code_estimate(kernels: int, input_bytes: int = 0) -> int:
 
 
 def choose_wide(candidates: list[Candidate], fixed_bytes: int, budget: int | None) -> set[str]:
-    """The kernels to widen: fastest first while every constant still fits `budget` bytes
-    (None: no limit, widen all). `fixed_bytes` are the constants of the other kernels."""
-    useful = [c for c in candidates if c.extra > 0]
+    """The kernels to widen (choose_storage's int16 ones)."""
+    return {name for name, form in choose_storage(candidates, fixed_bytes, budget).items() if form == "int16"}
+
+
+def choose_storage(candidates: list[Candidate], fixed_bytes: int, budget: int | None) -> dict[str, str]:
+    """Each candidate's weights, "int4", "int8" or "int16": every kernel starts at its smallest
+    form, then steps up, the step that saves the most instructions per extra byte first (ties:
+    the larger saving, then graph order), while every constant still fits `budget` bytes
+    (None: no limit, each takes its fastest form). `fixed_bytes` are the other kernels' constants."""
+    levels = [c.levels() for c in candidates]
     if budget is None:
-        return {c.name for c in useful}
-    total = fixed_bytes + sum(c.narrow_bytes for c in candidates)
-    order = sorted(enumerate(useful), key=lambda ic: (-ic[1].gain / ic[1].extra, -ic[1].gain, ic[0]))
-    chosen = set()
-    for _, c in order:
-        if total + c.extra <= budget:
-            chosen.add(c.name)
-            total += c.extra
-    return chosen
+        return {c.name: lv[-1][0] for c, lv in zip(candidates, levels)}
+    at = [0] * len(candidates)
+    total = fixed_bytes + sum(lv[0][1] for lv in levels)
+    while True:
+        steps = []
+        for i, lv in enumerate(levels):
+            if at[i] + 1 < len(lv):
+                extra, gain = lv[at[i] + 1][1] - lv[at[i]][1], lv[at[i] + 1][2]
+                steps.append((-gain / max(extra, 1), -gain, i, extra))
+        fitting = [s for s in sorted(steps) if total + s[3] <= budget]
+        if not fitting:
+            break
+        i, extra = fitting[0][2], fitting[0][3]
+        at[i] += 1
+        total += extra
+    return {c.name: lv[k][0] for c, lv, k in zip(candidates, levels, at)}

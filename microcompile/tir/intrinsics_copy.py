@@ -1,6 +1,9 @@
 """The copy micro-kernels of runtime_c/include/mc_copy.h.
 
     mc_widen_dsp_s8_s16(dst, src, n):   dst[i] = i16(src[i]) for i < n
+    mc_unpack_s4_s8(dst, src, n):       dst[i] = the i-th int4 value packed in src, for i < n
+    mc_unpack_s4_s16(dst, src, n):      the same into int16 (the depthwise kernels' weights)
+                                        (every core: runtime_c/kernels/mc_copy.c)
 """
 
 from __future__ import annotations
@@ -16,3 +19,18 @@ WIDEN_KERNEL = "mc_widen_dsp_s8_s16"
 def _widen_impl(dst_ptr, src_ptr, n):
     (da, do), (sa, so) = dst_ptr, src_ptr
     da[do:do + n] = sa[so:so + n].astype(np.int16)
+
+
+UNPACK_S4_KERNELS = {"int8": "mc_unpack_s4_s8", "int16": "mc_unpack_s4_s16"}
+
+
+def _unpack_s4_impl(dst_ptr, src_ptr, n):
+    # The interpreter holds a packed int4 constant as its values (tir/nodes.py PACKED_INT4):
+    # the packing itself is tested on the C kernel (tests/lower/test_int4_weights.py).
+    (da, do), (sa, so) = dst_ptr, src_ptr
+    assert so == 0, "an int4 constant is unpacked from its start"
+    da[do:do + n] = sa[:n].astype(da.dtype)
+
+
+for _name in UNPACK_S4_KERNELS.values():
+    intrinsic(_name, ("handle", "handle", "int32"), "void", "mc_copy.h", extern=True, writes=(0,))(_unpack_s4_impl)

@@ -232,6 +232,8 @@ class Buffer:
 
     @property
     def nbytes(self) -> int:
+        if self.dtype == PACKED_INT4:
+            return (self.size + 1) // 2
         return self.size * DTYPE_BYTES[self.dtype]
 
     def at(self, *idx) -> Expr:
@@ -255,7 +257,11 @@ class Buffer:
 
 DTYPE_BYTES = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "float64": 8, "bool": 1}
 # The numpy dtype of a buffer's elements (constants' data, interpreter arrays).
-NP_BUFFER_DTYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
+# A constant may be stored as packed int4 (two values per byte, ir/int4.py): `data` holds its
+# values as int8, the flash holds the packed bytes, and no Load reads it: only an extern
+# micro-kernel that unpacks it (mc_unpack_s4_s8, the schedule primitive store_int4).
+PACKED_INT4 = "int4"
+NP_BUFFER_DTYPES = {"int4": np.int8, "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
                     "float32": np.float32, "float64": np.float64}
 
 

@@ -4,7 +4,7 @@ PrimFunc that passes `verify_primfunc`."""
 from __future__ import annotations
 
 from . import intrinsics
-from .nodes import (NP_BUFFER_DTYPES, SCALAR_DTYPES, SCOPES, FOR_KINDS, BIN_OPS, Address, ParamStruct, Allocate, BinOp, Buffer, Call, Cast,
+from .nodes import (NP_BUFFER_DTYPES, PACKED_INT4, SCALAR_DTYPES, SCOPES, FOR_KINDS, BIN_OPS, Address, ParamStruct, Allocate, BinOp, Buffer, Call, Cast,
                     Evaluate, FloatImm, For, IfThenElse, IntImm, LetStmt, Load, PrimFunc, Select, SeqStmt, Store,
                     Var)
 
@@ -61,6 +61,8 @@ def verify_primfunc(f: PrimFunc) -> PrimFunc:
         elif isinstance(e, (Load, Address)):
             if id(e.buffer) not in bufs:
                 fail(f"buffer {e.buffer.name} is not declared here")
+            if isinstance(e, Load) and e.buffer.dtype == PACKED_INT4:
+                fail(f"packed int4 constant {e.buffer.name} is loaded: only an unpacking micro-kernel reads it")
             expr(e.index, scope, bufs)
             if e.index.dtype != "int32":
                 fail(f"index of {e.buffer.name} is {e.index.dtype}")
@@ -138,7 +140,7 @@ def verify_primfunc(f: PrimFunc) -> PrimFunc:
 
 
 def _check_buffer(b: Buffer, fail) -> None:
-    if b.scope not in SCOPES or b.dtype not in SCALAR_DTYPES:
+    if b.scope not in SCOPES or (b.dtype not in SCALAR_DTYPES and not (b.dtype == PACKED_INT4 and b.scope == "const")):
         fail(f"buffer {b.name}: scope {b.scope} dtype {b.dtype}")
     if b.scope == "const":
         if b.data is None or b.data.size != b.size or b.data.dtype != NP_BUFFER_DTYPES[b.dtype]:

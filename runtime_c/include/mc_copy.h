@@ -5,7 +5,13 @@
  * The `tensorize` schedule primitive reaches it from a copy loop of that shape; it uses
  * SXTB16 + PKHBT/PKHTB (4 elements per 10 instructions) and is compiled only for cores
  * with the DSP extension. Other cores keep the plain loop, which is as fast as any call
- * there. No alignment is required. */
+ * there. No alignment is required.
+ *
+ *   mc_unpack_s4_s8(dst, src, n):       dst[i] = the i-th signed 4-bit value of src, for i < n
+ *   mc_unpack_s4_s16(dst, src, n):      the same into int16
+ *
+ * expands weights stored as packed int4 (two per byte, the first in the low nibble) into
+ * scratch at the start of a kernel (the schedule primitive store_int4); every core. */
 #ifndef MC_COPY_H
 #define MC_COPY_H
 
@@ -16,6 +22,8 @@ extern "C" {
 #endif
 
 void mc_widen_dsp_s8_s16(int16_t *dst, const int8_t *src, int32_t n);
+void mc_unpack_s4_s8(int8_t *dst, const uint8_t *src, int32_t n);
+void mc_unpack_s4_s16(int16_t *dst, const uint8_t *src, int32_t n);
 
 #ifdef __cplusplus
 }

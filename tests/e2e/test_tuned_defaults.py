@@ -49,7 +49,7 @@ def _plan(graph, board=BOARD, flash_budget=None):
 
 def test_a_large_fully_connected_layer_widens_when_the_flash_allows():
     g = _two_fc_graph()
-    kernels, plan, _, widened, _ = _plan(g)
+    kernels, plan, _, widened, _, _ = _plan(g)
     # int16 weights: one more byte per weight; the first layer too, as the mixed kernel reads its
     # int8 input in place (an int16 copy of it, 2 KiB, would have raised the arena)
     assert widened == {"fc1": 1024 * 64, "fc2": 512 * 64}
@@ -61,9 +61,9 @@ def test_a_large_fully_connected_layer_widens_when_the_flash_allows():
     narrow = weights - 1024 * 64 - 512 * 64
     # room for the 32 KiB extra of fc2 but not the 64 KiB of fc1: fc2 alone; no room: neither;
     # the arena is the same in all three
-    _, mid_plan, _, mid, _ = _plan(g, flash_budget=narrow + 40 * 1024 + 1024 * 2 + 8192 + 1024)
+    _, mid_plan, _, mid, _, _ = _plan(g, flash_budget=narrow + 40 * 1024 + 1024 * 2 + 8192 + 1024)
     assert mid == {"fc2": 512 * 64}
-    _, tight_plan, _, tight, _ = _plan(g, flash_budget=narrow + 16 * 1024 + 1024 * 2 + 8192)
+    _, tight_plan, _, tight, _, _ = _plan(g, flash_budget=narrow + 16 * 1024 + 1024 * 2 + 8192)
     assert tight == {}
     assert tight_plan.arena_bytes == mid_plan.arena_bytes == plan.arena_bytes
     # and the schedule itself no longer caps the int16 weights (its `wide` default is the DSP's)
@@ -91,8 +91,8 @@ def test_the_board_flash_decides_a_large_fully_connected_layers_weights():
     cannot hold and a 4 MiB one (mps2-an386) can; the arena is the same on both."""
     g = _fc_softmax_graph()
     fc = g.nodes[0].name
-    kernels, big_plan, _, big, _ = _plan(g, BOARD)
-    _, small_plan, _, small, _ = _plan(g, "nucleo-f446re")
+    kernels, big_plan, _, big, _, _ = _plan(g, BOARD)
+    _, small_plan, _, small, _, _ = _plan(g, "nucleo-f446re")
     assert big == {fc: 4096 * 64} and small == {}
     assert big_plan.arena_bytes == small_plan.arena_bytes
 

@@ -39,6 +39,7 @@ from ...escape import valid_text
 from ...files import MODEL_BYTES_MAX, read_file
 from ...ir import NP_DTYPES, Graph, Node, QuantParams, Tensor, VerifyError, ops, verify
 from ...ir.budget import elements
+from ...ir.int4 import unpack_int4
 from ...ir.verify import MISFIT, node_problem
 from ..validate import validate
 from .structure import check_structure
@@ -47,7 +48,7 @@ FILE_IDENTIFIER = b"TFL3"
 
 # TFLite TensorType enum value -> (our dtype, little-endian numpy dtype of the stored bytes).
 RAW_DTYPES = {0: ("float32", "<f4"), 2: ("int32", "<i4"), 9: ("int8", "<i1"), 7: ("int16", "<i2"),
-              4: ("int64", "<i8")}
+              4: ("int64", "<i8"), 17: ("int4", "<i1")}
 _TENSOR_TYPE_NAMES = {0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "INT64", 5: "STRING",
                       6: "BOOL", 7: "INT16", 8: "COMPLEX64", 9: "INT8", 10: "FLOAT64",
                       11: "COMPLEX128", 12: "UINT64", 13: "RESOURCE", 14: "VARIANT",
@@ -501,12 +502,19 @@ def _tensor(t: _RawTensor, name: str, shape: tuple[int, ...], label: str, notes:
     data = None
     # A variable tensor's buffer, if any, is ignored: TFLite resets the state to zero.
     if t.data is not None and not t.variable:
-        expected = elements(shape) * np.dtype(le).itemsize
+        n = elements(shape)
+        expected = (n + 1) // 2 if dtype == "int4" else n * np.dtype(le).itemsize
         if len(t.data) != expected:
             raise ModelFormatError(f"{label}: constant {t.name!r} of shape {shape} needs {expected} "
                                    f"bytes, its buffer has {len(t.data)}", hint=_HINT_FORMAT)
-        # Stored little-endian; astype gives a native-order copy independent of the file.
-        data = np.frombuffer(t.data, le).reshape(shape).astype(NP_DTYPES[dtype])
+        if dtype == "int4":
+            data = unpack_int4(t.data, n).reshape(shape)
+        else:
+            # Stored little-endian; astype gives a native-order copy independent of the file.
+            data = np.frombuffer(t.data, le).reshape(shape).astype(NP_DTYPES[dtype])
+    elif dtype == "int4":
+        raise UserError(f"{label}: tensor {t.name!r} is INT4 but not a constant",
+                        hint="INT4 is supported for constant weights only (conv, depthwise conv, fully connected)")
     return Tensor(name, shape, dtype, _quant(t, dtype, label, notes), data, variable=t.variable)
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from ...ir import ops, verify
 from ...ir.graph import Graph, Node, QuantParams, Tensor
+from ...ir.int4 import pack_int4
 
 import tflite  # noqa: E402  (generated flatbuffer bindings)
 
@@ -37,7 +38,7 @@ SCHEMA_VERSION = 3
 
 _TENSOR_TYPE = {"float32": tflite.TensorType.FLOAT32, "int32": tflite.TensorType.INT32,
                 "int16": tflite.TensorType.INT16, "int8": tflite.TensorType.INT8,
-                "int64": tflite.TensorType.INT64}
+                "int64": tflite.TensorType.INT64, "int4": tflite.TensorType.INT4}
 
 ACTIVATION = {"NONE": tflite.ActivationFunctionType.NONE,
                "RELU": tflite.ActivationFunctionType.RELU,
@@ -245,7 +246,8 @@ def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
     for name, t in tensors.items():
         if t.is_const:
             buffer_of[name] = len(buffers)
-            buffers.append(np.ascontiguousarray(t.data, dtype=t.data.dtype.newbyteorder("<")).tobytes())
+            buffers.append(pack_int4(t.data) if t.dtype == "int4" else
+                           np.ascontiguousarray(t.data, dtype=t.data.dtype.newbyteorder("<")).tobytes())
     buffer_offsets = []
     for data in buffers:
         vec = _bytes_vector(b, data) if data else None
