@@ -80,7 +80,10 @@ def lowered_workloads(model, board: Board, options: CompileOptions = CompileOpti
     with tempfile.TemporaryDirectory(prefix="microcompile-tune-") as tmp:
         compiled = compile_model(model, board, Path(tmp), replace(options, tuned={}))
     target = board.target
-    lowered = [(n, lower_node(compiled.graph, n, target)) for n, _, _ in compiled.kernels]
+    # Kernels whose weights stay packed int4 (the flash is short) are not tuned: a record replays a
+    # schedule without the packing, which would not fit.
+    lowered = [(n, lower_node(compiled.graph, n, target)) for n, _, _ in compiled.kernels
+               if n.name not in compiled.stored_int4]
     wide = {n.name: n.name in compiled.widened for n, _ in lowered}
     workloads = extract_workloads(lowered, target, wide)
     # The compiler grows im2col blocks into arena slack (schedule/blocks.py): a workload's default

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..escape import c_comment
 from ..tir import intrinsics
+from ..tir.nodes import PACKED_INT4
 from ..tir.nodes import (Address, ParamStruct, Allocate, BinOp, Call, Cast, Evaluate, FloatImm, For, IfThenElse, IntImm,
                          LetStmt, Load, PrimFunc, Select, SeqStmt, Store, Var, scratch_layout, walk)
 
@@ -122,6 +123,10 @@ class CEmitter:
         name = ctx.names[id(e.buffer)]
         if isinstance(e.index, IntImm) and e.index.value == 0:
             return name
+        if e.buffer.dtype == PACKED_INT4:   # two values per byte; store_int4 keeps the index even
+            if isinstance(e.index, IntImm):
+                return f"({name} + {e.index.value // 2})"
+            return f"({name} + ({self.expr(e.index, ctx)}) / 2)"
         return f"({name} + {self.expr(e.index, ctx)})"
 
     def _e_ParamStruct(self, e: ParamStruct, ctx):

@@ -48,7 +48,7 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
         consts.add(f"layer {shown(node.name)!r} ({node.op})", _const_bytes(narrow[node.name][0]) + _const_bytes(w[0]))
         p = _packed(narrow[node.name])
         if p is not None:
-            packed[node.name] = p
+            packed[node.name] = (p, _packed(w) if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]) else None)
         if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]) or p is not None:
             if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]):
                 wide[node.name] = w
@@ -74,11 +74,18 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
     g0, p0 = planned(narrow, "greedy_by_size")
     live = dict(zip((n.name for n in g0.nodes), p0.timeline()))
     peak = p0.lower_bound
-    # (A packed kernel's scratch may raise it: packing is chosen only where the flash needs it.)
-    candidates = [c if c.name not in wide
-                  or live[c.name] - narrow[c.name][0].scratch_bytes + wide[c.name][0].scratch_bytes <= peak
-                  else replace(c, wide_bytes=c.narrow_bytes) for c in candidates]
     candidates = [c for c in candidates if c.extra > 0 or c.packed_bytes is not None]
+    # (A packed kernel's scratch may raise the arena: packing is chosen only where the flash
+    # needs it.) Packed weights unpack as int16 for the wide kernels where that scratch does not
+    # lift the step above the int8 plan's peak and the flash is the same (a wide depthwise kernel
+    # adds border tables), else as int8; a fully connected kernel that reads them packed (no
+    # scratch) keeps that.
+    to_int16 = {name for name, (pn, pw) in packed.items()
+                if pw is not None and pn[0].scratch_bytes and _const_bytes(pw[0]) <= _const_bytes(pn[0])
+                and any(c.name == name and c.extra > 0 for c in candidates)
+                and live[name] - narrow[name][0].scratch_bytes + pw[0].scratch_bytes <= peak}
+    packed = {name: pw if name in to_int16 else pn for name, (pn, pw) in packed.items()}
+    candidates = [replace(c, packed_wide=True) if c.name in to_int16 else c for c in candidates]
     fixed = sum(_const_bytes(f) for name, (f, _) in narrow.items() if name not in {c.name for c in candidates})
     budget = _weights_budget(graph, board, flash_budget, len(narrow))
     forms = widening.choose_storage(candidates, fixed, budget)
@@ -98,7 +105,7 @@ WEIGHTS = "w"    # the weights' buffer in conv2d, depthwise_conv2d and fully_con
 
 
 def _packed(narrow: tuple) -> tuple | None:
-    """The int8-weights schedule with its weights stored as packed int4 (store_int4), or None
+    """The schedule with its weights stored as packed int4 (store_int4), or None
     when they are not int4 values."""
     f, t = narrow
     w = next((b for b in f.buffers if b.name == WEIGHTS and b.scope == "const"), None)

@@ -14,8 +14,11 @@ Weights whose values all lie in -8..7 (a model with TFLite INT4 weights, or `qua
 --weights int4`) have a third, smallest form: packed int4, two per byte in flash, expanded into
 scratch when the kernel starts (the store_int4 primitive, schedule/cache.py), at about
 UNPACK_COST_PER_WEIGHT instructions per weight per inference and the unpacked weights' bytes of
-arena. Such kernels start packed and are unpacked, then widened, by the same rule while the
-weights fit; without a flash limit (the host) every kernel takes its fastest form.
+arena (unpacked to int16 for the wide kernels where that scratch does not raise the arena: then
+the next step is straight to int16 weights in flash), or read packed by the fully connected
+kernel itself on DSP cores (no scratch). Such kernels start packed and are unpacked, then
+widened, by the same rule while the weights fit; without a flash limit (the host) every kernel
+takes its fastest form.
 
 "Fastest first" is the estimated instructions saved per extra byte of flash: about
 GAIN_PER_MAC instructions per multiply-accumulate (measured on mps2-an386: the GEMM panel
@@ -53,6 +56,7 @@ class Candidate:
     wide_bytes: int      # with int16 weights (tables); narrow_bytes when there is no wide variant
     packed_bytes: int | None = None   # with packed int4 weights; None when they are not int4 values
     unpack_cost: float = 0.0          # instructions the packed variant's unpacking adds per inference
+    packed_wide: bool = False         # the packed variant unpacks into int16 for the wide kernels
 
     @property
     def extra(self) -> int:
@@ -61,6 +65,8 @@ class Candidate:
     def levels(self) -> list[tuple[str, int, float]]:
         """(storage, constant bytes, instructions saved over the previous level), smallest first."""
         out = [("int4", self.packed_bytes, 0.0)] if self.packed_bytes is not None else []
+        if self.packed_wide:     # int8 would be slower than int4 unpacked to int16: straight to int16
+            return out + [("int16", self.wide_bytes, self.unpack_cost)]
         out.append(("int8", self.narrow_bytes, self.unpack_cost))
         if self.extra > 0:
             out.append(("int16", self.wide_bytes, self.gain))

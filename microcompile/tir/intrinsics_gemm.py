@@ -107,6 +107,31 @@ for _name, (_dt, _group) in P4_KERNELS.items():
     intrinsic(_name, _GEMM_ARGS, "void", "mc_gemm.h", extern=True, writes=(0,))(_gemm_p4_impl(_group))
 
 
+# mc_gemm_p4_dsp_s4 reads mc_gemm_p4_dsp_s8's panels as packed int4 (a fully connected layer's
+# weights left in flash, schedule primitive store_int4): each group of four k of a panel, 16
+# values (row-major: r0 k0..k3, r1 ..., r3 ...), is stored in this order, two values per byte,
+# low nibble first (runtime_c/kernels/dsp/mc_gemm_s4_dsp.c says why).
+S4_KERNEL = "mc_gemm_p4_dsp_s4"
+S4_FROM = "mc_gemm_p4_dsp_s8"
+S4_GROUP_ORDER = np.array([0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15])
+
+
+def s4_panel_order(panels: np.ndarray) -> np.ndarray:
+    """mc_gemm_p4_dsp_s8's panel values (a multiple of 16) in mc_gemm_p4_dsp_s4's order."""
+    return panels.reshape(-1, 16)[:, S4_GROUP_ORDER].reshape(-1)
+
+
+def _gemm_p4_s4_impl(c_ptr, a_ptr, b_ptr, p: dict):
+    (aa, ao) = a_ptr
+    groups = aa[ao:].reshape(-1, 16)
+    panels = np.empty_like(groups)
+    panels[:, S4_GROUP_ORDER] = groups
+    _gemm_p4_impl(4)(c_ptr, (panels.reshape(-1), 0), b_ptr, p)
+
+
+intrinsic(S4_KERNEL, _GEMM_ARGS, "void", "mc_gemm.h", extern=True, writes=(0,))(_gemm_p4_s4_impl)
+
+
 GEMM_RQ_PARAMS = StructType("mc_gemm_rq_params_t", ("m", "n", "k", "lda", "ldb", "ldy", "out_offset", "act_min",
                                                      "act_max"))
 # kernel -> (operand dtype, k group of the packed A; 0: A row-major with lda)

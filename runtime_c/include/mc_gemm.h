@@ -21,7 +21,9 @@
  * rows (lda is ignored): with kp = k rounded up to even, row i's pair (a[i][2t], a[i][2t+1])
  * is at a[(i/4)*4*kp + t*8 + (i%4)*2], rows past m and the element past an odd k are zero.
  * mc_gemm_p4_dsp_s8 is the int8 twin with groups of four k: with kp = k rounded up to a
- * multiple of 4, a[i][4t..4t+3] is at a[(i/4)*4*kp + t*16 + (i%4)*4].
+ * multiple of 4, a[i][4t..4t+3] is at a[(i/4)*4*kp + t*16 + (i%4)*4]. mc_gemm_p4_dsp_s4
+ * reads the same panels packed as int4, each group's 16 values in two words of nibbles
+ * (kernels/dsp/mc_gemm_s4_dsp.c gives the order; tir/intrinsics_gemm.py S4_GROUP_ORDER).
  * The panel base must be 4-byte aligned (LDM).
  *
  * The requantizing variants end the accumulation in registers and store int8, so no int32
@@ -82,6 +84,7 @@ void mc_gemm_nt_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_ge
 void mc_gemm_nt_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc_gemm_params_t *params);
 void mc_gemm_p4_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc_gemm_params_t *params);
 void mc_gemm_p4_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params);
+void mc_gemm_p4_dsp_s4(int32_t *c, const uint8_t *a, const int8_t *b, const mc_gemm_params_t *params);
 void mc_gemm_nt_mve_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params);
 void mc_gemm_rq_c_s8(MC_GEMM_RQ_ARGS(int8_t));
 void mc_gemm_rq_c_s16(MC_GEMM_RQ_ARGS(int16_t));

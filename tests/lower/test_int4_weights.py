@@ -149,8 +149,23 @@ def test_a_model_that_fits_int8_gets_no_packed_kernel_and_a_tight_budget_packs_t
 
 # --- on the devices ------------------------------------------------------------------------
 
+def _fc_panels(k: int, in_shape: tuple, units: int, seed: int) -> Graph:
+    """A fully connected int4 case whose units fill panels of four (DSP cores read its packed
+    weights in place: mc_gemm_p4_dsp_s4)."""
+    case = dict(op_cases.cases("fully_connected", "int8", k + 1, seed=seed)[k], in_shape=in_shape, units=units)
+    g = op_cases.build_graph(case)
+    w = g.tensors[g.nodes[0].inputs[1]]
+    w4 = w.replace(dtype="int4", data=np.random.default_rng([seed, k, 1]).integers(-8, 8, w.shape).astype(np.int8))
+    return verify(g.replace(name=f"fc_panels_{k}", tensors={**g.tensors, w.name: w4}))
+
+
+PANEL_CASES = [((1, 64), 20), ((1, 96), 36), ((1, 128), 12), ((1, 48), 24)]
+
+
 def _merged(seed: int) -> Graph:
-    return merge_graphs([_int4_case(op, k, seed) for op in OPS for k in range(5)], name=f"int4_{seed}")
+    graphs = [_int4_case(op, k, seed) for op in OPS for k in range(5)]
+    graphs += [_fc_panels(k, shape, units, seed) for k, (shape, units) in enumerate(PANEL_CASES)]
+    return merge_graphs(graphs, name=f"int4_{seed}")
 
 
 # The host has no flash limit: without a budget its kernels unpack at compile time (the int8 path).
@@ -165,12 +180,15 @@ def test_int4_kernels_equal_litert_on_the_devices(tmp_path, board, budget):
     x = _inputs(g, 1)
     np.savez(tmp_path / "x.npz", **x)
     cm = mc.compile(model, board, options=mc.CompileOptions(flash_budget=budget))
-    assert (cm.report["int4_kernels"] == 15) == (budget == 1)
+    assert (cm.report["int4_kernels"] == 19) == (budget == 1)
     res = cm.deploy(tmp_path / "p", emulate=board != "host", inputs=tmp_path / "x.npz")
     assert_matches_litert(model, x, res.outputs, f"int4 on {board}")
     if budget == 1:
         c = (tmp_path / "p" / "model" / "model.c").read_text()
-        assert c.count("mc_unpack_s4_s") == 15
+        # on DSP cores the panel-shaped fully connected layers read their packed weights in place
+        fused = c.count("mc_gemm_p4_dsp_s4(")
+        assert fused >= 2 if board == "mps2-an386" else fused == 0
+        assert c.count("mc_unpack_s4_s") + fused == 19       # every packed kernel reads its weights one way
 
 
 # --- quantize --weights int4 ---------------------------------------------------------------
