@@ -7,9 +7,10 @@
     and int4 keeping the first layer's weights int8 (--keep-int8).
 (c) The int4 kws and ad01 deployed on mps2-an386's twin (Cortex-M4) twice: with the board's
     flash (the compiler unpacks or widens the weights where they fit: fastest) and with
-    --flash-budget 1 (every int4-valued layer stays packed in flash, unpacked into scratch
-    per inference): instructions, flash, weights and arena, the device's output checked against
-    LiteRT BUILTIN_REF on the same .tflite.
+    --flash-budget 1 (every int4-valued layer stays packed in flash: unpacked into scratch per
+    inference, or read in place by the fully connected kernel); and the int8 models with
+    --flash-budget 1 (int8 weights, no widening) for comparison: instructions, flash, weights
+    and arena, the device's output checked against LiteRT BUILTIN_REF on the same .tflite.
 
     python benchmarks/int4_weights.py [--models DIR] [--skip-deploy]
 """
@@ -92,7 +93,7 @@ def deploy_rows(quantized: dict, board: str) -> list[dict]:
 
     rows = []
     for (name, label), graph in quantized.items():
-        if label != "int4" or name == "pretrainedResnet":
+        if label not in ("int8", "int4") or name == "pretrainedResnet":
             continue
         with tempfile.TemporaryDirectory() as tmp:
             model = Path(tmp) / f"{name}_w4.tflite"
@@ -101,12 +102,12 @@ def deploy_rows(quantized: dict, board: str) -> list[dict]:
                  .astype(np.float32).reshape(graph.tensors[graph.inputs[0]].shape)}
             np.savez(Path(tmp) / "x.npz", **x)
             want = run_reference(model.read_bytes(), x)
-            for budget in (None, 1):
+            for budget in ((None, 1) if label == "int4" else (1,)):
                 cm = mc.compile(model, board, options=mc.CompileOptions(flash_budget=budget))
                 res = cm.deploy(Path(tmp) / f"p{budget}", emulate=True, inputs=Path(tmp) / "x.npz")
                 r = res.report
                 exact = all(np.array_equal(res.outputs[k], v.reshape(res.outputs[k].shape)) for k, v in want.items())
-                rows.append({"model": name, "flash budget": "board" if budget is None else "1 (all packed)",
+                rows.append({"model": f"{name} {label}", "flash budget": "board's" if budget is None else "1 B",
                              "int4 kernels": cm.report["int4_kernels"], "instructions": r["instructions"],
                              "flash": r["flash_bytes"], "weights": r["weights_bytes"], "arena": r["arena_bytes"],
                              "equal to LiteRT": exact})

@@ -50,6 +50,6 @@ def quantize(float_graph: Graph, samples: list[dict], options: QuantizeOptions =
     check_quantizable(float_graph, keep_float, activations)   # fail before the (slow) calibration
     calibration = calibration or Calibration(float_graph, samples, progress=progress)
     qgraph = quantize_graph(float_graph, lambda name: calibration.range(name, method), io, keep_float, activations,
-                            options.weights, tuple(options.keep_int8))
+                            options.weights, tuple(options.keep_int8), calibration.channel_mean)
     layers = layer_sqnr(float_graph, qgraph, samples) if report else []
     return Quantized(qgraph, float_graph, layers)

@@ -56,12 +56,18 @@ class Calibration:
         names = [n for n, t in graph.tensors.items() if not t.is_const and t.dtype == "float32"]
         self.lo = {n: np.inf for n in names}
         self.hi = {n: -np.inf for n in names}
+        # Per last-axis (channel) sums, for the bias correction of int4 weights (ptq.py).
+        self._sum = {n: np.zeros(graph.tensors[n].shape[-1] if graph.tensors[n].shape else 1) for n in names}
+        self._count = {n: 0 for n in names}
         runs = [] if len(samples) <= 64 else None   # small sets: keep the outputs for pass 2
         for env in self._run(samples, "calibrating (1/2: ranges)    ", progress):
             for n in names:
                 v = env[n]
                 self.lo[n] = min(self.lo[n], float(v.min()))
                 self.hi[n] = max(self.hi[n], float(v.max()))
+                rows = np.asarray(v, np.float64).reshape(-1, self._sum[n].size)
+                self._sum[n] += rows.sum(axis=0)
+                self._count[n] += rows.shape[0]
             if runs is not None:
                 runs.append({n: env[n] for n in names})
         self.hist = {}
@@ -74,6 +80,10 @@ class Calibration:
                 lo, hi = self.lo[n], self.hi[n]
                 if hi > lo:
                     self.hist[n] += np.histogram(env[n], bins=BINS, range=(lo, hi))[0]
+
+    def channel_mean(self, name: str) -> np.ndarray:
+        """The mean of float tensor `name` over the samples, per index of its last axis."""
+        return self._sum[name] / max(self._count[name], 1)
 
     def _run(self, samples, label, progress) -> Iterable[dict]:
         with tqdm(total=len(samples), desc=label.strip(), unit="sample", file=sys.stderr,

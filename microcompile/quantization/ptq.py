@@ -119,6 +119,25 @@ def symmetric_weights_int4(w: np.ndarray, axis: int) -> tuple[np.ndarray, QuantP
     return q, QuantParams(tuple(float(s) for s in scale), (0,) * len(scale), axis)
 
 
+def _mean_error(n: Node, w: np.ndarray, wq: np.ndarray, q: QuantParams, mean_x: np.ndarray) -> np.ndarray:
+    """Per output channel, the mean of (dequantized wq - w) . x over the calibration inputs (x's
+    per-channel means; padding ignored): what int4 rounding adds to each output on average, which
+    the bias takes back (bias correction, Nagel et al. 2019, "Data-Free Quantization")."""
+    axis = ops.get(n.op).weight_axis
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    dw = wq.astype(np.float64) * np.asarray(q.scale, np.float64).reshape(shape) - w.astype(np.float64)
+    if n.op == "depthwise_conv2d":            # [1, kh, kw, C * multiplier]: channel oc reads x[oc // mult]
+        if w.shape[3] % mean_x.size:
+            return np.zeros(w.shape[3])
+        return dw.sum(axis=(0, 1, 2)) * np.repeat(mean_x, w.shape[3] // mean_x.size)
+    # conv2d [oc, kh, kw, ic] and fully_connected [units, k]: the last axis meets x's channels
+    # (a fully connected layer that flattens its input has no per-channel mean to use)
+    if mean_x.size != w.shape[-1]:
+        return np.zeros(w.shape[0])
+    return (dw * mean_x).reshape(w.shape[0], -1).sum(axis=1)
+
+
 def dequantize_weights(g: Graph) -> Graph:
     """Hybrid (dynamic-range) models store int8 weights next to float activations:
     restore float32 weights, so the whole model is re-quantized from one float graph."""
@@ -149,6 +168,7 @@ class _Builder:
     float_of: dict     # source float tensor -> name of its float32 version
     dtype: str = "int8"   # the activations' dtype: int8, or int16 for 16x8
     int4: Callable[[Node], bool] = lambda n: False    # the layers that get int4 weights
+    means: Callable[[str], np.ndarray] | None = None   # per-channel means of float tensors
     requantized: dict = field(default_factory=dict)   # (tensor, scale, zero point) -> requantized copy
 
     def add(self, t: Tensor) -> str:
@@ -243,12 +263,14 @@ def check_quantizable(g: Graph, keep_float=(), activations: str = "int8") -> Non
 
 
 def quantize_graph(g: Graph, ranges: Callable[[str], Range], io: str = "float32", keep_float=(),
-                   activations: str = "int8", weights: str = "int8", keep_int8=()) -> Graph:
+                   activations: str = "int8", weights: str = "int8", keep_int8=(),
+                   means: Callable[[str], np.ndarray] | None = None) -> Graph:
     """The int8 graph of float32 graph `g` (16x8 with activations="int16"); `ranges(tensor)`
     gives each activation's calibrated range. `keep_float` names ops (or nodes) left in
     float32 between a DEQUANTIZE and a QUANTIZE (for boards with an FPU). weights="int4" gives
     conv2d, depthwise_conv2d and fully_connected int4 weights, except the ops or layers in
-    `keep_int8`."""
+    `keep_int8`; `means(tensor)` (the calibration's per-channel means of a float tensor) corrects
+    their biases for the mean error of the int4 weights."""
     if io not in IO_MODES:
         raise UserError(f"unknown --io {io!r}", hint=f"choose one of {', '.join(IO_MODES)}")
     if weights not in WEIGHT_DTYPES:
@@ -277,6 +299,7 @@ def quantize_graph(g: Graph, ranges: Callable[[str], Range], io: str = "float32"
     b = _Builder(g, act, {}, [], {}, {}, activations)
     if weights == "int4":
         b.int4 = lambda n: n.op in INT4_WEIGHT_OPS and n.name not in keep_int8 and n.op not in keep_int8
+        b.means = means
     for name in g.inputs:
         t = g.tensors[name]
         if t.dtype != "float32":
@@ -345,8 +368,13 @@ def _weighted_inputs(b: _Builder, n: Node) -> tuple[str, ...]:
     wq, w_quant = (symmetric_weights_int4 if int4 else symmetric_weights)(w_t.data, ops.get(n.op).weight_axis)
     w = b.add(w_t.replace(dtype="int4" if int4 else "int8", quant=w_quant, data=wq))
     bias = ""
-    if len(n.inputs) > 2 and n.inputs[2]:
-        b_t = g.tensors[n.inputs[2]]
+    b_t = g.tensors[n.inputs[2]] if len(n.inputs) > 2 and n.inputs[2] else None
+    if int4 and b.means is not None:
+        shift = _mean_error(n, w_t.data, wq, w_quant, b.means(n.inputs[0]))
+        if b_t is None:
+            b_t = Tensor(f"{n.name}/bias", (len(shift),), "float32", data=np.zeros(len(shift), np.float32))
+        b_t = b_t.replace(data=(b_t.data.astype(np.float64) - shift).astype(np.float32))
+    if b_t is not None:
         scales = (np.float32(b.tensors[x].quant.s) * np.asarray(w_quant.scale, np.float32)).astype(np.float32)
         bits = 64 if b.dtype == "int16" else 32   # 16x8: an int64 bias, as TFLite's
         data = np.clip(round_away(b_t.data.astype(np.float64) / scales.astype(np.float64)),

@@ -237,6 +237,39 @@ def test_quantize_weights_int4_keeps_the_digits_accuracy_and_halves_the_weights(
     assert np.array_equal(interp.run(back, {back.inputs[0]: x})[back.outputs[0]], want)
 
 
+@pytest.mark.parametrize("op,w_shape,x_shape", [("fully_connected", (6, 16), (40, 16)),
+                                                 ("conv2d", (5, 3, 3, 4), (40, 7, 7, 4)),
+                                                 ("depthwise_conv2d", (1, 3, 3, 8), (40, 6, 6, 4))])
+def test_the_bias_correction_is_the_mean_output_error_of_the_int4_weights(op, w_shape, x_shape):
+    # By linearity, the mean over inputs of (dequantized int4 weights - float weights) . x is the
+    # weight error applied to the inputs' per-channel mean: exactly, where every window sees the
+    # channel's mean (here each sample is constant over space; borders and padding aside)
+    from microcompile.quantization.ptq import _mean_error, symmetric_weights_int4
+    from microcompile.ir import ops
+
+    rng = np.random.default_rng(2)
+    w = rng.normal(0, 1, w_shape).astype(np.float32)
+    per_channel = rng.normal(0.7, 1, (x_shape[0], x_shape[-1]))            # a non-zero mean
+    x = np.broadcast_to(per_channel.reshape(x_shape[0], *[1] * (len(x_shape) - 2), x_shape[-1]), x_shape)
+    wq, q = symmetric_weights_int4(w, ops.get(op).weight_axis)
+    axis = ops.get(op).weight_axis
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    dw = wq * np.asarray(q.scale).reshape(shape) - w.astype(np.float64)
+    if op == "fully_connected":
+        errors = x @ dw.T                                           # [samples, units]
+    elif op == "conv2d":                                            # the VALID 3x3 outputs
+        win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(1, 2))   # [s, 5, 5, ic, 3, 3]
+        errors = np.einsum("nhwcij,oijc->nhwo", win, dw).reshape(-1, w_shape[0])
+    else:
+        win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(1, 2))   # [s, 4, 4, c, 3, 3]
+        win = np.repeat(win, 2, axis=3)                             # multiplier 2: channel oc reads oc // 2
+        errors = np.einsum("nhwcij,ijc->nhwc", win, dw[0]).reshape(-1, w_shape[3])
+    node = Node(op, "layer", ("x", "w", "b"), ("y",), {})
+    mean_x = x.reshape(-1, x_shape[-1]).mean(axis=0)
+    assert np.allclose(_mean_error(node, w, wq, q, mean_x), errors.mean(axis=0), rtol=1e-9, atol=1e-9)
+
+
 def test_quantize_weights_int4_on_the_command_line(tmp_path):
     model, ((xtr, _), _) = _digits(tmp_path)
     np.save(tmp_path / "cal.npy", xtr[:50])
