@@ -46,19 +46,18 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
         narrow[node.name] = default_schedule(func, target, wide=False)
         w = default_schedule(func, target, wide=True)
         consts.add(f"layer {shown(node.name)!r} ({node.op})", _const_bytes(narrow[node.name][0]) + _const_bytes(w[0]))
-        p = _packed(narrow[node.name])
+        p = _packed(narrow[node.name], "unpack")
         if p is not None:
-            packed[node.name] = (p, _packed(w) if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]) else None)
+            packed[node.name] = (p, _packed(narrow[node.name], "in_place"),
+                                 _packed(w, "unpack") if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]) else None)
         if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]) or p is not None:
             if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]):
                 wide[node.name] = w
             gain = widening.estimate_gain(node.op, int(func.attrs.get("macs", 0)),
                                           graph.tensors[node.outputs[0]].size)
             n_bytes = _const_bytes(narrow[node.name][0])
-            candidates.append(widening.Candidate(
-                node.name, gain, n_bytes, _const_bytes(w[0]) if node.name in wide else n_bytes,
-                _const_bytes(p[0]) if p else None,
-                widening.UNPACK_COST_PER_WEIGHT * _weight_count(narrow[node.name][0]) if p else 0.0))
+            candidates.append(widening.Candidate(node.name, gain, n_bytes,
+                                                 _const_bytes(w[0]) if node.name in wide else n_bytes))
     alias = memory.aliases(graph, {t: a for t, (_, a) in slices.items()})
     rules = memory.overlap_rules(graph, alias, skip=no_code)
 
@@ -74,18 +73,29 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
     g0, p0 = planned(narrow, "greedy_by_size")
     live = dict(zip((n.name for n in g0.nodes), p0.timeline()))
     peak = p0.lower_bound
+    # Packed int4 weights (chosen only where the flash needs them), fastest first among the forms
+    # that keep the step under the int8 plan's peak: unpacked into scratch as int16 for the wide
+    # kernels (where the flash is the same: a wide depthwise kernel adds border tables), unpacked
+    # as int8, or read in place by the DSP panel kernels (no scratch; a fully connected layer,
+    # whose weights are each read once, always reads them in place); else unpacked as int8,
+    # raising the arena.
+    fits = {name: live[name] - narrow[name][0].scratch_bytes for name in packed}
+    wide_ok = {c.name for c in candidates if c.extra > 0}
+    chosen = {}
+    for name, (pn, pi, pw) in packed.items():
+        node_op = pn[0].attrs.get("op")
+        if pi is not None and (node_op == "fully_connected" or fits[name] + pn[0].scratch_bytes > peak):
+            chosen[name] = (pi, "in_place")
+        elif (pw is not None and name in wide_ok and _const_bytes(pw[0]) <= _const_bytes(pn[0])
+              and fits[name] + pw[0].scratch_bytes <= peak):
+            chosen[name] = (pw, "int16")
+        else:
+            chosen[name] = (pn, "int8")
+    packed = {name: sched for name, (sched, _) in chosen.items()}
+    candidates = [replace(c, packed_bytes=_const_bytes(packed[c.name][0]), packed_wide=chosen[c.name][1] == "int16",
+                          unpack_cost=_packed_cost(chosen[c.name][1], narrow[c.name][0]))
+                  if c.name in packed else c for c in candidates]
     candidates = [c for c in candidates if c.extra > 0 or c.packed_bytes is not None]
-    # (A packed kernel's scratch may raise the arena: packing is chosen only where the flash
-    # needs it.) Packed weights unpack as int16 for the wide kernels where that scratch does not
-    # lift the step above the int8 plan's peak and the flash is the same (a wide depthwise kernel
-    # adds border tables), else as int8; a fully connected kernel that reads them packed (no
-    # scratch) keeps that.
-    to_int16 = {name for name, (pn, pw) in packed.items()
-                if pw is not None and pn[0].scratch_bytes and _const_bytes(pw[0]) <= _const_bytes(pn[0])
-                and any(c.name == name and c.extra > 0 for c in candidates)
-                and live[name] - narrow[name][0].scratch_bytes + pw[0].scratch_bytes <= peak}
-    packed = {name: pw if name in to_int16 else pn for name, (pn, pw) in packed.items()}
-    candidates = [replace(c, packed_wide=True) if c.name in to_int16 else c for c in candidates]
     fixed = sum(_const_bytes(f) for name, (f, _) in narrow.items() if name not in {c.name for c in candidates})
     budget = _weights_budget(graph, board, flash_budget, len(narrow))
     forms = widening.choose_storage(candidates, fixed, budget)
@@ -104,17 +114,24 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
 WEIGHTS = "w"    # the weights' buffer in conv2d, depthwise_conv2d and fully_connected kernels (lower/)
 
 
-def _packed(narrow: tuple) -> tuple | None:
-    """The schedule with its weights stored as packed int4 (store_int4), or None
-    when they are not int4 values."""
-    f, t = narrow
+def _packed(sched: tuple, mode: str) -> tuple | None:
+    """`sched` with its weights stored as packed int4 (store_int4 in `mode`), or None when they
+    are not int4 values (or, in place, when no kernel reads them so)."""
+    f, t = sched
     w = next((b for b in f.buffers if b.name == WEIGHTS and b.scope == "const"), None)
     if w is None or w.data is None or not w.data.size or not (-8 <= int(w.data.min()) and int(w.data.max()) <= 7):
         return None
     try:
-        return PRIMITIVES["store_int4"](f, WEIGHTS), Trace(t.decisions + (Decision("store_int4", (WEIGHTS,)),))
+        return PRIMITIVES["store_int4"](f, WEIGHTS, mode), Trace(t.decisions + (Decision("store_int4", (WEIGHTS, mode)),))
     except ScheduleError:
         return None
+
+
+def _packed_cost(form: str, narrow_func) -> float:
+    """Estimated instructions a packed form adds per inference over int8 weights."""
+    if form == "in_place":
+        return widening.IN_PLACE_COST_PER_MAC * int(narrow_func.attrs.get("macs", 0))
+    return widening.UNPACK_COST_PER_WEIGHT * _weight_count(narrow_func)
 
 
 def _weight_count(f) -> int:

@@ -13,7 +13,7 @@ from ..tir.nodes import (Allocate, BinOp, Buffer, Cast, IntImm, For, LetStmt, Lo
                          Var, rewrite, simplify, substitute, walk)
 from ..tir.verify import verify_primfunc
 from ..tir.intrinsics_copy import UNPACK_S4_KERNELS
-from ..tir.intrinsics_gemm import S4_FROM, S4_KERNEL, s4_panel_order
+from ..tir.intrinsics_gemm import S4_KERNELS, s4_panel_order
 from ..tir.nodes import PACKED_INT4, Address, Call, Evaluate
 from .primitives import primitive, ScheduleError, replace_loop, find_loop, weights_name
 
@@ -270,8 +270,11 @@ def pack_constant(f: PrimFunc, buffer: str, dtype: str) -> PrimFunc:
                                     dict(f.attrs)))
 
 
+STORE_INT4_MODES = ("unpack", "in_place")
+
+
 @primitive("store_int4")
-def store_int4(f: PrimFunc, buffer: str) -> PrimFunc:
+def store_int4(f: PrimFunc, buffer: str, mode: str = "unpack") -> PrimFunc:
     """Keep constant `buffer` (int8 or int16, every value in -8..7) in flash as packed int4,
     half a byte per value, and expand it into scratch when the kernel starts:
 
@@ -282,10 +285,13 @@ def store_int4(f: PrimFunc, buffer: str) -> PrimFunc:
     a micro-kernel's panels made stays), so the output is unchanged; the price is the scratch
     and about three instructions per weight each inference.
 
-    Where the weights' only reader is mc_gemm_p4_dsp_s8 (a fully connected layer on a DSP core,
-    whose weights are each read once) the call becomes mc_gemm_p4_dsp_s4, which reads the packed
-    panels itself: no scratch, and about 12 more instructions per 16 MACs instead of three per
-    weight plus the scratch."""
+    mode "in_place", where the weights' only readers are mc_gemm_p4_dsp_s8 or
+    mc_gemm_p4_rq_dsp_s8 (DSP cores' fully connected and convolution kernels), makes them their
+    int4 twins (mc_gemm_p4_dsp_s4, mc_gemm_p4_rq_dsp_s4), which read the packed panels
+    themselves: no scratch, at about 12 more instructions per 16 MACs (where a weight is used
+    once, as in a fully connected layer, cheaper than unpacking it too)."""
+    if mode not in STORE_INT4_MODES:
+        raise ScheduleError(f"store_int4 mode {mode!r}: one of {', '.join(STORE_INT4_MODES)}")
     old = next((b for b in f.buffers if b.name == buffer and b.scope == "const"), None)
     if old is None:
         raise ScheduleError(f"{f.name}: no constant named {buffer}")
@@ -295,8 +301,11 @@ def store_int4(f: PrimFunc, buffer: str) -> PrimFunc:
     if values.size and not (-8 <= int(values.min()) and int(values.max()) <= 7):
         raise ScheduleError(f"store_int4 of {buffer}: values {int(values.min())}..{int(values.max())} are not int4")
     taken = _names(f)
-    fused = _fused_s4(f, old)
-    if fused is not None:
+    if mode == "in_place":
+        fused = _fused_s4(f, old)
+        if fused is None:
+            raise ScheduleError(f"store_int4 in place: {buffer} is not read only by a kernel with an int4 twin "
+                                f"({', '.join(S4_KERNELS)}) at panel boundaries")
         return fused
     packed = Buffer(_fresh(f"{buffer}_s4", taken), PACKED_INT4, old.shape, "const", data=values.astype(np.int8),
                     comment=f"{old.comment} (packed int4)")
@@ -316,20 +325,21 @@ def store_int4(f: PrimFunc, buffer: str) -> PrimFunc:
 
 
 def _fused_s4(f: PrimFunc, old: Buffer) -> PrimFunc | None:
-    """store_int4 of weights read only by mc_gemm_p4_dsp_s8, at panel boundaries: the calls
-    read the packed panels themselves (mc_gemm_p4_dsp_s4). None where that does not hold."""
+    """store_int4 of weights read only by kernels with an int4 twin (S4_KERNELS), at panel
+    boundaries: the calls read the packed panels themselves. None where that does not hold."""
     reads = [n for n in walk(f.body) if isinstance(n, (Load, Address)) and n.buffer is old]
     calls = [n for n in walk(f.body) if isinstance(n, Call) and any(a is r for a in n.args for r in reads)]
     if (old.dtype != "int8" or not calls or old.size % 16 or len(reads) != len(calls)
-            or any(c.name != S4_FROM or c.args[1] not in reads or not _multiple_of(c.args[1].index, 16) for c in calls)):
+            or any(c.name not in S4_KERNELS or c.args[1] not in reads or not _multiple_of(c.args[1].index, 16)
+                   for c in calls)):
         return None
     packed = Buffer(_fresh(f"{old.name}_s4", _names(f)), PACKED_INT4, old.shape, "const",
                     data=s4_panel_order(np.asarray(old.data).reshape(-1)).reshape(old.shape),
-                    comment=f"{old.comment} (packed int4, {S4_KERNEL}'s nibble order)")
+                    comment=f"{old.comment} (packed int4, read in place)")
 
     def fn(n):
-        if isinstance(n, Call) and n.name == S4_FROM and isinstance(n.args[1], Address) and n.args[1].buffer is old:
-            return Call(S4_KERNEL, (n.args[0], Address(packed, n.args[1].index), *n.args[2:]), n.dtype)
+        if isinstance(n, Call) and n.name in S4_KERNELS and isinstance(n.args[1], Address) and n.args[1].buffer is old:
+            return Call(S4_KERNELS[n.name], (n.args[0], Address(packed, n.args[1].index), *n.args[2:]), n.dtype)
         return None
     return verify_primfunc(PrimFunc(f.name, tuple(packed if b is old else b for b in f.buffers), rewrite(f.body, fn),
                                     dict(f.attrs)))

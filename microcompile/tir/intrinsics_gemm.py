@@ -107,26 +107,37 @@ for _name, (_dt, _group) in P4_KERNELS.items():
     intrinsic(_name, _GEMM_ARGS, "void", "mc_gemm.h", extern=True, writes=(0,))(_gemm_p4_impl(_group))
 
 
-# mc_gemm_p4_dsp_s4 reads mc_gemm_p4_dsp_s8's panels as packed int4 (a fully connected layer's
-# weights left in flash, schedule primitive store_int4): each group of four k of a panel, 16
-# values (row-major: r0 k0..k3, r1 ..., r3 ...), is stored in this order, two values per byte,
-# low nibble first (runtime_c/kernels/dsp/mc_gemm_s4_dsp.c says why).
+# mc_gemm_p4_dsp_s4 reads mc_gemm_p4_dsp_s8's panels as packed int4 (weights left in flash,
+# schedule primitive store_int4 in place): each group of four k of a panel, 16 values
+# (row-major: r0 k0..k3, r1 ..., r3 ...), is stored in this order, two values per byte, low
+# nibble first, each with its sign bit flipped (the kernel reads w + 8 as an unsigned nibble;
+# runtime_c/kernels/dsp/mc_gemm_s4_dsp.c says why).
 S4_KERNEL = "mc_gemm_p4_dsp_s4"
 S4_FROM = "mc_gemm_p4_dsp_s8"
 S4_GROUP_ORDER = np.array([0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15])
 
 
+def _flip_sign_bit(v: np.ndarray) -> np.ndarray:
+    """The int4 value whose bits are v's with the sign bit flipped (its own inverse)."""
+    return np.where(v >= 0, v - 8, v + 8).astype(np.int8)
+
+
 def s4_panel_order(panels: np.ndarray) -> np.ndarray:
-    """mc_gemm_p4_dsp_s8's panel values (a multiple of 16) in mc_gemm_p4_dsp_s4's order."""
-    return panels.reshape(-1, 16)[:, S4_GROUP_ORDER].reshape(-1)
+    """mc_gemm_p4_dsp_s8's panel values (a multiple of 16) as mc_gemm_p4_dsp_s4 stores them."""
+    return _flip_sign_bit(panels.reshape(-1, 16)[:, S4_GROUP_ORDER].reshape(-1))
+
+
+def _s4_panels(a_ptr) -> tuple:
+    """The int8 panels (as a pointer) that s4-ordered panel values stand for."""
+    (aa, ao) = a_ptr
+    groups = aa[ao:ao + (aa.size - ao) // 16 * 16].reshape(-1, 16)
+    panels = np.empty_like(groups)
+    panels[:, S4_GROUP_ORDER] = _flip_sign_bit(groups)
+    return panels.reshape(-1), 0
 
 
 def _gemm_p4_s4_impl(c_ptr, a_ptr, b_ptr, p: dict):
-    (aa, ao) = a_ptr
-    groups = aa[ao:].reshape(-1, 16)
-    panels = np.empty_like(groups)
-    panels[:, S4_GROUP_ORDER] = groups
-    _gemm_p4_impl(4)(c_ptr, (panels.reshape(-1), 0), b_ptr, p)
+    _gemm_p4_impl(4)(c_ptr, _s4_panels(a_ptr), b_ptr, p)
 
 
 intrinsic(S4_KERNEL, _GEMM_ARGS, "void", "mc_gemm.h", extern=True, writes=(0,))(_gemm_p4_s4_impl)
@@ -183,6 +194,18 @@ def _gemm_rq_impl(group: int, interleaved: bool = False):
 for _name, (_dt, _group) in RQ_KERNELS.items():
     intrinsic(_name, ("handle",) * 6 + (GEMM_RQ_PARAMS,), "void", "mc_gemm.h", extern=True,
               writes=(0,))(_gemm_rq_impl(_group))
+
+# The requantizing twin of mc_gemm_p4_dsp_s4: a convolution's int4 weights read in place.
+S4_RQ_KERNEL, S4_RQ_FROM = "mc_gemm_p4_rq_dsp_s4", "mc_gemm_p4_rq_dsp_s8"
+S4_KERNELS = {S4_FROM: S4_KERNEL, S4_RQ_FROM: S4_RQ_KERNEL}     # the int8 kernel -> its int4 twin
+
+
+def _gemm_rq_s4_impl(y_ptr, a_ptr, *rest):
+    _gemm_rq_impl(4)(y_ptr, _s4_panels(a_ptr), *rest)
+
+
+intrinsic(S4_RQ_KERNEL, ("handle",) * 6 + (GEMM_RQ_PARAMS,), "void", "mc_gemm.h", extern=True,
+          writes=(0,))(_gemm_rq_s4_impl)
 
 # The register tiles of the requantizing s16 DSP kernel (schedule knob gemm_tile): 4x1 (four
 # weight rows times one column, the default) reads B row-major; 4x2 (two columns share each

@@ -92,6 +92,8 @@ void mc_gemm_p4_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t));
 void mc_gemm_p4_rq_dsp_s16_cols(MC_GEMM_RQ_ARGS(int16_t));
 void mc_gemm_p4x2_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t));
 void mc_gemm_p4_rq_dsp_s8(MC_GEMM_RQ_ARGS(int8_t));
+void mc_gemm_p4_rq_dsp_s4(int8_t *y, const uint8_t *a, const int8_t *b, const int32_t *bias, const int32_t *mult,
+                          const int32_t *rshift, const mc_gemm_rq_params_t *params);
 void mc_widen_pairs_dsp_s8_s16(int16_t *dst, const int8_t *src, int32_t n);
 void mc_gemm_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t));
 
