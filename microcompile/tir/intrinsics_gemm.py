@@ -140,7 +140,7 @@ def _gemm_p4_s4_impl(c_ptr, a_ptr, b_ptr, p: dict):
     _gemm_p4_impl(4)(c_ptr, _s4_panels(a_ptr), b_ptr, p)
 
 
-intrinsic(S4_KERNEL, _GEMM_ARGS, "void", "mc_gemm.h", extern=True, writes=(0,))(_gemm_p4_s4_impl)
+intrinsic(S4_KERNEL, _GEMM_ARGS, "void", "mc_gemm_s4.h", extern=True, writes=(0,))(_gemm_p4_s4_impl)
 
 
 GEMM_RQ_PARAMS = StructType("mc_gemm_rq_params_t", ("m", "n", "k", "lda", "ldb", "ldy", "out_offset", "act_min",
@@ -204,7 +204,7 @@ def _gemm_rq_s4_impl(y_ptr, a_ptr, *rest):
     _gemm_rq_impl(4)(y_ptr, _s4_panels(a_ptr), *rest)
 
 
-intrinsic(S4_RQ_KERNEL, ("handle",) * 6 + (GEMM_RQ_PARAMS,), "void", "mc_gemm.h", extern=True,
+intrinsic(S4_RQ_KERNEL, ("handle",) * 6 + (GEMM_RQ_PARAMS,), "void", "mc_gemm_s4.h", extern=True,
           writes=(0,))(_gemm_rq_s4_impl)
 
 # The register tiles of the requantizing s16 DSP kernel (schedule knob gemm_tile): 4x1 (four

@@ -21,9 +21,8 @@
  * rows (lda is ignored): with kp = k rounded up to even, row i's pair (a[i][2t], a[i][2t+1])
  * is at a[(i/4)*4*kp + t*8 + (i%4)*2], rows past m and the element past an odd k are zero.
  * mc_gemm_p4_dsp_s8 is the int8 twin with groups of four k: with kp = k rounded up to a
- * multiple of 4, a[i][4t..4t+3] is at a[(i/4)*4*kp + t*16 + (i%4)*4]. mc_gemm_p4_dsp_s4
- * reads the same panels packed as int4, each group's 16 values in two words of nibbles
- * (kernels/dsp/mc_gemm_s4_dsp.c gives the order; tir/intrinsics_gemm.py S4_GROUP_ORDER).
+ * multiple of 4, a[i][4t..4t+3] is at a[(i/4)*4*kp + t*16 + (i%4)*4]. mc_gemm_s4.h has their
+ * twins on the same panels packed as int4.
  * The panel base must be 4-byte aligned (LDM).
  *
  * The requantizing variants end the accumulation in registers and store int8, so no int32
@@ -84,7 +83,6 @@ void mc_gemm_nt_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_ge
 void mc_gemm_nt_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc_gemm_params_t *params);
 void mc_gemm_p4_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc_gemm_params_t *params);
 void mc_gemm_p4_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params);
-void mc_gemm_p4_dsp_s4(int32_t *c, const uint8_t *a, const int8_t *b, const mc_gemm_params_t *params);
 void mc_gemm_nt_mve_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params);
 void mc_gemm_rq_c_s8(MC_GEMM_RQ_ARGS(int8_t));
 void mc_gemm_rq_c_s16(MC_GEMM_RQ_ARGS(int16_t));
@@ -92,8 +90,6 @@ void mc_gemm_p4_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t));
 void mc_gemm_p4_rq_dsp_s16_cols(MC_GEMM_RQ_ARGS(int16_t));
 void mc_gemm_p4x2_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t));
 void mc_gemm_p4_rq_dsp_s8(MC_GEMM_RQ_ARGS(int8_t));
-void mc_gemm_p4_rq_dsp_s4(int8_t *y, const uint8_t *a, const int8_t *b, const int32_t *bias, const int32_t *mult,
-                          const int32_t *rshift, const mc_gemm_rq_params_t *params);
 void mc_widen_pairs_dsp_s8_s16(int16_t *dst, const int8_t *src, int32_t n);
 void mc_gemm_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t));
 

@@ -287,3 +287,26 @@ def test_quantize_weights_int4_on_the_command_line(tmp_path):
                   "--weights", "int4", "--activations", "int16")
     assert bad.returncode == 2 and "int8 activations" in bad.stderr
     assert not (tmp_path / "x.tflite").exists()
+
+
+def test_an_exported_library_carries_the_int4_kernels_it_calls(tmp_path):
+    # The export copies the kernel sources by the headers the model's C includes: every mc_
+    # function the packed kernels call is defined by a source of the exported tree.
+    g = _merged(seed=23)
+    cm = mc.compile(write_tflite(g), "mps2-an386", options=mc.CompileOptions(flash_budget=1))
+    mc.export([cm], tmp_path / "export", format="make", names=["w4"])
+    sources = sorted((tmp_path / "export").rglob("*.c"))
+    assert any(p.name == "mc_gemm_s4_dsp.c" for p in sources) and any(p.name == "mc_copy.c" for p in sources)
+    cflags = list(mc.board("mps2-an386").target.cflags)
+    includes = sorted({f"-I{p.parent}" for p in (tmp_path / "export").rglob("*.h")})
+    defined, undefined = set(), set()
+    for k, src in enumerate(sources):
+        obj = tmp_path / f"o{k}.o"
+        subprocess.run(["arm-none-eabi-gcc", *cflags, "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", *includes,
+                        "-c", str(src), "-o", str(obj)], check=True)
+        for line in subprocess.run(["arm-none-eabi-nm", str(obj)], capture_output=True, text=True,
+                                   check=True).stdout.splitlines():
+            kind, sym = line.split()[-2:]
+            (undefined if kind == "U" else defined).add(sym)
+    missing = sorted(s for s in undefined - defined if s.startswith("mc_"))
+    assert not missing, missing

@@ -1,32 +1,8 @@
 /* Copy micro-kernels (mc_copy.h) for Armv7E-M cores with the DSP extension. */
-#if !defined(__ARM_FEATURE_DSP)
-#error "microcompile: this kernel uses the Armv7E-M DSP instructions, which the compiler flags do not enable: compile with the core's -mcpu (e.g. -mcpu=cortex-m4), or export the model for a board whose core lacks DSP"
-#endif
-#include <arm_acle.h>
 #include <string.h>
 
+#include "mc_dsp.h"
 #include "mc_copy.h"
-
-static inline int32_t ld32(const void *p)
-{
-    int32_t v;
-
-    memcpy(&v, p, 4);
-    return v;
-}
-
-static inline void st32(void *p, int32_t v)
-{
-    memcpy(p, &v, 4);
-}
-
-static inline int32_t sxtb16_ror8(int32_t x)
-{
-    int32_t r;
-
-    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
-    return r;
-}
 
 /* Low halves of a and b: [a.lo, b.lo]; and high halves: [a.hi, b.hi] (PKHBT/PKHTB). */
 static inline int32_t pack_lo(int32_t a, int32_t b)

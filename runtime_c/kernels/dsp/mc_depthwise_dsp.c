@@ -5,31 +5,11 @@
  * int16 pairs (c, c+2) and, rotated by 8, (c+1, c+3). The packed weights hold the same
  * pairs, so SMLABB/SMLATT multiply-accumulate each lane into its own channel: per tap and
  * four channels, 1 load of x, 2 of w, 2 SXTB16 and 4 MACs. */
-#if !defined(__ARM_FEATURE_DSP)
-#error "microcompile: this kernel uses the Armv7E-M DSP instructions, which the compiler flags do not enable: compile with the core's -mcpu (e.g. -mcpu=cortex-m4), or export the model for a board whose core lacks DSP"
-#endif
-#include <arm_acle.h>
 #include <string.h>
 
+#include "mc_dsp.h"
 #include "mc_depthwise.h"
 #include "mc_requant_dsp.h"
-
-static inline int32_t ld32(const void *p)
-{
-    int32_t v;
-
-    memcpy(&v, p, 4);   /* one LDR: Armv7-M allows unaligned word loads */
-    return v;
-}
-
-/* SXTB16 of x rotated right by 8 (bytes 1 and 3); GCC 12 has no __ror to fold into it. */
-static inline int32_t sxtb16_ror8(int32_t x)
-{
-    int32_t r;
-
-    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
-    return r;
-}
 
 /* Channels c0..channels-1 (the last, partial group of four), one channel at a time. */
 static void depthwise_tail(int8_t *y, const int8_t *x, const int16_t *w, const int32_t *bias, const int32_t *mult,

@@ -6,34 +6,12 @@
  * s8:  SXTB16 extracts bytes 0,2 and (after ROR 8) bytes 1,3 of a word as int16 pairs.
  *      Applying the same extraction to both operands pairs equal k, so no shuffle and no
  *      reordered weights are needed: x0*w0 + x2*w2 and x1*w1 + x3*w3. */
-#if !defined(__ARM_FEATURE_DSP)
-#error "microcompile: this kernel uses the Armv7E-M DSP instructions, which the compiler flags do not enable: compile with the core's -mcpu (e.g. -mcpu=cortex-m4), or export the model for a board whose core lacks DSP"
-#endif
-#include <arm_acle.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "mc_dsp.h"
 #include "mc_gemm.h"
 #include "mc_requant_dsp.h"
-
-/* An unaligned 32-bit load (LDR allows it on Armv7-M); memcpy compiles to one LDR. */
-static inline int32_t ld32(const void *p)
-{
-    int32_t v;
-
-    memcpy(&v, p, 4);
-    return v;
-}
-
-/* SXTB16 of x rotated right by 8 (bytes 1 and 3), in one instruction: GCC 12 neither
- * offers __ror nor folds a rotate into SXTB16's operand. */
-static inline int32_t sxtb16_ror8(int32_t x)
-{
-    int32_t r;
-
-    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
-    return r;
-}
 
 /* One column (a vector-matrix product: fully connected, or the last odd column): four rows
  * share each loaded pair of the column. */

@@ -9,12 +9,10 @@
  * even half, and r8-r11 for the LDM: 13 of the 14 free ones.
  * Inline assembly because GCC 12 neither emits LDM here nor keeps the weights out of the
  * sums' registers (as for the panel kernels of mc_gemm_dsp.c). */
-#if !defined(__ARM_FEATURE_DSP)
-#error "microcompile: this kernel uses the Armv7E-M DSP instructions, which the compiler flags do not enable: compile with the core's -mcpu (e.g. -mcpu=cortex-m4), or export the model for a board whose core lacks DSP"
-#endif
 #include <stdint.h>
 #include <string.h>
 
+#include "mc_dsp.h"
 #include "mc_gemm_mixed.h"
 
 /* Four k: the column word's even pairs (x0,x2) meet the first LDM, its odd ones (x1,x3) the second. */

@@ -1,4 +1,4 @@
-/* mc_gemm_p4_dsp_s4 and mc_gemm_p4_rq_dsp_s4 (mc_gemm.h): mc_gemm_p4_dsp_s8 and
+/* mc_gemm_p4_dsp_s4 and mc_gemm_p4_rq_dsp_s4 (mc_gemm_s4.h): mc_gemm_p4_dsp_s8 and
  * mc_gemm_p4_rq_dsp_s8 on weights stored as packed int4 and read in place: for fully
  * connected layers (each weight is read once per inference, so unpacking them into scratch
  * first would cost both the time and the RAM) and for convolutions whose unpacked weights
@@ -17,39 +17,12 @@
  * kernel. The sums are of x * u = x * w + 8x, so each column's sum of x, times 8, is taken
  * off the start value once per column. About 25 instructions per 16 MACs against 21 for int8
  * weights. */
-#if !defined(__ARM_FEATURE_DSP)
-#error "microcompile: this kernel uses the Armv7E-M DSP instructions, which the compiler flags do not enable: compile with the core's -mcpu (e.g. -mcpu=cortex-m4), or export the model for a board whose core lacks DSP"
-#endif
-#include <arm_acle.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "mc_gemm.h"
+#include "mc_dsp.h"
+#include "mc_gemm_s4.h"
 #include "mc_requant_dsp.h"
-
-static inline int32_t ld32(const void *p)
-{
-    int32_t v;
-
-    memcpy(&v, p, 4);
-    return v;
-}
-
-static inline int32_t sxtb16_ror8(int32_t x)
-{
-    int32_t r;
-
-    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
-    return r;
-}
-
-static inline int32_t uxtb16_ror8(int32_t x)
-{
-    int32_t r;
-
-    __asm__("uxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
-    return r;
-}
 
 /* The sum of a column's k values (SMLAD of each pair with (1, 1)). */
 static int32_t column_sum(const int8_t *x, int32_t k)

@@ -7,22 +7,10 @@
  * over taps, not channels: it keeps two channels' accumulators and multiplies the bottom and
  * top halves separately (SMLALBB / SMLALTT). Results are those of the portable kernels
  * (the same integer sums), so mc_s16.c's comments apply. */
-#if !defined(__ARM_FEATURE_DSP)
-#error "microcompile: this kernel uses the Armv7E-M DSP instructions, which the compiler flags do not enable: compile with the core's -mcpu (e.g. -mcpu=cortex-m4), or export the model for a board whose core lacks DSP"
-#endif
-#include <arm_acle.h>
 #include <string.h>
 
+#include "mc_dsp.h"
 #include "mc_s16.h"
-
-/* An unaligned 32-bit load (LDR allows it on Armv7-M); memcpy compiles to one LDR. */
-static inline int32_t ld32(const void *p)
-{
-    int32_t v;
-
-    memcpy(&v, p, 4);
-    return v;
-}
 
 /* acc += bottom(x) * bottom(y) and top(x) * top(y): ACLE has no 64-bit SMLALxy. */
 static inline int64_t smlalbb(int64_t acc, int32_t x, int32_t y)
