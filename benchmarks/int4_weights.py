@@ -29,13 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))   # litert_ref: the LiteRT oracle
 
 import microcompile as mc  # noqa: E402
-from microcompile.frontend import load_model  # noqa: E402
 from microcompile.quantization import QuantizeOptions, quantize  # noqa: E402
 from microcompile.quantization.calibrate import Calibration  # noqa: E402
-from microcompile.quantization.ptq import dequantize_weights  # noqa: E402
 from microcompile.quantization.report import sqnr  # noqa: E402
-from microcompile.transform import pipeline  # noqa: E402
-from quantization_accuracy import MLPERF, run_all  # noqa: E402
+from quantization_accuracy import mlperf_inputs, run_all  # noqa: E402
 
 WEIGHTED = ("conv2d", "depthwise_conv2d", "fully_connected")
 
@@ -64,17 +61,7 @@ def digits_rows() -> list[tuple[str, float, int]]:
 
 def mlperf_rows(models: Path, n: int = 200, seed: int = 0) -> tuple[list[dict], dict]:
     rows, quantized = [], {}
-    for float_name, int8_name in MLPERF:
-        fpath, qpath = models / f"{float_name}.tflite", models / f"{int8_name}.tflite"
-        if not (fpath.exists() and qpath.exists()):
-            print(f"skipping {float_name}: not in {models}", file=sys.stderr)
-            continue
-        fgraph = dequantize_weights(pipeline.run(load_model(fpath)))
-        t = load_model(qpath).tensors[load_model(qpath).inputs[0]]
-        lo, hi = (-128 - t.quant.zp) * t.quant.s, (127 - t.quant.zp) * t.quant.s
-        rng = np.random.default_rng(seed)
-        shape = fgraph.tensors[fgraph.inputs[0]].shape
-        calib, test = ([rng.uniform(lo, hi, shape).astype(np.float32) for _ in range(n)] for _ in range(2))
+    for float_name, fgraph, _, calib, test in mlperf_inputs(models, n, seed):
         samples = [{fgraph.inputs[0]: x} for x in calib]
         expected = run_all(fgraph, test)
         cal = Calibration(fgraph, samples, progress=False)

@@ -45,8 +45,9 @@ def run_int8_reference(graph, inputs: list[np.ndarray]) -> np.ndarray:
     return dequantize_array(run_all(graph, [quantize_array(x, qin) for x in inputs]), qout)
 
 
-def mlperf_table(models: Path, methods, n: int = 200, seed: int = 0) -> list[dict]:
-    rows = []
+def mlperf_inputs(models: Path, n: int = 200, seed: int = 0):
+    """Per MLPerf float model in `models`: (name, float graph, the int8 reference graph, n
+    calibration inputs, n test inputs), the inputs uniform over the int8 model's input range."""
     for float_name, int8_name in MLPERF:
         fpath, qpath = models / f"{float_name}.tflite", models / f"{int8_name}.tflite"
         if not (fpath.exists() and qpath.exists()):
@@ -60,6 +61,12 @@ def mlperf_table(models: Path, methods, n: int = 200, seed: int = 0) -> list[dic
         shape = fgraph.tensors[fgraph.inputs[0]].shape
         draw = lambda: [rng.uniform(lo, hi, shape).astype(np.float32) for _ in range(n)]  # noqa: E731
         calib, test = draw(), draw()
+        yield float_name, fgraph, ref, calib, test
+
+
+def mlperf_table(models: Path, methods, n: int = 200, seed: int = 0) -> list[dict]:
+    rows = []
+    for float_name, fgraph, ref, calib, test in mlperf_inputs(models, n, seed):
         name = fgraph.inputs[0]
         samples = [{name: x} for x in calib]
         expected = run_all(fgraph, test)
