@@ -10,6 +10,7 @@ import importlib.util
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -196,9 +197,7 @@ def test_int4_kernels_equal_litert_on_the_devices(tmp_path, board, budget):
 # --- quantize --weights int4 ---------------------------------------------------------------
 
 def _digits(tmp_path):
-    from conftest import REPO
-
-    script = REPO / "examples" / "digits" / "make_model.py"
+    script = Path(__file__).resolve().parents[2] / "examples" / "digits" / "make_model.py"
     subprocess.run([sys.executable, str(script), "-o", str(tmp_path)], check=True, capture_output=True)
     spec = importlib.util.spec_from_file_location("make_model", script)
     mod = importlib.util.module_from_spec(spec)
