@@ -6,12 +6,14 @@ Every value the templates print is computed here; the templates only loop over i
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from .. import __version__
-from ..escape import c_identifier
+from ..escape import c_comment, c_identifier
 from ..tir import intrinsics
 from ..ir.graph import Graph, Node
 from ..tir.nodes import Call, PrimFunc, walk
@@ -85,6 +87,17 @@ def _header_lines(k_name: str, node: Node, f: PrimFunc, trace) -> list[str]:
     return lines + schedule_comment(trace)
 
 
+def _body_key(code: str, function: str) -> str:
+    """A kernel's C as the compiler sees it, whatever its names: comments dropped, and its own
+    function and the parameter structs it defines renamed in order of appearance (the
+    constants in model_weights.c keep their names, so kernels on different weights differ)."""
+    code = re.sub(r"/\*.*?\*/", "", code, flags=re.S)
+    own = [function] + re.findall(r"static const [\w ]+? (\w+)\s*=", code)
+    for k, symbol in enumerate(own):
+        code = re.sub(rf"\b{re.escape(symbol)}\b", f"@{k}", code)
+    return code
+
+
 def _tensor_row(g: Graph, name: str, plan: MemoryPlan, symbol: str) -> tuple[dict, dict]:
     t = g.tensors[name]
     q = t.quant
@@ -120,13 +133,22 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
     weights = _collect_weights(kernels, naming)
     emitter = CEmitter({id(w.buffer): w.symbol for w in weights}, naming.symbol("state"))
     rendered, headers = [], {"mc_fixedpoint.h"}   # min/max helpers of every kernel
+    first_with: dict[str, _Kernel] = {}
     for i, (node, f) in enumerate(kernels):
         name = f"k{i}_{node.op}"
         trace = traces[i] if traces is not None else None
         code = emitter.function(f, naming.symbol(name), kernel_arena_offsets(f, plan, node.name),
                                 _header_lines(name, node, f, trace))
-        rendered.append(_Kernel(name, generated(naming.symbol(name)), node.op, int(f.attrs.get("macs", 0)),
-                                generated(code)))
+        kernel = _Kernel(name, generated(naming.symbol(name)), node.op, int(f.attrs.get("macs", 0)), generated(code))
+        # Identical kernels (two attention heads' transposes at the same offsets) are emitted
+        # once and the table names that function twice: arm-none-eabi-gcc 12.2 at -O2 turns the
+        # second of two identical functions into an empty one when its ICF merges them
+        # (tests/codegen/test_identical_kernels.py), and one copy is smaller anyway.
+        same = first_with.setdefault(_body_key(code, naming.symbol(name)), kernel)
+        if same is not kernel:
+            kernel = _Kernel(name, same.c_name, node.op, kernel.macs,
+                             generated(f"/* {name}: layer {c_comment(node.name)}, the same code as {same.name} */\n"))
+        rendered.append(kernel)
         headers |= {intrinsics.get(c.name).header for c in walk(f.body) if isinstance(c, Call)}
     inputs, outputs, tensors, man_in, man_out = [], [], [], [], []
     for rows, entries, names, prefix in ((inputs, man_in, graph.inputs, "in"),

@@ -322,10 +322,10 @@ def _macs_batch_matmul(g: Graph, n: Node) -> int:
     return int(np.prod(g.tensors[n.outputs[0]].shape, dtype=np.int64)) * int(k)
 
 
-# Two runtime operands (attention's Q K^T and P V); float32, and int8 from TFLite models (PTQ
-# leaves it float for now: no `quant` trait).
+# Two runtime operands (attention's Q K^T and P V); float32 and int8 (PTQ: per-tensor int8
+# operands, the output calibrated, as TFLite's int8 BATCH_MATMUL).
 register(OpDef("batch_matmul", ("lhs", "rhs"), attrs={"adj_x": False, "adj_y": False}, infer=_infer_batch_matmul,
-               macs=_macs_batch_matmul, check=_check_batch_matmul))
+               macs=_macs_batch_matmul, check=_check_batch_matmul, quant="calibrated"))
 register(OpDef("average_pool2d", ("input",),
                attrs={"filter": (1, 1), "stride": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"},
                infer=infer_pool, quant="same", inplace="window", ranks=(4,), check=check_pool))
