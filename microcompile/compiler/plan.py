@@ -73,6 +73,9 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
     g0, p0 = planned(narrow, "greedy_by_size")
     live = dict(zip((n.name for n in g0.nodes), p0.timeline()))
     peak = p0.lower_bound
+    candidates = [c if c.name not in wide
+                  or live[c.name] - narrow[c.name][0].scratch_bytes + wide[c.name][0].scratch_bytes <= peak
+                  else replace(c, wide_bytes=c.narrow_bytes) for c in candidates]
     # Packed int4 weights (chosen only where the flash needs them), fastest first among the forms
     # that keep the step under the int8 plan's peak: unpacked into scratch as int16 for the wide
     # kernels (where the flash is the same: a wide depthwise kernel adds border tables), unpacked

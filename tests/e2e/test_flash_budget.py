@@ -7,6 +7,8 @@ the board's flash.
     larger than the model's own tensors plus biases and requantization constants;
   * on the mps2-an386 twin, a budget that lets only some kernels widen gives a bit-exact
     firmware that fits the budget, and the report names the widened kernels;
+  * widening never raises the arena: a conv whose int16 im2col columns would lift its step
+    above the int8 plan's peak keeps int8 weights;
   * a budget that is not a number of bytes is a user error (exit 2).
 """
 
@@ -23,6 +25,26 @@ from microcompile.project.mapfile import section_sizes
 from microcompile.schedule.widening import Candidate, choose_wide
 from tests.conftest import model_path
 from support.qemu_cases import assert_matches_litert
+
+
+def test_widening_never_raises_the_arena():
+    # Single convolutions: the conv's step is the peak, and the wide variant's int16 columns
+    # are larger than the int8 ones, so it may widen only where they fit under that peak.
+    from support import op_cases
+    from microcompile.compiler import schedule_and_plan
+    from microcompile.target.board import load_board
+    from microcompile.transform import pipeline
+
+    board = load_board("mps2-an386")
+    widened_somewhere = False
+    for case in op_cases.cases("conv2d", "int8", 24, seed=1):
+        g = pipeline.run(op_cases.build_graph(case))
+        _, plan, _, widened, _, _ = schedule_and_plan(g, board)
+        _, narrow_plan, _, none, _, _ = schedule_and_plan(g, board, flash_budget=1)
+        assert not none
+        assert plan.arena_bytes <= narrow_plan.arena_bytes, (case, sorted(widened))
+        widened_somewhere |= bool(widened)
+    assert widened_somewhere          # the rule leaves the cases where widening fits
 
 
 def test_choice_is_fastest_first_within_the_budget():
