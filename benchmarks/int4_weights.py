@@ -8,7 +8,7 @@
 (c) The int4 kws and ad01 deployed on mps2-an386's twin (Cortex-M4) twice: with the board's
     flash (the compiler unpacks or widens the weights where they fit: fastest) and with
     --flash-budget 1 (every int4-valued layer stays packed in flash: unpacked into scratch per
-    inference, or read in place by the fully connected kernel); and the int8 models with
+    inference, or read in place by the DSP panel kernels); and the int8 models with
     --flash-budget 1 (int8 weights, no widening) for comparison: instructions, flash, weights
     and arena, the device's output checked against LiteRT BUILTIN_REF on the same .tflite.
 
@@ -29,20 +29,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))   # litert_ref: the LiteRT oracle
 
 import microcompile as mc  # noqa: E402
+from microcompile.ir import INT4_WEIGHT_OPS  # noqa: E402
 from microcompile.quantization import QuantizeOptions, quantize  # noqa: E402
 from microcompile.quantization.calibrate import Calibration  # noqa: E402
 from microcompile.quantization.report import sqnr  # noqa: E402
 from quantization_accuracy import mlperf_inputs, run_all  # noqa: E402
 
-WEIGHTED = ("conv2d", "depthwise_conv2d", "fully_connected")
-
-
 def weight_bytes(graph) -> int:
-    return sum(graph.tensors[n.inputs[1]].nbytes for n in graph.nodes if n.op in WEIGHTED)
+    return sum(graph.tensors[n.inputs[1]].nbytes for n in graph.nodes if n.op in INT4_WEIGHT_OPS)
 
 
 def first_weighted(graph) -> str:
-    return next(n.name for n in graph.nodes if n.op in WEIGHTED)
+    return next(n.name for n in graph.nodes if n.op in INT4_WEIGHT_OPS)
 
 
 def digits_rows() -> list[tuple[str, float, int]]:

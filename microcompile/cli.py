@@ -382,8 +382,6 @@ def _cmd_quantize(args) -> int:
                         hint="name the output model_int8.tflite (it reloads in microcompile and opens in Netron)")
     keep = tuple(k for k in args.keep_float.split(",") if k)
     keep_int8 = tuple(k for k in args.keep_int8.split(",") if k)
-    if keep_int8 and args.weights != "int4":
-        raise UserError("--keep-int8 names layers to leave out of --weights int4", hint="add --weights int4")
     q = api.quantize(args.model, args.calibration, activations=args.activations, method=args.method, io=args.io,
                      keep_float=keep, input_shapes=parse_input_shapes(args.input_shape), progress=True,
                      weights=args.weights, keep_int8=keep_int8)

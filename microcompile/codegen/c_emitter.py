@@ -14,8 +14,7 @@ import numpy as np
 
 from ..escape import c_comment
 from ..tir import intrinsics
-from ..tir.nodes import PACKED_INT4
-from ..tir.nodes import (Address, ParamStruct, Allocate, BinOp, Call, Cast, Evaluate, FloatImm, For, IfThenElse, IntImm,
+from ..tir.nodes import (PACKED_INT4, Address, ParamStruct, Allocate, BinOp, Call, Cast, Evaluate, FloatImm, For, IfThenElse, IntImm,
                          LetStmt, Load, PrimFunc, Select, SeqStmt, Store, Var, scratch_layout, walk)
 
 C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t", "float32": "float",

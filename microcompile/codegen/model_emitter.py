@@ -7,7 +7,6 @@ Every value the templates print is computed here; the templates only loop over i
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol

@@ -46,12 +46,12 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
         narrow[node.name] = default_schedule(func, target, wide=False)
         w = default_schedule(func, target, wide=True)
         consts.add(f"layer {shown(node.name)!r} ({node.op})", _const_bytes(narrow[node.name][0]) + _const_bytes(w[0]))
+        widens = _const_bytes(w[0]) > _const_bytes(narrow[node.name][0])
         p = _packed(narrow[node.name], "unpack")
         if p is not None:
-            packed[node.name] = (p, _packed(narrow[node.name], "in_place"),
-                                 _packed(w, "unpack") if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]) else None)
-        if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]) or p is not None:
-            if _const_bytes(w[0]) > _const_bytes(narrow[node.name][0]):
+            packed[node.name] = (p, _packed(narrow[node.name], "in_place"), _packed(w, "unpack") if widens else None)
+        if widens or p is not None:
+            if widens:
                 wide[node.name] = w
             gain = widening.estimate_gain(node.op, int(func.attrs.get("macs", 0)),
                                           graph.tensors[node.outputs[0]].size)
@@ -117,12 +117,15 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
 WEIGHTS = "w"    # the weights' buffer in conv2d, depthwise_conv2d and fully_connected kernels (lower/)
 
 
+def _weights(f):
+    return next((b for b in f.buffers if b.name == WEIGHTS and b.scope == "const"), None)
+
+
 def _packed(sched: tuple, mode: str) -> tuple | None:
-    """`sched` with its weights stored as packed int4 (store_int4 in `mode`), or None when they
-    are not int4 values (or, in place, when no kernel reads them so)."""
+    """`sched` with its weights stored as packed int4 (store_int4 in `mode`), or None when it
+    has none, they are not int4 values, or (in place) no kernel reads them so."""
     f, t = sched
-    w = next((b for b in f.buffers if b.name == WEIGHTS and b.scope == "const"), None)
-    if w is None or w.data is None or not w.data.size or not (-8 <= int(w.data.min()) and int(w.data.max()) <= 7):
+    if _weights(f) is None:
         return None
     try:
         return PRIMITIVES["store_int4"](f, WEIGHTS, mode), Trace(t.decisions + (Decision("store_int4", (WEIGHTS, mode)),))
@@ -138,7 +141,8 @@ def _packed_cost(form: str, narrow_func) -> float:
 
 
 def _weight_count(f) -> int:
-    return next((b.size for b in f.buffers if b.name == WEIGHTS and b.scope == "const"), 0)
+    w = _weights(f)
+    return w.size if w is not None else 0
 
 
 def _grow_blocks(graph: Graph, plan: MemoryPlan, scheduled: dict, lowered: dict, widened: dict, target, planned):

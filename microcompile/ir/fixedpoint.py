@@ -37,6 +37,8 @@ import math
 
 import numpy as np
 
+from .int4 import INT4_RANGE
+
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
 # The largest left shift of a requantization: the kernels shift an int32 left before the
@@ -49,7 +51,7 @@ class KernelParamsError(ValueError):
     (TFLite's Prepare refuses such a model too). At import this means a bad model file and
     the frontends report it with the layer's name; raised later, it is a bug."""
 
-QRANGE = {"int4": (-8, 7), "int8": (-128, 127), "int16": (-32768, 32767), "int32": (INT32_MIN, INT32_MAX)}
+QRANGE = {"int4": INT4_RANGE, "int8": (-128, 127), "int16": (-32768, 32767), "int32": (INT32_MIN, INT32_MAX)}
 
 
 def _i64(x) -> np.ndarray:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .int4 import packed_bytes
+
 # int16: the activations of 16x8 quantization (and recurrent cell states); int64: its biases.
 DTYPES = ("int8", "int16", "int32", "int64", "float32", "int4")
 # int4 is a constant's dtype only (the weights of conv2d, depthwise_conv2d and fully_connected,
@@ -19,7 +21,6 @@ DTYPES = ("int8", "int16", "int32", "int64", "float32", "int4")
 # takes half a byte per element in a file and in flash.
 NP_DTYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64, "float32": np.float32,
              "int4": np.int8}
-INT4_RANGE = (-8, 7)
 # The ops whose weights (input 1) may be int4, on int8 activations.
 INT4_WEIGHT_OPS = ("conv2d", "depthwise_conv2d", "fully_connected")
 # Quantized activation dtypes: every such tensor carries scale and zero point.
@@ -91,7 +92,7 @@ class Tensor:
     @property
     def nbytes(self) -> int:
         if self.dtype == "int4":
-            return (self.size + 1) // 2
+            return packed_bytes(self.size)
         return self.size * np.dtype(NP_DTYPES[self.dtype]).itemsize
 
     def replace(self, **changes) -> Tensor:

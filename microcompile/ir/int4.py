@@ -8,11 +8,24 @@ from __future__ import annotations
 
 import numpy as np
 
+INT4_RANGE = (-8, 7)
+
+
+def is_int4(values) -> bool:
+    """Whether every value (an array of any shape; none at all is true) lies in -8..7."""
+    v = np.asarray(values)
+    return not v.size or (INT4_RANGE[0] <= int(v.min()) and int(v.max()) <= INT4_RANGE[1])
+
+
+def packed_bytes(count: int) -> int:
+    """Bytes `count` int4 values take packed."""
+    return (count + 1) // 2
+
 
 def pack_int4(values: np.ndarray) -> bytes:
     """The values (integers in -8..7, any shape, row-major) packed two per byte."""
     v = np.asarray(values).reshape(-1).astype(np.int16)
-    if v.size and not (-8 <= int(v.min()) and int(v.max()) <= 7):
+    if not is_int4(v):
         raise ValueError(f"int4 values must lie in -8..7, got {int(v.min())}..{int(v.max())}")
     nibbles = (v & 0xF).astype(np.uint8)
     if nibbles.size % 2:

@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 
-from .graph import DTYPES, INT4_RANGE, INT4_WEIGHT_OPS, QUANTIZED_DTYPES, Graph, Node, Tensor
+from .graph import DTYPES, INT4_WEIGHT_OPS, QUANTIZED_DTYPES, Graph, Node, Tensor
+from .int4 import INT4_RANGE, is_int4
 from .fixedpoint import QRANGE
 from . import ops
 
@@ -66,8 +67,8 @@ def node_problem(g: Graph, n: Node) -> str | None:
 def _int4_problem(t: Tensor) -> str | None:
     if not t.is_const:
         return "int4 is a weights' dtype: only constants can have it"
-    lo, hi = INT4_RANGE
-    if t.data.size and not (lo <= int(t.data.min()) and int(t.data.max()) <= hi):
+    if not is_int4(t.data):
+        lo, hi = INT4_RANGE
         return f"values {int(t.data.min())}..{int(t.data.max())} outside {lo}..{hi}"
     return None
 

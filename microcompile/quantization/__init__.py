@@ -15,16 +15,16 @@ from ..ir import Graph
 from .calibrate import METHODS, Calibration
 from .data import CalibrationDataError, load_calibration
 from .options import QuantizeOptions
-from .ptq import (ACTIVATION_DTYPES, IO_MODES, WEIGHT_DTYPES, UnquantizableOpError, check_quantizable, dequantize_weights,
-                  quantize_graph)
+from .ptq import (ACTIVATION_DTYPES, IO_MODES, WEIGHT_DTYPES, UnquantizableOpError, check_quantizable,
+                  check_weights, dequantize_weights, quantize_graph)
 from .report import DEFAULT_THRESHOLD_DB, LayerSQNR, format_sqnr_table, layer_sqnr
 
 # Measured by benchmarks/quantization_accuracy.py (output SQNR and accuracy over the digits
 # models and the three MLPerf float models); see the README's quantization section.
 DEFAULT_METHOD = "mse"
 
-__all__ = ["quantize", "Quantized", "QuantizeOptions", "METHODS", "DEFAULT_METHOD", "IO_MODES", "ACTIVATION_DTYPES", "WEIGHT_DTYPES",
-           "load_calibration", "dequantize_weights", "CalibrationDataError", "UnquantizableOpError", "LayerSQNR",
+__all__ = ["quantize", "Quantized", "QuantizeOptions", "METHODS", "DEFAULT_METHOD", "IO_MODES", "ACTIVATION_DTYPES",
+           "WEIGHT_DTYPES", "load_calibration", "dequantize_weights", "CalibrationDataError", "UnquantizableOpError", "LayerSQNR",
            "format_sqnr_table", "DEFAULT_THRESHOLD_DB"]
 
 
@@ -47,7 +47,9 @@ def quantize(float_graph: Graph, samples: list[dict], options: QuantizeOptions =
     if not samples:
         raise CalibrationDataError("no calibration samples", hint="give at least one input sample")
     float_graph = dequantize_weights(float_graph)
-    check_quantizable(float_graph, keep_float, activations)   # fail before the (slow) calibration
+    # fail before the (slow) calibration
+    check_weights(float_graph, options.weights, tuple(options.keep_int8), activations)
+    check_quantizable(float_graph, keep_float, activations)
     calibration = calibration or Calibration(float_graph, samples, progress=progress)
     qgraph = quantize_graph(float_graph, lambda name: calibration.range(name, method), io, keep_float, activations,
                             options.weights, tuple(options.keep_int8), calibration.channel_mean)

@@ -262,17 +262,8 @@ def check_quantizable(g: Graph, keep_float=(), activations: str = "int8") -> Non
             hint=f"keep them in float32 with --keep-float {','.join(ops)} (needs a board with an FPU)")
 
 
-def quantize_graph(g: Graph, ranges: Callable[[str], Range], io: str = "float32", keep_float=(),
-                   activations: str = "int8", weights: str = "int8", keep_int8=(),
-                   means: Callable[[str], np.ndarray] | None = None) -> Graph:
-    """The int8 graph of float32 graph `g` (16x8 with activations="int16"); `ranges(tensor)`
-    gives each activation's calibrated range. `keep_float` names ops (or nodes) left in
-    float32 between a DEQUANTIZE and a QUANTIZE (for boards with an FPU). weights="int4" gives
-    conv2d, depthwise_conv2d and fully_connected int4 weights, except the ops or layers in
-    `keep_int8`; `means(tensor)` (the calibration's per-channel means of a float tensor) corrects
-    their biases for the mean error of the int4 weights."""
-    if io not in IO_MODES:
-        raise UserError(f"unknown --io {io!r}", hint=f"choose one of {', '.join(IO_MODES)}")
+def check_weights(g: Graph, weights: str = "int8", keep_int8=(), activations: str = "int8") -> None:
+    """UserError unless `weights` and `keep_int8` make sense for `g` (before any calibration)."""
     if weights not in WEIGHT_DTYPES:
         raise UserError(f"unknown --weights {weights!r}", hint=f"choose one of {', '.join(WEIGHT_DTYPES)}")
     if weights == "int4" and activations != "int8":
@@ -284,6 +275,20 @@ def quantize_graph(g: Graph, ranges: Callable[[str], Range], io: str = "float32"
     if unknown:
         raise UserError(f"--keep-int8 names {', '.join(map(shown, unknown[:3]))}, which is no layer or op of the model",
                         hint="`microcompile inspect MODEL` lists the layers")
+
+
+def quantize_graph(g: Graph, ranges: Callable[[str], Range], io: str = "float32", keep_float=(),
+                   activations: str = "int8", weights: str = "int8", keep_int8=(),
+                   means: Callable[[str], np.ndarray] | None = None) -> Graph:
+    """The int8 graph of float32 graph `g` (16x8 with activations="int16"); `ranges(tensor)`
+    gives each activation's calibrated range. `keep_float` names ops (or nodes) left in
+    float32 between a DEQUANTIZE and a QUANTIZE (for boards with an FPU). weights="int4" gives
+    conv2d, depthwise_conv2d and fully_connected int4 weights, except the ops or layers in
+    `keep_int8`; `means(tensor)` (the calibration's per-channel means of a float tensor) corrects
+    their biases for the mean error of the int4 weights."""
+    if io not in IO_MODES:
+        raise UserError(f"unknown --io {io!r}", hint=f"choose one of {', '.join(IO_MODES)}")
+    check_weights(g, weights, keep_int8, activations)
     check_quantizable(g, keep_float, activations)
     if io != "float32" and io != activations:
         raise UserError(f"--io {io} does not match --activations {activations}",

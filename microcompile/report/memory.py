@@ -47,7 +47,8 @@ def widened_kernels(compiled) -> list[str]:
 
 
 def int4_kernels(compiled) -> list[str]:
-    """The kernels whose weights are packed int4 in flash (unpacked into scratch as they run)."""
+    """The kernels whose weights are packed int4 in flash (unpacked into scratch as they run,
+    or read in place)."""
     return _kernels_of(compiled, compiled.stored_int4)
 
 
@@ -110,7 +111,7 @@ def summary_lines(r: dict) -> list[str]:
     packed = r.get("int4_kernels") or []
     if packed:
         lines.append(f"weights      packed int4 in {len(packed)} kernel(s), -{r['int4_saved_bytes']:,} bytes against int8 "
-                     f"(unpacked into the arena as each runs): {', '.join(packed)}")
+                     f"(unpacked into the arena as each runs, or read in place): {', '.join(packed)}")
     # The RAM total counts the stack's reserve (what the linker keeps free for it); the stack the
     # call graph needs in the worst case is shown beside it, so the parts add up to the total.
     need = f", needs {r['stack_bytes']:,} worst case" if r.get("stack_bytes") is not None else ""
@@ -176,7 +177,8 @@ def format_memory(compiled, top: int = 3) -> str:
     if compiled.widened:
         out += ["", "int16 weights (ADD: rescale tables), flash to spare: " + ", ".join(widened_kernels(compiled))]
     if compiled.stored_int4:
-        out += ["", "packed int4 weights (flash is short; unpacked into scratch as each kernel runs): "
+        out += ["", "packed int4 weights (flash is short; unpacked into scratch as each kernel runs, or read in "
+                "place): "
                 + ", ".join(int4_kernels(compiled))]
     return "\n".join(out)
 

@@ -108,8 +108,8 @@ class Schedule:
     def pack_constant(self, buffer: str, dtype: str) -> Schedule:
         return self._apply("pack_constant", buffer, dtype)
 
-    def store_int4(self, buffer: str) -> Schedule:
-        return self._apply("store_int4", buffer)
+    def store_int4(self, buffer: str, mode: str = "unpack") -> Schedule:
+        return self._apply("store_int4", buffer, mode)
 
     def tensorize(self, loop: str, intrin: str) -> Schedule:
         return self._apply("tensorize", loop, intrin)

@@ -15,8 +15,9 @@ Weights whose values all lie in -8..7 (a model with TFLite INT4 weights, or `qua
 scratch when the kernel starts (the store_int4 primitive, schedule/cache.py), at about
 UNPACK_COST_PER_WEIGHT instructions per weight per inference and the unpacked weights' bytes of
 arena (unpacked to int16 for the wide kernels where that scratch does not raise the arena: then
-the next step is straight to int16 weights in flash), or read packed by the fully connected
-kernel itself on DSP cores (no scratch). Such kernels start packed and are unpacked, then
+the next step is straight to int16 weights in flash), or read packed by the panel kernels
+themselves on DSP cores (no scratch: fully connected layers always, convolutions where
+unpacking would raise the arena). Such kernels start packed and are unpacked, then
 widened, by the same rule while the weights fit; without a flash limit (the host) every kernel
 takes its fastest form.
 
@@ -36,8 +37,10 @@ GAIN_PER_MAC = 0.5
 # mc_unpack_s4_s8 (runtime_c/kernels/mc_copy.c) on mps2-an386: LDRB, two SBFX, two STRB and the
 # loop per pair of weights (tests/lower/test_int4_weights.py measures it).
 UNPACK_COST_PER_WEIGHT = 3.5
-# mc_gemm_p4_dsp_s4 / mc_gemm_p4_rq_dsp_s4, which read packed int4 weights in place: about 33
-# instructions per 16 MACs against 21 for int8 weights (runtime_c/kernels/dsp/mc_gemm_s4_dsp.c).
+# mc_gemm_p4_dsp_s4 / mc_gemm_p4_rq_dsp_s4, which read packed int4 weights in place: 29
+# instructions per 16 MACs in the inner loop against 21 for int8 weights, plus each column's sum
+# (runtime_c/kernels/dsp/mc_gemm_s4_dsp.c); kws's convolutions all in place measured 0.62 more
+# per MAC (benchmarks/int4_weights.py). The estimate was set for the first, 33-instruction loop.
 IN_PLACE_COST_PER_MAC = 0.75
 # An int8 ADD's two rescale tables save two multiplies and roundings per element (about 20
 # instructions), at 2 KiB of flash (schedule/tabulate.py).

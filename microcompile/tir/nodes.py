@@ -24,6 +24,7 @@ from typing import Union
 import numpy as np
 
 from ..ir.budget import elements
+from ..ir.int4 import packed_bytes
 
 SCOPES = ("arena", "const", "scratch", "local", "state")
 # int64 / float64: only as the element type of constant buffers passed to micro-kernels (16x8
@@ -233,7 +234,7 @@ class Buffer:
     @property
     def nbytes(self) -> int:
         if self.dtype == PACKED_INT4:
-            return (self.size + 1) // 2
+            return packed_bytes(self.size)
         return self.size * DTYPE_BYTES[self.dtype]
 
     def at(self, *idx) -> Expr:

@@ -39,7 +39,7 @@ from ...escape import valid_text
 from ...files import MODEL_BYTES_MAX, read_file
 from ...ir import NP_DTYPES, Graph, Node, QuantParams, Tensor, VerifyError, ops, verify
 from ...ir.budget import elements
-from ...ir.int4 import unpack_int4
+from ...ir.int4 import packed_bytes, unpack_int4
 from ...ir.verify import MISFIT, node_problem
 from ..validate import validate
 from .structure import check_structure
@@ -503,7 +503,7 @@ def _tensor(t: _RawTensor, name: str, shape: tuple[int, ...], label: str, notes:
     # A variable tensor's buffer, if any, is ignored: TFLite resets the state to zero.
     if t.data is not None and not t.variable:
         n = elements(shape)
-        expected = (n + 1) // 2 if dtype == "int4" else n * np.dtype(le).itemsize
+        expected = packed_bytes(n) if dtype == "int4" else n * np.dtype(le).itemsize
         if len(t.data) != expected:
             raise ModelFormatError(f"{label}: constant {t.name!r} of shape {shape} needs {expected} "
                                    f"bytes, its buffer has {len(t.data)}", hint=_HINT_FORMAT)
