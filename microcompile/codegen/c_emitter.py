@@ -18,7 +18,7 @@ from ..tir.nodes import (PACKED_INT4, Address, ParamStruct, Allocate, BinOp, Cal
                          LetStmt, Load, PrimFunc, Select, SeqStmt, Store, Var, scratch_layout, walk)
 
 C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t", "float32": "float",
-           "float64": "double", "bool": "int"}
+           "float64": "double", "bool": "int", "uint32": "uint32_t", "uint64": "uint64_t"}
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "shl": "<<", "shr": ">>",
           "and": "&", "or": "|", "xor": "^", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
           "eq": "==", "ne": "!=", "land": "&&", "lor": "||"}
@@ -97,6 +97,8 @@ class CEmitter:
         return e.name
 
     def _e_IntImm(self, e: IntImm, ctx):
+        if e.dtype in ("uint32", "uint64"):
+            return f"{e.value}{'u' if e.dtype == 'uint32' else 'ull'}"
         return int_literal(e.value)
 
     def _e_FloatImm(self, e: FloatImm, ctx):

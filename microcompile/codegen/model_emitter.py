@@ -24,7 +24,8 @@ from .naming import Naming
 from .weights import ALIGN, WeightArray, weight_arrays, write_weights
 
 _SYSTEM_HEADERS = {"math.h", "string.h"}
-_MC_DTYPES = {"int8": "MC_INT8", "float32": "MC_FLOAT32", "int32": "MC_INT32", "int16": "MC_INT16"}
+_MC_DTYPES = {"int8": "MC_INT8", "float32": "MC_FLOAT32", "int32": "MC_INT32", "int16": "MC_INT16",
+              "uint32": "MC_UINT32", "uint64": "MC_UINT64"}
 
 
 class MemoryPlan(Protocol):

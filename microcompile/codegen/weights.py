@@ -28,7 +28,8 @@ from .c_emitter import C_TYPES
 
 ALIGN = 4                       # LDM and word loads of int16/int32 constants need 4
 BIN_NAME = "model_weights.bin"
-_LE = {"int8": "<i1", "int16": "<i2", "int32": "<i4", "int64": "<i8", "float32": "<f4", "float64": "<f8"}
+_LE = {"int8": "<i1", "int16": "<i2", "int32": "<i4", "int64": "<i8", "float32": "<f4", "float64": "<f8",
+       "uint32": "<u4", "uint64": "<u8"}
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def write_weights(weights: list[WeightArray], path=None) -> WeightBlob:
                 digest.update(chunk)
             offset += len(pad)
             rows.append({"symbol": w.symbol, "offset": offset, "bytes": len(data), "comment": w.buffer.comment,
-                         "align8": w.buffer.dtype in ("int64", "float64")})   # int64_t / double (16x8): 8-aligned
+                         "align8": w.buffer.dtype in ("int64", "float64", "uint64")})   # int64_t / double (16x8): 8-aligned
             offset += len(data)
     return WeightBlob(rows, offset, digest.hexdigest())
 
@@ -105,6 +106,9 @@ def _c_values(w: WeightArray) -> list[str]:
             else:
                 out.append(float(v).hex() + suffix)       # hexadecimal floats are exact
         return out
+    if dtype in ("uint32", "uint64"):
+        suffix = "u" if dtype == "uint32" else "ull"
+        return [f"{int(v)}{suffix}" for v in values.astype(np.uint64)]
     lo = {"int8": -2**7, "int16": -2**15, "int32": -2**31, "int64": -2**63}[dtype]
     # The most negative value is not a C literal (its magnitude does not fit): an expression.
     most_negative = {"int32": "(-2147483647 - 1)", "int64": "(-9223372036854775807LL - 1)"}
@@ -118,7 +122,7 @@ def weight_arrays(weights: list[WeightArray], per_line: int = 16) -> list[str]:
     model_weights.c without .incbin (-fdata-sections gives each its own section)."""
     out = []
     for w in weights:
-        align = 8 if w.buffer.dtype in ("int64", "float64") else ALIGN
+        align = 8 if w.buffer.dtype in ("int64", "float64", "uint64") else ALIGN
         values = _c_values(w)
         rows = [", ".join(values[i:i + per_line]) for i in range(0, len(values), per_line)]
         body = ",\n    ".join(rows)

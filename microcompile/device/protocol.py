@@ -43,9 +43,9 @@ RESEND = {ERR_CRC, ERR_MALFORMED, ERR_TIMEOUT}
 
 INFO_FORMAT = 1
 UNITS = {0: "cycles", 1: "instructions", 2: "ns"}     # MC_COUNTER_* of mc_platform.h
-DTYPES = {0: "int8", 1: "float32", 2: "int32"}        # mc_dtype_t
-DTYPE_CODES = {"int8": "b", "float32": "f", "int32": "i"}   # array module type codes
-DTYPE_BYTES = {"int8": 1, "float32": 4, "int32": 4}
+DTYPES = {0: "int8", 1: "float32", 2: "int32", 3: "int16", 4: "uint32", 5: "uint64"}   # mc_dtype_t
+DTYPE_CODES = {"int8": "b", "float32": "f", "int32": "i", "int16": "h", "uint32": "I", "uint64": "Q"}  # array module
+DTYPE_BYTES = {"int8": 1, "float32": 4, "int32": 4, "int16": 2, "uint32": 4, "uint64": 8}
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ class Output:
     data: bytes
 
     def values(self) -> array.array:
-        """The elements as a flat stdlib array (int8 'b', float32 'f', int32 'i')."""
+        """The elements as a flat stdlib array (protocol.DTYPE_CODES: int8 'b', float32 'f', ...)."""
         a = array.array(P.DTYPE_CODES[self.spec.dtype])
         a.frombytes(self.data)
         if sys.byteorder != "little":
@@ -65,7 +65,8 @@ class Output:
         """The tensor as a numpy array of its shape (needs numpy)."""
         import numpy as np
 
-        dtype = {"int8": "i1", "float32": "<f4", "int32": "<i4"}[self.spec.dtype]
+        dtype = {"int8": "i1", "float32": "<f4", "int32": "<i4", "int16": "<i2", "uint32": "<u4",
+                 "uint64": "<u8"}[self.spec.dtype]
         return np.frombuffer(self.data, dtype=dtype).reshape(self.spec.shape).copy()
 
 

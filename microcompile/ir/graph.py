@@ -15,12 +15,14 @@ import numpy as np
 from .int4 import packed_bytes
 
 # int16: the activations of 16x8 quantization (and recurrent cell states); int64: its biases.
-DTYPES = ("int8", "int16", "int32", "int64", "float32", "int4")
+# An int16 without quantization parameters, int32, uint32 and uint64 are plain integers: raw
+# audio and the fixed-point values of TFLite Micro's signal ops (ops_signal.py), CAST.
+DTYPES = ("int8", "int16", "int32", "int64", "float32", "int4", "uint32", "uint64")
 # int4 is a constant's dtype only (the weights of conv2d, depthwise_conv2d and fully_connected,
 # TFLite's packed INT4): its values are int8 numbers in -8..7 (`data` is an int8 array), and it
 # takes half a byte per element in a file and in flash.
 NP_DTYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64, "float32": np.float32,
-             "int4": np.int8}
+             "int4": np.int8, "uint32": np.uint32, "uint64": np.uint64}
 # The ops whose weights (input 1) may be int4, on int8 activations.
 INT4_WEIGHT_OPS = ("conv2d", "depthwise_conv2d", "fully_connected")
 # Quantized activation dtypes: every such tensor carries scale and zero point.

@@ -79,6 +79,10 @@ class OpDef:
     # Its dtype variant follows its inputs only (`variant`): softmax with int8 input and int16
     # output runs the int8 kernel with 16 output bits, not the int16 one.
     variant_by_input: bool = False
+    # Computes on plain integers (no quantization parameters): raw int16 audio, int32,
+    # uint32 and uint64 values of TFLM's signal ops (ops_signal.py), CAST. An int16 tensor
+    # without quantization may meet only such ops and byte moves (quant trait "same").
+    plain_ints: bool = False
 
     def __post_init__(self):
         assert self.quant in QUANT_KINDS, f"{self.name}: quant trait {self.quant!r}"
@@ -122,12 +126,13 @@ VARIANTS = ("int16",)
 
 def variant(g: Graph, n: Node) -> str | None:
     """"int16" when any activation (an input that is neither constant nor state, or an
-    output) of `n` is int16, else None. (An int8 LSTM's int16 cell state does not count.)"""
+    output) of `n` is quantized int16, else None. (An int8 LSTM's int16 cell state does not
+    count, nor plain int16 numbers without quantization: raw audio, the signal ops'.)"""
     opdef = REGISTRY.get(n.op)      # an unknown op has no variant (its lowering names it)
     names = n.inputs if opdef is not None and opdef.variant_by_input else (*n.inputs, *n.outputs)
     ts = [g.tensors.get(name) for name in names if name]
-    return "int16" if any(t is not None and t.dtype == "int16" and not (t.is_const or t.variable)
-                          for t in ts) else None
+    return "int16" if any(t is not None and t.dtype == "int16" and t.quant is not None
+                          and not (t.is_const or t.variable) for t in ts) else None
 
 
 def conv_out_size(size: int, k: int, stride: int, dilation: int, pad_lo: int, pad_hi: int) -> int:

@@ -1,7 +1,8 @@
 """Elementwise ops: binary arithmetic with broadcasting, activations, (de)quantization.
 
   sub, mul                      NumPy broadcasting, fused `activation` clamp (as ADD)
-  div                           as sub/mul; float32 only (LiteRT's DIV has no int8 kernel)
+  div                           as sub/mul; float32 and int32 (LiteRT's DIV has no int8 kernel)
+  (add, sub, mul, div, maximum and minimum also take plain int32: reference/plain.py)
   maximum, minimum              NumPy broadcasting; int8 compares raw values (no rescale)
   squared_difference            NumPy broadcasting, at most 4-D (TFLite's 4DSlow kernel)
   leaky_relu                    attr alpha
@@ -41,8 +42,8 @@ def _infer_binary(g: Graph, n: Node):
     a, b = in_tensor(g, n, 0), in_tensor(g, n, 1)
     if a.dtype != b.dtype:
         raise VerifyError(f"{n.name}: {n.op} of {a.dtype} and {b.dtype}")
-    if n.op == "div" and a.dtype != "float32":
-        raise VerifyError(f"{n.name}: div of {a.dtype} (float32 only)")
+    if n.op == "div" and a.dtype not in ("float32", "int32"):
+        raise VerifyError(f"{n.name}: div of {a.dtype} (float32 and int32 only)")
     shape = _broadcast_shape(n, a.shape, b.shape)
     if n.op == "squared_difference" and len(shape) > 4:
         raise VerifyError(f"{n.name}: squared_difference supports at most 4-D, got {shape}")

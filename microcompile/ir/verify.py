@@ -84,6 +84,10 @@ def verify(g: Graph) -> Graph:
     for name in g.inputs:
         if name not in g.tensors:
             fail(f"input {name} has no tensor")
+    # Tensors that an op computing on quantized values reads or writes: an int16 or int8
+    # elsewhere (raw audio into TFLM's signal ops, a CAST's result) is a plain integer.
+    quantized_users = {i for n in g.nodes if n.op in ops.REGISTRY and not ops.get(n.op).plain_ints
+                       and ops.get(n.op).quant != "same" for i in (*n.inputs, *n.outputs)}
     for name, t in g.tensors.items():
         if t.name != name:
             fail(f"tensor key {name} != tensor name {t.name}")
@@ -93,9 +97,9 @@ def verify(g: Graph) -> Graph:
             fail(f"tensor {name} has a negative dimension in shape {t.shape}")
         if t.dtype == "int4" and (problem := _int4_problem(t)) is not None:
             fail(f"int4 tensor {name}: {problem}")
-        if t.dtype in QUANTIZED_DTYPES and t.quant is None and not t.is_const:
+        if t.dtype in QUANTIZED_DTYPES and t.quant is None and not t.is_const and name in quantized_users:
             fail(f"{t.dtype} tensor {name} has no quantization parameters")
-        if t.dtype in ("int8", "int4") and t.quant is None:
+        if t.dtype in ("int8", "int4") and t.quant is None and (t.is_const or name in quantized_users):
             fail(f"{t.dtype} tensor {name} has no quantization parameters")
         if (problem := quant_problem(t)) is not None:
             fail(f"tensor {name!r} has invalid quantization: {problem}")

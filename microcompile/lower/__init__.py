@@ -15,7 +15,7 @@ from .common import LOWERINGS
 
 # The op families, each registering its lowerings with @lowering.
 from . import (activation, binary, conv2d, dense, depthwise, elementwise, log_softmax, matmul, max_pool,  # noqa: F401,E402
-               mean, movement, pad, pool, recurrent, reduce_max, resize, softmax, transpose_conv, unary)
+               mean, movement, pad, pool, recurrent, reduce_max, resize, signal, softmax, transpose_conv, unary)
 # The int16 variants (16x8 quantization) of the ops above.
 from . import s16  # noqa: F401,E402
 

@@ -13,8 +13,9 @@ index (stride 0). int8 arithmetic is reference.elementwise's (the interpreter's)
 from __future__ import annotations
 
 from ..reference import elementwise as qe
+from ..reference import plain
 from ..ir.graph import Graph, Node
-from ..tir.nodes import BinOp, Expr, Load, Select, Var, add, binop, loops, mul
+from ..tir.nodes import BinOp, Expr, IntImm, Load, Select, Var, add, binop, cast, loops, mul
 from .common import (arena, broadcast_index, clamp, i32, i8, lowering, make_func, operand, requantize,
                      smaller_than_one)
 
@@ -41,6 +42,26 @@ def _int8_result(op: str, g: Graph, node: Node, a: Expr, b: Expr) -> Expr:
     return i8(clamp(raw, p.act_min, p.act_max))
 
 
+def int32_result(op: str, node: Node, a: Expr, b: Expr) -> Expr:
+    """Plain int32 arithmetic (reference/plain.py): add, sub and mul in uint32 (wrapping, which
+    C defines for unsigned only), div truncating with TFLite's and the Cortex-M's edge cases
+    spelled out (x / 0 = 0, INT32_MIN / -1 = INT32_MIN), then the fused clamp."""
+    if op in ("maximum", "minimum"):
+        return BinOp(op[:3], a, b)
+    if op == "div":
+        quotient = Select(BinOp("eq", b, IntImm(-1)), cast("int32", binop("sub", IntImm(0, "uint32"), u32(a))),
+                          binop("div", a, b))
+        result = Select(BinOp("eq", b, IntImm(0)), IntImm(0), quotient)
+    else:
+        result = cast("int32", binop(op, u32(a), u32(b)))
+    lo, hi = plain.ACTIVATION_RANGE[node.attrs.get("activation", "NONE")]
+    return result if (lo, hi) == plain.ACTIVATION_RANGE["NONE"] else clamp(result, lo, hi)
+
+
+def u32(e: Expr) -> Expr:
+    return cast("uint32", e)
+
+
 def _float_result(op: str, g: Graph, node: Node, a: Expr, b: Expr) -> Expr:
     if op in ("maximum", "minimum"):
         return BinOp(op[:3], a, b)
@@ -57,7 +78,10 @@ def lower_binary(g: Graph, node: Node, target=None):
     a, b, y = operand(g, at.name, "a"), operand(g, bt.name, "b"), arena(g, yt.name, "y")
     idx = [Var(f"i{k}") for k in range(len(yt.shape))]
     av, bv = Load(a, broadcast_index(a, yt.shape, idx)), Load(b, broadcast_index(b, yt.shape, idx))
-    result = (_float_result if yt.dtype == "float32" else _int8_result)(node.op, g, node, av, bv)
+    if yt.dtype == "int32":
+        result = int32_result(node.op, node, av, bv)
+    else:
+        result = (_float_result if yt.dtype == "float32" else _int8_result)(node.op, g, node, av, bv)
     return make_func(g, node, [a, b, y], loops(list(zip(idx, yt.shape)), y.store(result, *idx)))
 
 

@@ -19,6 +19,7 @@ from ..ir import fixedpoint
 from ..reference import qparams
 from ..ir.graph import Graph, Node
 from ..tir.nodes import Call, IntImm, Load, Var, add, binop, loops, mul
+from .binary import int32_result
 from .common import arena, broadcast_index, clamp, i32, lowering, make_func, operand, smaller_than_one
 from .saturate import to_int8
 
@@ -41,8 +42,11 @@ def lower_add(g: Graph, node: Node, target=None):
     idx = [Var(f"i{k}") for k in range(len(shape))]
     av = Load(a, broadcast_index(a, shape, idx))
     bv = Load(b, broadcast_index(b, shape, idx))
-    p = qparams.add_params(g, node)
     consts = []
+    if yt.dtype == "int32":
+        body = loops(list(zip(idx, shape)), y.store(int32_result("add", node, av, bv), *idx))
+        return make_func(g, node, [a, b, y], body)
+    p = qparams.add_params(g, node)
     if yt.dtype == "float32":
         result = clamp(binop("add", av, bv), p.act_min, p.act_max)
     else:

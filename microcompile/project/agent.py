@@ -19,7 +19,8 @@ from microcompile.templating import generated
 CHUNK_MIN = 256     # info pages and profile pages fit, whatever the model
 CHUNK_MAX = 1024    # RAM: two frames of this; larger tensors go in chunks
 FRAME_EXTRA = 16    # header 4 + CRC 4 + the largest command header (status + u32) and slack
-_C_DTYPES = {"int8": "MC_INT8", "float32": "MC_FLOAT32", "int32": "MC_INT32"}
+_C_DTYPES = {"int8": "MC_INT8", "float32": "MC_FLOAT32", "int32": "MC_INT32", "int16": "MC_INT16",
+             "uint32": "MC_UINT32", "uint64": "MC_UINT64"}
 
 
 def build_id(artifact_dir: str | Path, manifest: dict) -> str:

@@ -39,7 +39,7 @@ import numpy as np
 from ..ir import fixedpoint as fp
 from ..ir.fixedpoint_log import LogSoftmaxParams, log_softmax_int8
 from ..ir.graph import Graph, Node
-from . import qparams as qp
+from . import plain, qparams as qp
 from .common import clamp_float, requantize, store_int8
 from .interp import kernel
 
@@ -357,6 +357,8 @@ def _rescaled_inputs(p, a, b):
 
 @kernel("sub")
 def _sub(graph, node, a, b):
+    if plain.is_int32(graph, node):
+        return plain.binary_int32("sub", a, b, node.attrs.get("activation", "NONE"))
     p = sub_params(graph, node)
     if not _int8(graph, node):
         return clamp_float(a.astype(_f32) - b.astype(_f32), p)
@@ -367,6 +369,8 @@ def _sub(graph, node, a, b):
 
 @kernel("mul")
 def _mul(graph, node, a, b):
+    if plain.is_int32(graph, node):
+        return plain.binary_int32("mul", a, b, node.attrs.get("activation", "NONE"))
     p = mul_params(graph, node)
     if not _int8(graph, node):
         return clamp_float(a.astype(_f32) * b.astype(_f32), p)
@@ -377,7 +381,9 @@ def _mul(graph, node, a, b):
 
 @kernel("div")
 def _div(graph, node, a, b):
-    # float32 only (verify rejects int8): IEEE division, then the fused clamp.
+    if plain.is_int32(graph, node):
+        return plain.binary_int32("div", a, b, node.attrs.get("activation", "NONE"))
+    # float32 (verify rejects int8): IEEE division, then the fused clamp.
     return clamp_float(a.astype(_f32) / b.astype(_f32), mul_params(graph, node))
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import fixedpoint as fp
-from . import qparams as qp
+from . import plain, qparams as qp
 from .common import (by_positions, clamp_float, hybrid_quantize, is_hybrid, is_int8, offset_input, requantize,
                      store_int8, windows)
 from .interp import kernel
@@ -130,6 +130,8 @@ def _average_pool2d(graph, node, x):
 
 @kernel("add")
 def _add(graph, node, a, b):
+    if plain.is_int32(graph, node):
+        return plain.binary_int32("add", a, b, node.attrs.get("activation", "NONE"))
     p = qp.add_params(graph, node)
     if not is_int8(graph, node):
         return clamp_float(a.astype(np.float32) + b.astype(np.float32), p)

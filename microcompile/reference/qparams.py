@@ -358,7 +358,11 @@ def activation_params(graph: Graph, node: Node) -> RequantActParams | FloatActPa
 
 def params(graph: Graph, node: Node):
     """The kernel parameters of any op that has them (None for view ops like reshape); a
-    dtype variant's parameters when it registered its own."""
+    dtype variant's parameters when it registered its own. None for an op on plain integers
+    only (int32 arithmetic: no scales, reference/plain.py)."""
+    ts = [graph.tensors[t] for t in (*node.inputs, *node.outputs) if t]
+    if all(t.quant is None and t.dtype != "float32" for t in ts):
+        return None
     fn = PARAMS.get((node.op, ops.variant(graph, node))) or PARAMS.get(node.op)
     return fn(graph, node) if fn else None
 

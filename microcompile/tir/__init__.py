@@ -8,3 +8,5 @@ from . import intrinsics  # noqa: F401
 from . import intrinsics_copy, intrinsics_depthwise, intrinsics_elementwise, intrinsics_gemm  # noqa: F401,E402
 from . import intrinsics_gemm_mixed  # noqa: F401,E402
 from . import intrinsics_recurrent, intrinsics_s16  # noqa: F401,E402
+from . import intrinsics_signal_fft  # noqa: F401,E402
+from . import intrinsics_signal  # noqa: F401,E402

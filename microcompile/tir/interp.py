@@ -47,7 +47,9 @@ def _cast(dtype: str, v):
         return bool(v)
     if isinstance(v, (float, np.floating)):
         v = int(np.trunc(v))         # C float -> int conversion truncates
-    return wrap(int(v), {"int8": 8, "int16": 16, "int32": 32}[dtype])
+    if dtype in ("uint32", "uint64"):
+        return int(v) & ((1 << (32 if dtype == "uint32" else 64)) - 1)
+    return wrap(int(v), {"int8": 8, "int16": 16, "int32": 32, "int64": 64}[dtype])
 
 
 def compile_expr(e):

@@ -29,7 +29,7 @@ from ..ir.int4 import packed_bytes
 SCOPES = ("arena", "const", "scratch", "local", "state")
 # int64 / float64: only as the element type of constant buffers passed to micro-kernels (16x8
 # biases, and the double scales of the int16 fully connected's requantization).
-SCALAR_DTYPES = ("int8", "int16", "int32", "int64", "float32", "float64", "bool")
+SCALAR_DTYPES = ("int8", "int16", "int32", "int64", "float32", "float64", "bool", "uint32", "uint64")
 FOR_KINDS = ("serial", "unrolled")
 
 ARITH_OPS = ("add", "sub", "mul", "div", "mod", "floordiv", "floormod", "min", "max",
@@ -256,14 +256,15 @@ class Buffer:
         return Store(self, self.at(*idx) if self.shape else IntImm(0), value)
 
 
-DTYPE_BYTES = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "float64": 8, "bool": 1}
+DTYPE_BYTES = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "float64": 8, "bool": 1, "uint32": 4,
+               "uint64": 8}
 # The numpy dtype of a buffer's elements (constants' data, interpreter arrays).
 # A constant may be stored as packed int4 (two values per byte, ir/int4.py): `data` holds its
 # values as int8, the flash holds the packed bytes, and no Load reads it: only an extern
 # micro-kernel that unpacks it (mc_unpack_s4_s8, the schedule primitive store_int4).
 PACKED_INT4 = "int4"
 NP_BUFFER_DTYPES = {"int4": np.int8, "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
-                    "float32": np.float32, "float64": np.float64}
+                    "float32": np.float32, "float64": np.float64, "uint32": np.uint32, "uint64": np.uint64}
 
 
 @dataclass(frozen=True, eq=False)

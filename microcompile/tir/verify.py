@@ -9,6 +9,10 @@ from .nodes import (NP_BUFFER_DTYPES, PACKED_INT4, SCALAR_DTYPES, SCOPES, FOR_KI
                     Var)
 
 
+# An immediate's range by dtype (int32 by default: the loop IR's integer arithmetic).
+_IMM_RANGE = {"uint32": (0, 2**32), "uint64": (0, 2**64), "int64": (-2**63, 2**63)}
+
+
 class TirVerifyError(AssertionError):
     """The PrimFunc breaks a loop-IR invariant: always a bug in microcompile."""
 
@@ -38,8 +42,9 @@ def verify_primfunc(f: PrimFunc) -> PrimFunc:
             if e.name not in scope:
                 fail(f"var {e.name} used out of scope")
         elif isinstance(e, IntImm):
-            if not -2**31 <= e.value < 2**31:
-                fail(f"immediate {e.value} out of int32 range")
+            lo, hi = _IMM_RANGE.get(e.dtype, (-2**31, 2**31))
+            if not lo <= e.value < hi:
+                fail(f"immediate {e.value} out of {e.dtype} range")
         elif isinstance(e, FloatImm):
             pass
         elif isinstance(e, BinOp):

@@ -33,7 +33,8 @@ extern "C" {
 #define MC_ERR_ARENA_SIZE (-2)
 #define MC_ERR_ARENA_ALIGN (-3)
 
-typedef enum { MC_INT8 = 0, MC_FLOAT32 = 1, MC_INT32 = 2, MC_INT16 = 3 } mc_dtype_t;
+/* MC_UINT32 / MC_UINT64: the plain integers of TFLite Micro's signal ops (no scale). */
+typedef enum { MC_INT8 = 0, MC_FLOAT32 = 1, MC_INT32 = 2, MC_INT16 = 3, MC_UINT32 = 4, MC_UINT64 = 5 } mc_dtype_t;
 
 typedef struct {
     const char *name;

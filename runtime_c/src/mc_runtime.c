@@ -83,6 +83,8 @@ uint32_t mc_tensor_elements(const mc_tensor_t *t)
         return t->bytes;
     case MC_INT16:
         return t->bytes / 2u;
+    case MC_UINT64:
+        return t->bytes / 8u;
     default:
         return t->bytes / 4u;
     }
@@ -107,7 +109,8 @@ int mc_quantize_f32(const mc_tensor_t *t, const float *src, void *dst)
     uint32_t i, n;
     int32_t lo, hi;
 
-    if (t == NULL || src == NULL || dst == NULL || t->dtype == MC_INT32)
+    if (t == NULL || src == NULL || dst == NULL ||
+        (t->dtype != MC_INT8 && t->dtype != MC_INT16 && t->dtype != MC_FLOAT32))
         return MC_ERR_ARGS;
     n = mc_tensor_elements(t);
     if (t->dtype == MC_FLOAT32) {
@@ -139,7 +142,8 @@ int mc_dequantize_f32(const mc_tensor_t *t, const void *src, float *dst)
 {
     uint32_t i, n;
 
-    if (t == NULL || src == NULL || dst == NULL || t->dtype == MC_INT32)
+    if (t == NULL || src == NULL || dst == NULL ||
+        (t->dtype != MC_INT8 && t->dtype != MC_INT16 && t->dtype != MC_FLOAT32))
         return MC_ERR_ARGS;
     n = mc_tensor_elements(t);
     for (i = 0; i < n; i++) {

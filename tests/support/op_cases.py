@@ -237,8 +237,8 @@ def _pot_scales(tensors: dict[str, Tensor], node: Node) -> dict[str, Tensor]:
 
 
 def random_inputs(graph: Graph, seed: int, float_std: float = 1.5) -> dict[str, np.ndarray]:
-    """Seeded inputs: int8 and int32 uniform over the whole range, int16 normal(0, 8000)
-    clipped, float32 normal(0, float_std)."""
+    """Seeded inputs: int8, int32 and uint32 uniform over the whole range, int16 normal(0, 8000)
+    clipped, uint64 uniform below 2^62, float32 normal(0, float_std)."""
     rng = np.random.default_rng(seed)
     out = {}
     for name in graph.inputs:
@@ -249,6 +249,10 @@ def random_inputs(graph: Graph, seed: int, float_std: float = 1.5) -> dict[str, 
             out[name] = np.clip(np.rint(rng.normal(0, 8000, t.shape)), -32768, 32767).astype(np.int16)
         elif t.dtype == "int32":
             out[name] = rng.integers(-(1 << 31), 1 << 31, t.shape, dtype=np.int64).astype(np.int32)
+        elif t.dtype == "uint32":
+            out[name] = rng.integers(0, 1 << 32, t.shape, dtype=np.uint64).astype(np.uint32)
+        elif t.dtype == "uint64":
+            out[name] = rng.integers(0, 1 << 62, t.shape, dtype=np.uint64)
         else:
             out[name] = rng.normal(0, float_std, t.shape).astype(np.float32)
     return out

@@ -8,4 +8,4 @@ from .reader import FILE_IDENTIFIER, list_ops, load_tflite, unique_tensor_names 
 from .writer import write_tflite  # noqa: F401
 
 # The op families, each registering its converters and writers.
-from . import nn, vision, shape, elementwise, reduce, recurrent  # noqa: F401,E402
+from . import nn, vision, shape, elementwise, reduce, recurrent, signal  # noqa: F401,E402

@@ -27,6 +27,7 @@ imported lazily so that `microcompile.frontend` imports without it.
 from __future__ import annotations
 
 import os
+import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,8 +49,8 @@ FILE_IDENTIFIER = b"TFL3"
 
 # TFLite TensorType enum value -> (our dtype, little-endian numpy dtype of the stored bytes).
 RAW_DTYPES = {0: ("float32", "<f4"), 2: ("int32", "<i4"), 9: ("int8", "<i1"), 7: ("int16", "<i2"),
-              4: ("int64", "<i8"), 17: ("int4", "<i1")}
-_TENSOR_TYPE_NAMES = {0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "INT64", 5: "STRING",
+              4: ("int64", "<i8"), 17: ("int4", "<i1"), 15: ("uint32", "<u4"), 12: ("uint64", "<u8")}
+TENSOR_TYPE_NAMES = {0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "INT64", 5: "STRING",
                       6: "BOOL", 7: "INT16", 8: "COMPLEX64", 9: "INT8", 10: "FLOAT64",
                       11: "COMPLEX128", 12: "UINT64", 13: "RESOURCE", 14: "VARIANT",
                       15: "UINT32", 16: "UINT16", 17: "INT4", 18: "BFLOAT16"}
@@ -85,7 +86,7 @@ class _RawOp:
     opname: str          # TFLite builtin name, e.g. "CONV_2D"; "CUSTOM(name)" for custom ops
     inputs: tuple[int, ...]   # tensor indices; -1 = absent optional input
     outputs: tuple[int, ...]
-    options: dict | None = None   # the builtin options table as a dict; None when absent
+    options: dict | None = None   # the builtin options table (a custom op's flexbuffer map) as a dict
     intermediates: tuple[int, ...] = ()   # tensors a quantized LSTM reads its gate scales from
 
 
@@ -158,6 +159,23 @@ def _read_options(op, opname: str) -> dict | None:
         else:
             out[f] = getattr(opts, f)()
     return out
+
+
+def _read_custom_options(op, opname: str) -> dict | None:
+    """A supported custom op's options: the flexbuffer map TFLM's kernels read (None for the
+    others, whose bytes are never decoded: they come from an untrusted file)."""
+    from flatbuffers import flexbuffers
+
+    if opname not in CONVERTERS or op.CustomOptionsLength() == 0:
+        return None
+    try:
+        options = flexbuffers.Loads(bytes(op.CustomOptionsAsNumpy()))
+    except Exception as e:      # any decoding failure of a corrupted map
+        raise ModelFormatError(f"op {opname}: its custom options are not a valid flexbuffer "
+                               f"({type(e).__name__})") from None
+    if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
+        raise ModelFormatError(f"op {opname}: its custom options are not a flexbuffer map")
+    return options
 
 
 def _vector(obj, name: str) -> tuple:
@@ -255,6 +273,7 @@ def _parse(buf: bytes) -> _RawModel:
         opname = opnames[idx]
         raw_ops.append(_RawOp(i, opname, indices(_vector(op, "Inputs"), f"operator {i}", absent_ok=True),
                               indices(_vector(op, "Outputs"), f"operator {i} output"),
+                              _read_custom_options(op, opname) if opname.startswith("CUSTOM(") else
                               _read_options(op, opname), indices(_vector(op, "Intermediates"), f"operator {i}")))
     raw = _RawModel(tensors, raw_ops, indices(_vector(sg, "Inputs"), "subgraph input"),
                     indices(_vector(sg, "Outputs"), "subgraph output"), tuple(subgraphs))
@@ -383,6 +402,15 @@ class Ctx:
     names: dict[int, str]                     # TFLite tensor index -> unique tensor name
     shape_override: dict[int, tuple] = field(default_factory=dict)
     notes: list = field(default_factory=list)  # what a converter tells `inspect`
+    # Tensors a converter adds that the file does not have (the state TFLM keeps inside a
+    # signal op), by name.
+    new_tensors: dict[str, Tensor] = field(default_factory=dict)
+
+    def new_tensor(self, t: Tensor) -> str:
+        """Add `t` under a name no tensor of the file has; that name."""
+        name = unique_tensor_names([*self.names.values(), *self.new_tensors, t.name])[-1]
+        self.new_tensors[name] = t.replace(name=name)
+        return name
 
     def name(self, index: int) -> str:
         return "" if index < 0 else self.names[index]
@@ -465,12 +493,8 @@ def unique_tensor_names(names: list[str]) -> list[str]:
 
 def _quant(t: _RawTensor, dtype: str, label: str, notes: list) -> QuantParams | None:
     if not t.scale or dtype == "float32":
-        if dtype in ("int8", "int16") and t.data is None:
-            raise ModelFormatError(f"{label}: {dtype} tensor {t.name!r} has no quantization parameters",
-                                   hint="use a fully integer-quantized model or a float32 model")
-        if dtype == "int8":
-            raise ModelFormatError(f"{label}: int8 tensor {t.name!r} has no quantization parameters",
-                                   hint="use a fully integer-quantized model or a float32 model")
+        # An int8 or int16 without them is a plain integer (raw audio into TFLM's signal ops,
+        # a CAST's result); the verifier refuses it where an op needs a quantized value.
         return None
     zp = t.zero_point or (0,)
     if len(zp) == 1 and len(t.scale) > 1:
@@ -495,7 +519,7 @@ def _quant(t: _RawTensor, dtype: str, label: str, notes: list) -> QuantParams | 
 def _tensor(t: _RawTensor, name: str, shape: tuple[int, ...], label: str, notes: list) -> Tensor:
     if t.type not in RAW_DTYPES:
         raise UserError(f"{label}: tensor {t.name!r} has dtype "
-                        f"{_TENSOR_TYPE_NAMES.get(t.type, t.type)}, which microcompile does not support",
+                        f"{TENSOR_TYPE_NAMES.get(t.type, t.type)}, which microcompile does not support",
                         hint="use a float32 model, an int8 model (full-integer quantization with "
                              "int8 input/output and int32 biases) or a 16x8 model (int16 activations)")
     dtype, le = RAW_DTYPES[t.type]
@@ -587,10 +611,14 @@ def _build(raw: _RawModel, name: str, label: str) -> Graph:
     for op in raw.ops:
         our_op, ins, attrs = _convert(ctx, op, label)
         outs = tuple(ctx.name(i) for i in op.outputs)
-        node = Node(our_op, f"{op.opname.lower()}_{op.index}", ins, outs, attrs, origin=(out_name(raw, op),))
+        # CUSTOM(SignalRfft) -> custom_signalrfft_3
+        node_name = re.sub(r"\W+", "_", op.opname.lower()).strip("_")
+        node = Node(our_op, f"{node_name}_{op.index}", ins, outs, attrs, origin=(out_name(raw, op),))
         # By name, not position: a converter may reorder inputs (TRANSPOSE_CONV) or drop constant ones.
         for nm in (*ins, *outs):
-            if nm:
+            if nm in ctx.new_tensors:
+                tensors[nm] = ctx.new_tensors[nm]
+            elif nm:
                 add(index_of[nm])
         _infer_outputs(ctx, op, node, tensors, label, notes)
         nodes.append(node)

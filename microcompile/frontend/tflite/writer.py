@@ -27,6 +27,7 @@ from typing import Callable
 
 import flatbuffers
 import numpy as np
+from flatbuffers import flexbuffers
 
 from ...ir import ops, verify
 from ...ir.graph import Graph, Node, QuantParams, Tensor
@@ -38,7 +39,8 @@ SCHEMA_VERSION = 3
 
 _TENSOR_TYPE = {"float32": tflite.TensorType.FLOAT32, "int32": tflite.TensorType.INT32,
                 "int16": tflite.TensorType.INT16, "int8": tflite.TensorType.INT8,
-                "int64": tflite.TensorType.INT64, "int4": tflite.TensorType.INT4}
+                "int64": tflite.TensorType.INT64, "int4": tflite.TensorType.INT4,
+                "uint32": tflite.TensorType.UINT32, "uint64": tflite.TensorType.UINT64}
 
 ACTIVATION = {"NONE": tflite.ActivationFunctionType.NONE,
                "RELU": tflite.ActivationFunctionType.RELU,
@@ -115,6 +117,9 @@ class OpWriter:
     builtin: str
     options: Callable
     inputs: Callable | None = None
+    # A CUSTOM op's custom code (TFLM's signal ops); its `options` returns a dict, written as
+    # the flexbuffer map TFLM reads.
+    custom: str | None = None
     # fn(graph, node, tensors) -> names of the operator's intermediate tensors (a quantized
     # LSTM's gate scales), adding them to `tensors`; None: none.
     intermediates: Callable | None = None
@@ -123,12 +128,14 @@ class OpWriter:
 WRITERS: dict[str, OpWriter] = {}
 
 
-def writer(op: str, builtin: str, inputs: Callable | None = None, intermediates: Callable | None = None):
+def writer(op: str, builtin: str, inputs: Callable | None = None, intermediates: Callable | None = None,
+           custom: str | None = None):
     """Register the decorated options function as the writer of our `op`."""
     def register(fn: Callable) -> Callable:
         assert op not in WRITERS, f"TFLite writer for {op} registered twice"
         assert hasattr(tflite.BuiltinOperator, builtin), builtin
-        WRITERS[op] = OpWriter(builtin, fn, inputs, intermediates)
+        assert (custom is not None) == (builtin == "CUSTOM"), op
+        WRITERS[op] = OpWriter(builtin, fn, inputs, intermediates=intermediates, custom=custom)
         return fn
     return register
 
@@ -258,13 +265,17 @@ def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
 
     tensor_offsets = [_tensor(b, t, buffer_of.get(name, 0)) for name, t in tensors.items()]
 
-    # Operator codes, in first-use order.
-    opcodes = list(dict.fromkeys(getattr(tflite.BuiltinOperator, WRITERS[n.op].builtin) for n in graph.nodes))
+    # Operator codes, in first-use order: (builtin code, custom code or None).
+    opcodes = list(dict.fromkeys((getattr(tflite.BuiltinOperator, WRITERS[n.op].builtin), WRITERS[n.op].custom)
+                                 for n in graph.nodes))
     code_offsets = []
-    for code in opcodes:
+    for code, custom in opcodes:
+        custom_name = b.CreateString(custom) if custom is not None else None
         tflite.OperatorCodeStart(b)
         tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
         tflite.OperatorCodeAddBuiltinCode(b, code)
+        if custom_name is not None:
+            tflite.OperatorCodeAddCustomCode(b, custom_name)
         tflite.OperatorCodeAddVersion(b, 1)
         code_offsets.append(tflite.OperatorCodeEnd(b))
 
@@ -272,12 +283,15 @@ def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
     for n in graph.nodes:
         w = WRITERS[n.op]
         options = w.options(b, graph, n)
+        custom_options = None
+        if w.custom is not None:
+            custom_options, options = _bytes_vector(b, bytes(flexbuffers.Dumps(options)), 4), None
         inputs = int_vector(b, [index[i] if i else -1 for i in op_inputs[n.name]], b.PrependInt32)
         outputs = int_vector(b, [index[o] for o in n.outputs], b.PrependInt32)
         inter = op_intermediates[n.name]
         inter_vec = int_vector(b, [index[i] for i in inter], b.PrependInt32) if inter else None
         tflite.OperatorStart(b)
-        tflite.OperatorAddOpcodeIndex(b, opcodes.index(getattr(tflite.BuiltinOperator, w.builtin)))
+        tflite.OperatorAddOpcodeIndex(b, opcodes.index((getattr(tflite.BuiltinOperator, w.builtin), w.custom)))
         tflite.OperatorAddInputs(b, inputs)
         tflite.OperatorAddOutputs(b, outputs)
         if inter_vec is not None:
@@ -285,6 +299,9 @@ def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
         if options is not None:
             tflite.OperatorAddBuiltinOptionsType(b, options[0])
             tflite.OperatorAddBuiltinOptions(b, options[1])
+        if custom_options is not None:
+            tflite.OperatorAddCustomOptions(b, custom_options)
+            tflite.OperatorAddCustomOptionsFormat(b, tflite.CustomOptionsFormat.FLEXBUFFERS)
         op_offsets.append(tflite.OperatorEnd(b))
 
     def table_vector(offsets):
