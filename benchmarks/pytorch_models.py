@@ -8,7 +8,12 @@ interpreter (and the float ones against torch's output, within 1e-5 of its large
 magnitude). Then the int8 MobileNet-v2 twice: PT2E (torchao's convert_pt2e, the fixture) and
 microcompile's own PTQ of the float program (`mc.quantize`, calibrated on the PT2E fixture's
 16 images), each with its SQNR against the float model on the 8 test images and, for PT2E,
-the share of outputs within one quantization step of the PT2E model run in torch.
+the share of outputs within one quantization step of the PT2E model run in torch. Then the
+two transformers (the keyword transformer, the tiny ViT) quantized by `mc.quantize` with
+the layer norms' div and sqrt kept float (32 samples of the fixture input's mean and spread),
+beside MLPerf Tiny's int8 keyword CNN and ResNet-8 from ../shared/models when present: TFLM +
+CMSIS-NN's figures for the transformers cannot be measured here (the harness builds TFLM for
+the MLPerf models only), so an int8 CNN of similar MACs is the yardstick.
 Instructions are QEMU's (-icount shift=0, BENCHMARK.md), per inference.
 """
 
@@ -41,8 +46,8 @@ def deploy_row(name: str, model, board: str, x: np.ndarray, work: Path, want=Non
     torch_ok = "" if want is None else \
         f"{'yes' if np.abs(got - want).max() <= 1e-5 * np.abs(want).max() else 'NO'}"
     rep = r.report
-    return (f"| {name} | {rep['instructions']:,} | {rep['arena_bytes']:,} | {rep['flash_bytes']:,} | "
-            f"{'yes' if r.verified else 'NO'} | {torch_ok or '-'} |")
+    return (f"| {name} | {rep['macs']:,} | {rep['instructions']:,} | {rep['instructions'] / rep['macs']:.2f} | "
+            f"{rep['arena_bytes']:,} | {rep['flash_bytes']:,} | {'yes' if r.verified else 'NO'} | {torch_ok or '-'} |")
 
 
 def main() -> int:
@@ -51,18 +56,28 @@ def main() -> int:
     args = ap.parse_args()
     import torch
     print(f"torch {torch.__version__}, board {args.board}\n")
-    print("| model | instructions | arena B | flash B | equals reference | equals torch |")
-    print("|---|---|---|---|---|---|")
+    print("| model | MACs | instructions | per MAC | arena B | flash B | equals reference | equals torch |")
+    print("|---|---|---|---|---|---|---|---|")
     pt2e = np.load(FIXTURES / "mobilenet_v2_pt2e.npz")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for name in ("mobilenet_v2", "squeezenet1_1", "kws_transformer"):
+        for name in ("mobilenet_v2", "squeezenet1_1", "kws_transformer", "tiny_vit"):
             d = np.load(FIXTURES / f"{name}.npz")
             print(deploy_row(name, FIXTURES / f"{name}.pt2", args.board, d["x"], work, d["y"]), flush=True)
         print(deploy_row("mobilenet_v2_pt2e", FIXTURES / "mobilenet_v2_pt2e.pt2", args.board, pt2e["x"], work),
               flush=True)
         ours = mc.quantize(torch.export.load(FIXTURES / "mobilenet_v2.pt2"), calibration=pt2e["calibration"])
         print(deploy_row("mobilenet_v2 + mc.quantize", ours, args.board, pt2e["x"], work), flush=True)
+        for name in ("kws_transformer", "tiny_vit"):
+            x = np.load(FIXTURES / f"{name}.npz")["x"]
+            rng = np.random.default_rng(0)
+            calibration = rng.normal(float(x.mean()), float(x.std()), (32, *x.shape[1:])).astype(np.float32)
+            q = mc.quantize(FIXTURES / f"{name}.pt2", calibration, keep_float=("div", "sqrt"))
+            print(deploy_row(f"{name} + mc.quantize", q, args.board, x, work), flush=True)
+        for name in ("kws_ref_model", "pretrainedResnet_quant"):
+            path = ROOT.parent / "shared" / "models" / f"{name}.tflite"
+            if path.is_file():
+                print(deploy_row(f"{name} (MLPerf Tiny, int8)", path, args.board, None, work), flush=True)
 
     test, y_float = pt2e["x_test"], pt2e["y_float"]
     cm_pt2e = mc.compile(FIXTURES / "mobilenet_v2_pt2e.pt2", "host")

@@ -176,7 +176,7 @@ def _summary(r: dict) -> str:
         f"model        {r['model']} on {r['board']}" + (" (emulated)" if r["emulated"] else ""),
         f"outputs match reference: {'yes' if r['verified'] else 'NO'} ({outs})",
         *memory_report.summary_lines(r),
-        *([f"state        {r['state_bytes']:>10,} bytes (recurrent state, kept between inferences)"]
+        *([f"state        {r['state_bytes']:>10,} bytes (recurrent and noise-estimate state, kept between inferences)"]
           if r.get("state_bytes") else []),
         f"sections     {sections}",
         f"instructions {r['instructions']:>10,} per inference ({r['macs']:,} MACs)" if r["instructions"] is not None

@@ -150,7 +150,7 @@ def _check_cast(g, n):
 
 _SIGNAL = dict(plain_ints=True)
 register(OpDef("signal_window", ("input", "weights"), attrs={"shift": 0}, infer=_same("int16"),
-               check=_check_window, **_SIGNAL))
+               check=_check_window, macs=lambda g, n: in_tensor(g, n, 0).size, **_SIGNAL))
 register(OpDef("signal_fft_auto_scale", ("input",), infer=lambda g, n: [(in_tensor(g, n, 0).shape, "int16"),
                                                                         ((), "int32")],
                check=lambda g, n: _dtype_problem(g, n, ("int16",)), **_SIGNAL))

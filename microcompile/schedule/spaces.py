@@ -26,7 +26,8 @@ Families (matched in this order, the first whose `applies` holds):
     fully_connected   int8 GEMV/GEMM (gemm_schedule.py): acc_rows, wide_weights, fc_input, unroll_max_extent
     depthwise_conv2d  (depthwise_intrin.py): depthwise_kernel, wide_weights, unroll_max_extent
     add               int8 ADD rescale tables (tabulate.py): tables, unroll_max_extent
-    loops             everything else (pooling, elementwise, softmax, copies, float kernels):
+    softmax           int8 softmax's exp table (tabulate.py): tables, unroll_max_extent
+    loops             everything else (pooling, elementwise, float softmax, copies, float kernels):
                       loop_order, split_inner, unroll_max_extent
 """
 
@@ -44,7 +45,7 @@ from .gemm_schedule import (COL_BYTES_MAX, EPILOGUE_DOMAIN, FC_ACC_ROWS, FC_ACC_
                             schedule_dense_gemm)
 from .knobs import KNOBS, Knob, declare_knob
 from .primitives import ScheduleError
-from .tabulate import schedule_add_tables
+from .tabulate import schedule_add_tables, schedule_softmax_table
 from .trace import Schedule, Trace
 from .variants import kernel_set
 
@@ -307,6 +308,18 @@ def _add_default(func, target, wide):
 @knob_family("add", _add_applies, lambda f, t: _knobs("tables", "unroll_max_extent"), _add_default)
 def _add_schedule(func, target, config):
     return schedule_add_tables(func, target, wide=bool(config["tables"]))
+
+
+# ---------------------------------------------------------------- int8 softmax (exp table)
+
+def _softmax_applies(func, target) -> bool:
+    return func.attrs.get("op") == "softmax" and schedule_softmax_table(func, target) is not None
+
+
+@knob_family("softmax", _softmax_applies, lambda f, t: _knobs("tables", "unroll_max_extent"),
+             lambda func, target, wide: {"tables": int(bool(wide)), "unroll_max_extent": default_unroll(func)})
+def _softmax_schedule(func, target, config):
+    return schedule_softmax_table(func, target, wide=bool(config["tables"])) or Schedule(func)
 
 
 # ---------------------------------------------------------------- everything else: loops

@@ -7,8 +7,8 @@ the price of twice their flash. By default every kernel keeps the model's int8 w
 then, fastest first, kernels are widened while the weights still fit the budget: the board's
 flash less an estimate of the code, or --flash-budget.
 
-The same holds for the rescale tables of an int8 ADD (schedule/tabulate.py): flash that
-buys speed, so they take part in the same choice.
+The same holds for the rescale tables of an int8 ADD and the exp table of an int8 softmax
+(schedule/tabulate.py): flash that buys speed, so they take part in the same choice.
 
 Weights whose values all lie in -8..7 (a model with TFLite INT4 weights, or `quantize
 --weights int4`) have a third, smallest form: packed int4, two per byte in flash, expanded into
@@ -45,6 +45,9 @@ IN_PLACE_COST_PER_MAC = 0.75
 # An int8 ADD's two rescale tables save two multiplies and roundings per element (about 20
 # instructions), at 2 KiB of flash (schedule/tabulate.py).
 GAIN_PER_TABLE_ELEMENT = 20
+# An int8 softmax's exp table saves gemmlowp's fixed-point exp twice per element, at 1 KiB.
+GAIN_PER_SOFTMAX_ELEMENT = 400
+GAIN_PER_ELEMENT = {"add": GAIN_PER_TABLE_ELEMENT, "softmax": GAIN_PER_SOFTMAX_ELEMENT}
 # Flash the firmware needs besides the weights, estimated before it is built: the runtime,
 # startup and platform code, plus per kernel its code and parameter structs (our models:
 # 6-14 KiB of code for 10-16 kernels), plus the embedded test input.
@@ -80,7 +83,9 @@ class Candidate:
 
 
 def estimate_gain(op: str, macs: int, out_elements: int) -> float:
-    return GAIN_PER_TABLE_ELEMENT * out_elements if op == "add" else GAIN_PER_MAC * macs
+    if op in GAIN_PER_ELEMENT:
+        return GAIN_PER_ELEMENT[op] * out_elements
+    return GAIN_PER_MAC * macs
 
 
 def code_estimate(kernels: int, input_bytes: int = 0) -> int:

@@ -150,6 +150,34 @@ def _softmax_s8_s16(x_ptr, y_ptr, p):
     _softmax_s8_rows(x_ptr, y_ptr, p, 16, np.int16)
 
 
+def softmax_exp_table(input_multiplier: int, input_left_shift: int) -> np.ndarray:
+    """The Q0.31 exp of the scaled difference -d for d = 0..255 (int32 [256]): what mc_softmax_s8
+    computes per element, for the _table kernels to look up."""
+    diffs = -np.arange(256, dtype=np.int64)
+    scaled = fp.multiply_by_quantized_multiplier_greater_than_one(diffs, input_multiplier, input_left_shift)
+    return fp.exp_on_negative_values(scaled, 5).astype(np.int32)
+
+
+def _checked_table(t_ptr, p) -> None:
+    ta, to = t_ptr
+    want = softmax_exp_table(p["input_multiplier"], p["input_left_shift"])
+    assert np.array_equal(ta[to:to + 256], want), "mc_softmax_s8_table: the exp table does not fit the parameters"
+
+
+@intrinsic("mc_softmax_s8_table", ("handle", "handle", "handle", SOFTMAX_PARAMS), "void", "mc_softmax.h",
+           extern=True, writes=(1,))
+def _softmax_s8_table(x_ptr, y_ptr, t_ptr, p):
+    _checked_table(t_ptr, p)
+    _softmax_s8_rows(x_ptr, y_ptr, p, 8, np.int8)
+
+
+@intrinsic("mc_softmax_s8_s16_table", ("handle", "handle", "handle", SOFTMAX_PARAMS), "void", "mc_softmax.h",
+           extern=True, writes=(1,))
+def _softmax_s8_s16_table(x_ptr, y_ptr, t_ptr, p):
+    _checked_table(t_ptr, p)
+    _softmax_s8_rows(x_ptr, y_ptr, p, 16, np.int16)
+
+
 # Bit-identical cheaper forms of mc_mul_by_qm for multipliers >= 0 (runtime_c/include/mc_requant.h
 # derives why). The lowering only emits them for multipliers it has checked are >= 0.
 @intrinsic("mc_mul_by_qm_pos", _I32x3, "int32", "mc_requant.h")

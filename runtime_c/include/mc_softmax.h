@@ -26,6 +26,14 @@ void mc_softmax_s8(const int8_t *input, int8_t *output, const mc_softmax_params_
  * int16_t>: the last rounding keeps 16 bits instead of 8. */
 void mc_softmax_s8_s16(const int8_t *input, int16_t *output, const mc_softmax_params_t *params);
 
+/* The same two with the exp looked up: exp_table[d] is the Q0.31 exp of the scaled difference
+ * -d (d = 0..255, every difference two int8 values can have), the value the kernels above
+ * compute, tabulated on the host for these parameters (1 KiB of flash). */
+void mc_softmax_s8_table(const int8_t *input, int8_t *output, const int32_t *exp_table,
+                         const mc_softmax_params_t *params);
+void mc_softmax_s8_s16_table(const int8_t *input, int16_t *output, const int32_t *exp_table,
+                             const mc_softmax_params_t *params);
+
 #ifdef __cplusplus
 }
 #endif

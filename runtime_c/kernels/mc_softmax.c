@@ -75,13 +75,23 @@ static int32_t rounding_divide_by_pot_wide(int32_t x, int32_t exponent)
     return (int32_t)(((int64_t)x >> exponent) + (remainder > threshold ? 1 : 0));
 }
 
+/* exp of the scaled difference `diff` (<= 0, >= diff_min): from `exp_table` when given. */
+static int32_t exp_of_diff(int32_t diff, const int32_t *exp_table, const mc_softmax_params_t *params)
+{
+    if (exp_table != 0)
+        return exp_table[-diff];
+    return exp_on_negative_values(
+        mc_srdhm((int32_t)((uint32_t)diff << params->input_left_shift), params->input_multiplier));
+}
+
 /* The int8-input softmax with `out_bits` (8 or 16) bits of output: scale 2^-out_bits, zero
  * point -2^(out_bits-1), as TFLite's Softmax<int8_t, OutputT> (the exponent of the last
- * rounding takes out_bits). Writes int8 or int16 elements. */
-static void softmax_s8_rows(const int8_t *input, void *output, const mc_softmax_params_t *params, int32_t out_bits)
+ * rounding takes out_bits). Writes int8 or int16 elements. `exp_table` (or NULL): the exps of
+ * the 256 differences, tabulated on the host. */
+static void softmax_s8_rows(const int8_t *input, void *output, const int32_t *exp_table,
+                            const mc_softmax_params_t *params, int32_t out_bits)
 {
     const int32_t rows = params->rows, depth = params->depth, diff_min = params->diff_min;
-    const int32_t input_multiplier = params->input_multiplier, input_left_shift = params->input_left_shift;
     const int32_t lo = -((int32_t)1 << (out_bits - 1)), hi = ((int32_t)1 << (out_bits - 1)) - 1;
     int32_t r, c;
 
@@ -94,10 +104,8 @@ static void softmax_s8_rows(const int8_t *input, void *output, const mc_softmax_
             max_in_row = x[c] > max_in_row ? x[c] : max_in_row;
         for (c = 0; c < depth; c++) {
             const int32_t diff = x[c] - max_in_row;
-            if (diff >= diff_min) {
-                const int32_t scaled = mc_srdhm((int32_t)((uint32_t)diff << input_left_shift), input_multiplier);
-                sum_of_exps += mc_rescale(exp_on_negative_values(scaled), 0, ACCUMULATION_INTEGER_BITS);
-            }
+            if (diff >= diff_min)
+                sum_of_exps += mc_rescale(exp_of_diff(diff, exp_table, params), 0, ACCUMULATION_INTEGER_BITS);
         }
         /* GetReciprocal: 1/sum as a Q0.31 in [0.5, 1) and a power of two. */
         const int32_t headroom_plus_one = __builtin_clz((uint32_t)sum_of_exps);
@@ -110,8 +118,7 @@ static void softmax_s8_rows(const int8_t *input, void *output, const mc_softmax_
             const int32_t diff = x[c] - max_in_row;
             int32_t out = lo;
             if (diff >= diff_min) {
-                const int32_t scaled = mc_srdhm((int32_t)((uint32_t)diff << input_left_shift), input_multiplier);
-                const int32_t exp_in_0 = exp_on_negative_values(scaled);
+                const int32_t exp_in_0 = exp_of_diff(diff, exp_table, params);
                 /* keep out_bits bits, then shift to the zero point lo */
                 const int32_t unsat = rounding_divide_by_pot_wide(mc_srdhm(shifted_scale, exp_in_0),
                                                                   num_bits_over_unit + 31 - out_bits);
@@ -128,10 +135,22 @@ static void softmax_s8_rows(const int8_t *input, void *output, const mc_softmax_
 
 void mc_softmax_s8(const int8_t *input, int8_t *output, const mc_softmax_params_t *params)
 {
-    softmax_s8_rows(input, output, params, 8);
+    softmax_s8_rows(input, output, 0, params, 8);
 }
 
 void mc_softmax_s8_s16(const int8_t *input, int16_t *output, const mc_softmax_params_t *params)
 {
-    softmax_s8_rows(input, output, params, 16);
+    softmax_s8_rows(input, output, 0, params, 16);
+}
+
+void mc_softmax_s8_table(const int8_t *input, int8_t *output, const int32_t *exp_table,
+                         const mc_softmax_params_t *params)
+{
+    softmax_s8_rows(input, output, exp_table, params, 8);
+}
+
+void mc_softmax_s8_s16_table(const int8_t *input, int16_t *output, const int32_t *exp_table,
+                             const mc_softmax_params_t *params)
+{
+    softmax_s8_rows(input, output, exp_table, params, 16);
 }

@@ -23,7 +23,7 @@ import microcompile as mc  # noqa: E402
 from microcompile.errors import ModelFormatError, UnsupportedOpError, UserError  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pytorch"
-FLOAT = ["mobilenet_v2", "squeezenet1_1", "kws_transformer"]
+FLOAT = ["mobilenet_v2", "squeezenet1_1", "kws_transformer", "tiny_vit"]
 QEMU_BOARD = "mps2-an386"
 
 

@@ -1,10 +1,11 @@
-"""Post-training quantization of a transformer (issue 28): the keyword transformer fixture
-(tests/fixtures/pytorch/kws_transformer.pt2: patch embedding, two pre-norm blocks with
-multi-head attention and a GELU MLP) quantized by `mc.quantize` with its attention matmuls in
-int8 (BATCH_MATMUL) and the layer norms' SQRT and DIV kept float; its output SQNR against the
-float model is no worse than onnxruntime's `quantize_static` (QDQ, per-channel) on the same
-float graph and samples minus 1 dB, and the int8 model saved as .tflite runs on the Cortex-M4
-twin equal to LiteRT BUILTIN_REF."""
+"""Post-training quantization of transformers (issue 28): the keyword transformer and the tiny
+ViT fixtures (tests/fixtures/pytorch/kws_transformer.pt2 and tiny_vit.pt2: a token embedding
+(linear on MFCC frames, a strided convolution on 4x4 image patches), two pre-norm blocks with
+multi-head attention and a GELU MLP) quantized by `mc.quantize` with their attention matmuls
+in int8 (BATCH_MATMUL) and the layer norms' SQRT and DIV kept float; the output SQNR against
+the float model is no worse than onnxruntime's `quantize_static` (QDQ, per-channel) on the
+same float graph and samples minus 1 dB, and the int8 model saved as .tflite runs on the
+Cortex-M4 twin equal to LiteRT BUILTIN_REF."""
 
 from __future__ import annotations
 
@@ -22,23 +23,25 @@ from microcompile.ir.compare import compare  # noqa: E402
 from microcompile.quantization.report import sqnr  # noqa: E402
 from microcompile.reference import interp  # noqa: E402
 
-MODEL = Path(__file__).resolve().parents[1] / "fixtures" / "pytorch" / "kws_transformer.pt2"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pytorch"
 KEEP_FLOAT = ("div", "sqrt")      # the layer norms' 1/sqrt(var + eps): no int8 kernel in TFLite's scheme
 
 
-def _samples(n: int, seed: int) -> list[np.ndarray]:
-    scale = float(np.load(MODEL.with_suffix(".npz"))["x"].std())
+def _samples(name: str, n: int, seed: int) -> list[np.ndarray]:
+    x = np.load(FIXTURES / f"{name}.npz")["x"]
     rng = np.random.default_rng(seed)
-    return [rng.normal(0, scale, (1, 49, 40)).astype(np.float32) for _ in range(n)]
+    return [rng.normal(float(x.mean()), float(x.std()), x.shape).astype(np.float32) for _ in range(n)]
 
 
-@pytest.fixture(scope="module")
-def quantized():
-    return mc.quantize(MODEL, np.concatenate(_samples(32, 0)), keep_float=KEEP_FLOAT)
+@pytest.fixture(scope="module", params=["kws_transformer", "tiny_vit"])
+def quantized(request):
+    name = request.param
+    return name, mc.quantize(FIXTURES / f"{name}.pt2", np.concatenate(_samples(name, 32, 0)), keep_float=KEEP_FLOAT)
 
 
 def test_the_attention_matmuls_are_int8_and_only_the_norms_stay_float(quantized):
-    g = quantized.graph
+    _, q = quantized
+    g = q.graph
     bmm = [n for n in g.nodes if n.op == "batch_matmul"]
     assert len(bmm) == 4 and all(g.tensors[i].dtype == "int8" for n in bmm for i in n.inputs)
     float_ops = {n.op for n in g.nodes if g.tensors[n.outputs[0]].dtype == "float32"} - {"dequantize"}
@@ -46,6 +49,7 @@ def test_the_attention_matmuls_are_int8_and_only_the_norms_stay_float(quantized)
 
 
 def test_the_sqnr_is_no_worse_than_onnxruntime_quantize_static_minus_1_db(quantized, tmp_path):
+    fixture, quantized = quantized
     import onnx
     import onnxruntime as ort
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
@@ -54,10 +58,10 @@ def test_the_sqnr_is_no_worse_than_onnxruntime_quantize_static_minus_1_db(quanti
     from microcompile.frontend.pytorch.aten import decompositions, to_onnx
 
     # the same float graph ours is read from, as ONNX, for onnxruntime
-    model = to_onnx(read_pt2(MODEL).run_decompositions(decompositions()), "kws_transformer")
+    model = to_onnx(read_pt2(FIXTURES / f"{fixture}.pt2").run_decompositions(decompositions()), fixture)
     onnx.save(model, tmp_path / "f.onnx")
     name = model.graph.input[0].name
-    calibration = _samples(32, 0)
+    calibration = _samples(fixture, 32, 0)
 
     class Reader(CalibrationDataReader):
         def __init__(self):
@@ -68,21 +72,22 @@ def test_the_sqnr_is_no_worse_than_onnxruntime_quantize_static_minus_1_db(quanti
 
     quantize_static(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"), Reader(), quant_format=QuantFormat.QDQ,
                     per_channel=True, activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
-    test = _samples(32, 1)
+    test = _samples(fixture, 32, 1)
     f, q = (ort.InferenceSession(str(tmp_path / p)) for p in ("f.onnx", "q.onnx"))
     want = np.concatenate([f.run(None, {name: x})[0] for x in test])
     theirs = np.concatenate([q.run(None, {name: x})[0] for x in test])
     g = quantized.graph
     ours = np.concatenate([interp.run(g, {g.inputs[0]: x})[g.outputs[0]].reshape(want[:1].shape) for x in test])
-    # measured: ours 31.1 dB, onnxruntime 30.3 dB
+    # measured: kws_transformer ours 29.17 dB, onnxruntime 27.99 dB; tiny_vit ours 29.61 dB, onnxruntime 30.30 dB
     assert sqnr(want, ours) >= sqnr(want, theirs) - 1.0, (sqnr(want, ours), sqnr(want, theirs))
 
 
 @pytest.mark.qemu
 def test_the_quantized_transformer_runs_on_the_cortex_m4_twin_as_litert_does(quantized, tmp_path):
-    path = quantized.save(tmp_path / "kws_transformer_int8.tflite")
+    fixture, quantized = quantized
+    path = quantized.save(tmp_path / f"{fixture}_int8.tflite")
     g = load_model(path)
-    x = {g.inputs[0]: _samples(1, 2)[0]}
+    x = {g.inputs[0]: _samples(fixture, 1, 2)[0].reshape(g.tensors[g.inputs[0]].shape)}
     np.savez(tmp_path / "x.npz", **x)
     res = mc.compile(path, "mps2-an386").deploy(tmp_path / "p", emulate=True, inputs=tmp_path / "x.npz")
     (want,) = run_reference(path.read_bytes(), x).values()

@@ -13,6 +13,7 @@ from support.op_cases import build_graph, cases, random_inputs  # noqa: E402,F40
 
 from microcompile.ir import Graph, QuantParams, Tensor
 from microcompile.ir.compare import compare  # noqa: E402
+from microcompile.ir.ops_signal import SIGNAL_OPS  # noqa: E402
 from microcompile.reference import interp  # noqa: E402
 from microcompile.tir.nodes import PrimFunc  # noqa: E402
 from microcompile.tir.interp import run_primfunc  # noqa: E402
@@ -32,6 +33,10 @@ KERNEL_OPS += ("lstm", "svdf")
 # tests/ir/test_transformer_ops.py batch_matmul's, gelu's and sqrt's (against torch and LiteRT; their
 # int8 forms there too, which op_cases has no plan for).
 FLOAT_ONLY_OPS = ("div", "gru", "batch_matmul", "gelu", "sqrt", "rsqrt", "erf")
+# Plain-integer ops (no quantization): tests/lower/test_plain_ints.py (cast, against LiteRT),
+# tests/lower/test_signal_kernels.py and test_signal_fft.py (TFLM's signal ops, against TFLM)
+# and tests/e2e/test_audio_frontend.py (all of them lowered, host C and Cortex-M twins).
+PLAIN_INT_OPS = ("cast", *SIGNAL_OPS)
 
 
 def hybrid_conv_graph(seed: int = 0, padding: str = "SAME", batch: int = 2) -> Graph:
