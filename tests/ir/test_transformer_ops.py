@@ -201,3 +201,33 @@ def test_int8_gelu_equals_litert_on_every_input(g):
 def test_int8_gelu_host_c_equals_the_interpreter(tmp_path):
     for out, case in run_on_host(GELU8[:4], tmp_path):
         assert np.array_equal(out, interp.run(case.graph, case.inputs)["y"]), case.graph.name
+
+
+def _attention_int8(k: int, adj_y: bool) -> Graph:
+    """Attention-shaped int8 matmuls: Q K^T (depth 16 per head, 65 tokens, adj_y) and P V
+    (depth 65, 16 columns), 3 heads."""
+    from microcompile.ir import QuantParams
+    rng = np.random.default_rng(400 + k)
+    a, b = ((3, 65, 16), (3, 65, 16)) if adj_y else ((3, 65, 65), (3, 65, 16))
+    out = (3, 65, 65) if adj_y else (3, 65, 16)
+    q = [QuantParams((float(np.float32(10 ** rng.uniform(-2, -0.5))),), (int(rng.integers(-30, 30)),))
+         for _ in range(3)]
+    t = {"a": Tensor("a", a, "int8", quant=q[0]), "b": Tensor("b", b, "int8", quant=q[1]),
+         "y": Tensor("y", out, "int8", quant=q[2])}
+    node = Node("batch_matmul", "bmm", ("a", "b"), ("y",), {"adj_x": False, "adj_y": adj_y})
+    return verify(Graph(f"attention_int8_{k}", t, (node,), ("a", "b"), ("y",)))
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("board", ["mps2-an386", "mps2-an385"])
+def test_int8_batch_matmuls_equal_litert_on_the_dsp_and_the_portable_kernel(board, tmp_path):
+    """Every int8 case (all adj_x/adj_y and broadcast combinations, depths and column counts
+    off the kernel's groups of four) and two attention-shaped ones in one firmware: the M4's
+    SMLAD path and the M3's portable one of mc_matmul_s8, against LiteRT."""
+    from support.qemu_cases import deploy_graph, merge_graphs
+    graphs = INT8 + [_attention_int8(0, True), _attention_int8(1, False)]
+    inputs = {}
+    for k, sub in enumerate(graphs):
+        inputs.update({f"g{k}.{name}": x for name, x in _int8_inputs(sub, 20 + k).items()})
+    report = deploy_graph(merge_graphs(graphs, "bmm_int8"), inputs, board, tmp_path)
+    assert report["verified"]

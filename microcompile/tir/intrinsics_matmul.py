@@ -1,0 +1,42 @@
+"""The int8 matmul micro-kernel of runtime_c/include/mc_matmul.h (BATCH_MATMUL of two run-time
+operands, one batch element): declaration and Python semantics.
+
+    mc_matmul_s8(y, a, b, scratch, &mc_matmul_params_t)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import fixedpoint as fp
+from .intrinsics import StructType, intrinsic
+
+MATMUL_PARAMS = StructType("mc_matmul_params_t", (
+    "rows", "cols", "depth", "a_row_stride", "a_col_stride", "b_row_stride", "b_col_stride", "lhs_offset",
+    "rhs_offset", "output_offset", "output_multiplier", "output_shift", "act_min", "act_max", "rounding"))
+# mc_matmul_params_t.rounding: the requantization's rounding (reference/qparams.py's names).
+ROUNDING_CODES = {"double": 0, "single": 1, "single_away": 2, "single_even": 3}
+_REQUANTIZE = (fp.multiply_by_quantized_multiplier, fp.multiply_by_quantized_multiplier_single_round,
+               fp.multiply_by_quantized_multiplier_single_round_away,
+               fp.multiply_by_quantized_multiplier_single_round_even)
+
+
+def scratch_elements(cols: int, depth: int) -> int:
+    """int16 elements of mc_matmul_s8's scratch (MC_MATMUL_SCRATCH_BYTES / 2)."""
+    return cols * ((depth + 3) & ~3)
+
+
+def _strided(ptr, rows: int, cols: int, row_stride: int, col_stride: int) -> np.ndarray:
+    a, o = ptr
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    return a[o + r * row_stride + c * col_stride]
+
+
+@intrinsic("mc_matmul_s8", ("handle",) * 4 + (MATMUL_PARAMS,), "void", "mc_matmul.h", extern=True, writes=(0, 3))
+def _matmul_s8(y, a, b, scratch, p):
+    m, n, k = p["rows"], p["cols"], p["depth"]
+    av = _strided(a, m, k, p["a_row_stride"], p["a_col_stride"]).astype(np.int64) + p["lhs_offset"]
+    bv = _strided(b, k, n, p["b_row_stride"], p["b_col_stride"]).astype(np.int64) + p["rhs_offset"]
+    acc = _REQUANTIZE[p["rounding"]](av @ bv, np.array(p["output_multiplier"]), np.array(p["output_shift"]))
+    ya, yo = y
+    ya[yo:yo + m * n] = np.clip(acc + p["output_offset"], p["act_min"], p["act_max"]).reshape(-1).astype(np.int8)
