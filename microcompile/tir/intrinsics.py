@@ -69,6 +69,20 @@ def get(name: str) -> Intrinsic:
     return REGISTRY[name]
 
 
+def pointer_view(ptr, n: int) -> np.ndarray:
+    """The n elements at a pointer argument, (flat array, offset): a view, so that an extern
+    kernel's semantics can update state in place."""
+    a, o = ptr
+    return a[o:o + n]
+
+
+def pointer_store(ptr, value) -> None:
+    """Write `value` (any shape, flattened) at a pointer argument, in the buffer's dtype."""
+    a, o = ptr
+    value = np.asarray(value).reshape(-1)
+    a[o:o + value.size] = value.astype(a.dtype)
+
+
 _FP_H = "mc_fixedpoint.h"
 _I32x3 = ("int32", "int32", "int32")
 

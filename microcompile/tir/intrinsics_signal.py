@@ -19,6 +19,7 @@ import numpy as np
 
 from ..ir import signal_math as sm
 from .intrinsics import StructType, intrinsic
+from .intrinsics import pointer_store as _store, pointer_view as _view
 
 WINDOW_PARAMS = StructType("mc_window_params_t", ("frames", "size", "shift"))
 FILTER_BANK_PARAMS = StructType("mc_filter_bank_params_t", ("num_channels",))
@@ -31,18 +32,6 @@ FILTER_BANK_LOG_PARAMS = StructType("mc_filter_bank_log_params_t", ("channels", 
                                                                     "output_scale"))
 
 _H = "mc_signal.h"
-
-
-def _view(ptr, n: int) -> np.ndarray:
-    """A flat view (not a copy: the state is updated in place) of n elements at a pointer."""
-    a, o = ptr
-    return a[o:o + n]
-
-
-def _store(y_ptr, value) -> None:
-    ya, yo = y_ptr
-    value = np.asarray(value).reshape(-1)
-    ya[yo:yo + value.size] = value.astype(ya.dtype)
 
 
 @intrinsic("mc_window_s16", ("handle",) * 3 + (WINDOW_PARAMS,), "void", _H, extern=True, writes=(0,))

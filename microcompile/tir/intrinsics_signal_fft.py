@@ -10,10 +10,9 @@ fft_length, and it needs no scratch.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..ir import signal_fft as sf
 from .intrinsics import StructType, intrinsic
+from .intrinsics import pointer_store as _store, pointer_view as _view
 
 FFT_AUTO_SCALE_PARAMS = StructType("mc_fft_auto_scale_params_t", ("size",))
 RFFT_PARAMS = StructType("mc_rfft_params_t", ("rows", "input_length", "fft_length", "stages"))
@@ -22,21 +21,10 @@ ENERGY_PARAMS = StructType("mc_energy_params_t", ("length", "start_index", "end_
 _H = "mc_signal_fft.h"
 
 
-def _load(ptr, n: int) -> np.ndarray:
-    a, o = ptr
-    return a[o:o + n]
-
-
-def _store(ptr, value) -> None:
-    a, o = ptr
-    value = np.asarray(value).reshape(-1)
-    a[o:o + value.size] = value
-
-
 @intrinsic("mc_fft_auto_scale_s16", ("handle", "handle", "handle", FFT_AUTO_SCALE_PARAMS), "void", _H,
            extern=True, writes=(0, 1))
 def _fft_auto_scale_s16(y, scale_bits, x, p: dict):
-    out, scale = sf.fft_auto_scale(_load(x, p["size"]))
+    out, scale = sf.fft_auto_scale(_view(x, p["size"]))
     _store(y, out)
     _store(scale_bits, scale)
 
@@ -44,9 +32,9 @@ def _fft_auto_scale_s16(y, scale_bits, x, p: dict):
 @intrinsic("mc_rfft_s16", ("handle",) * 5 + (RFFT_PARAMS,), "void", _H, extern=True, writes=(0,))
 def _rfft_s16(y, x, twiddles, super_twiddles, factors, p: dict):
     rows, n = p["rows"], p["input_length"]
-    _store(y, sf.rfft_int16(_load(x, rows * n).reshape(rows, n), p["fft_length"]))
+    _store(y, sf.rfft_int16(_view(x, rows * n).reshape(rows, n), p["fft_length"]))
 
 
 @intrinsic("mc_energy_s16", ("handle", "handle", ENERGY_PARAMS), "void", _H, extern=True, writes=(0,))
 def _energy_s16(y, x, p: dict):
-    _store(y, sf.energy(_load(x, 2 * p["length"]), p["start_index"], p["end_index"]))
+    _store(y, sf.energy(_view(x, 2 * p["length"]), p["start_index"], p["end_index"]))

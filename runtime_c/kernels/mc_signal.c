@@ -89,6 +89,8 @@ static uint32_t sqrt32_rounded(uint32_t num)
     return num > res && res != 0xFFFFu ? res + 1 : res;
 }
 
+/* The same on 64 bits: a second copy because 64-bit shifts and compares take several
+ * instructions each on Armv7-M, and most filter-bank sums fit 32 bits. */
 static uint32_t sqrt64_rounded(uint64_t num)
 {
     uint64_t res = 0, bit = (uint64_t)1 << 62;
