@@ -80,8 +80,8 @@ class OpDef:
     # output runs the int8 kernel with 16 output bits, not the int16 one.
     variant_by_input: bool = False
     # Computes on plain integers (no quantization parameters): raw int16 audio, int32,
-    # uint32 and uint64 values of TFLM's signal ops (ops_signal.py), CAST. An int16 tensor
-    # without quantization may meet only such ops and byte moves (quant trait "same").
+    # uint32 and uint64 values of TFLM's signal ops (ops_signal.py), CAST. An int8/int16 tensor
+    # without quantization may meet only such ops and byte moves (verify.BYTE_MOVES).
     plain_ints: bool = False
 
     def __post_init__(self):
@@ -301,8 +301,8 @@ def _check_batch_matmul(g: Graph, n: Node):
     a, b = g.tensors[n.inputs[0]], g.tensors[n.inputs[1]]
     if len(a.shape) < 2 or len(b.shape) < 2:
         return f"batch_matmul needs operands of rank >= 2, got {list(a.shape)} and {list(b.shape)}"
-    if a.dtype != b.dtype or a.dtype not in ("float32", "int8"):
-        return f"batch_matmul takes two float32 or two int8 operands, not {a.dtype} and {b.dtype}"
+    if a.dtype != b.dtype or a.dtype not in ("float32", "int8", "int16"):
+        return f"batch_matmul takes two float32, int8 or int16 operands, not {a.dtype} and {b.dtype}"
     _, _, _, k, k2, _ = _matmul_dims(g, n)
     if k != k2:
         return f"batch_matmul inner dimensions differ ({k} vs {k2})"
@@ -327,10 +327,11 @@ def _macs_batch_matmul(g: Graph, n: Node) -> int:
     return int(np.prod(g.tensors[n.outputs[0]].shape, dtype=np.int64)) * int(k)
 
 
-# Two runtime operands (attention's Q K^T and P V); float32 and int8 (PTQ: per-tensor int8
-# operands, the output calibrated, as TFLite's int8 BATCH_MATMUL).
+# Two runtime operands (attention's Q K^T and P V); float32, int8 (PTQ: per-tensor int8
+# operands, the output calibrated, as TFLite's int8 BATCH_MATMUL) and int16 (16x8: symmetric
+# int16 operands, an int64 sum).
 register(OpDef("batch_matmul", ("lhs", "rhs"), attrs={"adj_x": False, "adj_y": False}, infer=_infer_batch_matmul,
-               macs=_macs_batch_matmul, check=_check_batch_matmul, quant="calibrated"))
+               macs=_macs_batch_matmul, check=_check_batch_matmul, quant="calibrated", int16=True))
 register(OpDef("average_pool2d", ("input",),
                attrs={"filter": (1, 1), "stride": (1, 1), "padding": (0, 0, 0, 0), "activation": "NONE"},
                infer=infer_pool, quant="same", inplace="window", ranks=(4,), check=check_pool))

@@ -11,7 +11,7 @@ one of them, bit-exact with TFLM's kernel (ir/signal_math.py, ir/signal_fft.py):
   signal_rfft              x int16 [..., N] -> int16 [..., 2 * (fft_length / 2 + 1)], real and
                            imaginary parts interleaved: kissfft's 16-bit fixed-point real FFT
                            of the frame zero-padded to fft_length
-  signal_energy            complex int16 [..., 2K] -> uint32 [..., K], re^2 + im^2 on bins
+  signal_energy            complex int16 [2K] -> uint32 [K], re^2 + im^2 on bins
                            start_index..end_index-1; the other bins are 0 (TFLM leaves them
                            unwritten, and its models slice them off)
   signal_filter_bank       uint32 spectrum -> uint64 [num_channels]: triangular filters as
@@ -88,6 +88,8 @@ def _check_energy(g, n):
     x = in_tensor(g, n, 0)
     if (p := _dtype_problem(g, n, ("int16",))) is not None:
         return p
+    if len(x.shape) != 1:    # TFLM's kernel takes one spectrum
+        return f"SignalEnergy takes a 1-D spectrum, got shape {x.shape}"
     bins = x.shape[-1] // 2
     if x.shape[-1] % 2 or not 0 <= n.attrs["start_index"] <= n.attrs["end_index"] <= bins:
         return f"bins {n.attrs['start_index']}..{n.attrs['end_index']} do not fit a spectrum of {x.shape[-1]} values"

@@ -74,11 +74,18 @@ def _factors(ncfft: int) -> list[tuple[int, int]]:
             return out
 
 
+FFT_LENGTH_MAX = 1 << 16
+
+
 def check_fft_length(fft_length: int) -> None:
     """The lengths TFLM's int16 RFFT runs: even (kiss_fftr), and fft_length/2 >= 2 factoring into
     kissfft's radix 2, 3, 4 and 5 butterflies (others reach kf_bfly_generic, whose scratch TFLM's
-    patched KISS_FFT_MALLOC returns as NULL; fft_length 2 reaches it with radix 1)."""
+    patched KISS_FFT_MALLOC returns as NULL; fft_length 2 reaches it with radix 1), and at most
+    FFT_LENGTH_MAX (TFLM's front ends use 512 to 4096; the tables of a longer one would not fit
+    an MCU's flash, and a model file must not make the compiler build gigabytes of them)."""
     ncfft = fft_length // 2
+    if not 4 <= fft_length <= FFT_LENGTH_MAX:
+        raise ValueError(f"SignalRfft int16: fft_length {fft_length} is outside 4..{FFT_LENGTH_MAX}")
     if fft_length % 2 or ncfft < 2 or any(p not in _RADICES for p, _ in _factors(ncfft)):
         raise ValueError(f"SignalRfft int16: fft_length {fft_length} is not an even 2*(2^a 3^b 5^c) >= 4")
 

@@ -73,6 +73,12 @@ def _int4_problem(t: Tensor) -> str | None:
     return None
 
 
+# Ops that only move bytes (no arithmetic, no padding value): a plain integer may pass
+# through them, as through the signal ops, as long as it stays plain.
+BYTE_MOVES = frozenset(("reshape", "squeeze", "expand_dims", "transpose", "slice", "strided_slice", "gather",
+                        "split", "split_v", "pack", "unpack", "depth_to_space", "space_to_depth"))
+
+
 def verify(g: Graph) -> Graph:
     """Check structure, op signatures and inferred shapes/dtypes; return `g` for chaining."""
 
@@ -85,9 +91,17 @@ def verify(g: Graph) -> Graph:
         if name not in g.tensors:
             fail(f"input {name} has no tensor")
     # Tensors that an op computing on quantized values reads or writes: an int16 or int8
-    # elsewhere (raw audio into TFLM's signal ops, a CAST's result) is a plain integer.
+    # elsewhere (raw audio into TFLM's signal ops, a CAST's result) is a plain integer, which
+    # only plain-integer ops and byte moves may touch.
     quantized_users = {i for n in g.nodes if n.op in ops.REGISTRY and not ops.get(n.op).plain_ints
-                       and ops.get(n.op).quant != "same" for i in (*n.inputs, *n.outputs)}
+                       and n.op not in BYTE_MOVES for i in (*n.inputs, *n.outputs)}
+    for n in g.nodes:
+        if n.op in BYTE_MOVES:
+            small = [g.tensors[i] for i in (*n.inputs, *n.outputs) if i in g.tensors
+                     and g.tensors[i].dtype in QUANTIZED_DTYPES and not g.tensors[i].is_const]
+            if len({t.quant is None for t in small}) > 1:
+                fail(f"node {n.name} ({n.op}) moves bytes between quantized and plain (unquantized) "
+                     f"{small[0].dtype} tensors")
     for name, t in g.tensors.items():
         if t.name != name:
             fail(f"tensor key {name} != tensor name {t.name}")

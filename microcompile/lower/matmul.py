@@ -4,7 +4,7 @@ float32: one loop per output batch dimension, then rows m and columns n, the sum
 inside; a size-1 batch dimension of an operand is broadcast by holding its index at 0. adj_x /
 adj_y read the operand's last two dimensions swapped (no transposed copy).
 
-int8: one call of the micro-kernel mc_matmul_s8 (runtime_c/include/mc_matmul.h) per output
+int8 (and int16, mc_matmul_s16: 16x8, an int64 sum): one call of the micro-kernel mc_matmul_s8 (runtime_c/include/mc_matmul.h) per output
 batch element, the operands' layouts (adj_x, adj_y) given as strides: it copies the right
 operand, offset added, into int16 scratch once and multiplies with SMLAD on DSP cores; an int32
 sum of the offset operands, requantized once per output (reference.qparams.BatchMatMulParams).
@@ -35,7 +35,7 @@ def _flat(shape: tuple[int, ...], out_batch: tuple[int, ...], batch_idx: list[Va
 def lower_batch_matmul(g: Graph, node: Node, target=None):
     p = qparams.batch_matmul_params(g, node)
     if p is not None:
-        return _int8_kernel(g, node, p)
+        return _quantized_kernel(g, node, p)
     at, bt, yt = (g.tensors[n] for n in (*node.inputs[:2], node.outputs[0]))
     a_flat = operand(g, at.name, "a", shape=(at.size,))
     b_flat = operand(g, bt.name, "b", shape=(bt.size,))
@@ -56,13 +56,14 @@ def lower_batch_matmul(g: Graph, node: Node, target=None):
     return make_func(g, node, [a_flat, b_flat, y], nest)
 
 
-def _int8_kernel(g: Graph, node: Node, p: qparams.BatchMatMulParams):
+def _quantized_kernel(g: Graph, node: Node, p: qparams.BatchMatMulParams):
     at, bt, yt = (g.tensors[n] for n in (*node.inputs[:2], node.outputs[0]))
     a, b = operand(g, at.name, "a", shape=(at.size,)), operand(g, bt.name, "b", shape=(bt.size,))
     y = operand(g, yt.name, "y", shape=(yt.size,))
     *out_batch, rows, cols = yt.shape
     adj_x, adj_y = node.attrs.get("adj_x"), node.attrs.get("adj_y")
     depth = at.shape[-2] if adj_x else at.shape[-1]
+    wide = at.dtype == "int16"
     scratch = Buffer("b_t", "int16", (scratch_elements(cols, depth),), "scratch",
                      comment=f"{bt.name} + its offset, transposed: [{cols}][{depth} rounded up to 4]")
     params = MATMUL_PARAMS(rows=rows, cols=cols, depth=depth,
@@ -73,9 +74,14 @@ def _int8_kernel(g: Graph, node: Node, p: qparams.BatchMatMulParams):
                            act_min=p.act_min, act_max=p.act_max, rounding=ROUNDING_CODES[p.rounding])
     batch_idx = [Var(f"b{k}") for k in range(len(out_batch))]
     zero = IntImm(0)
-    call = Call("mc_matmul_s8", (Address(y, _flat(tuple(yt.shape), tuple(out_batch), batch_idx, zero, zero)),
-                                 Address(a, _flat(tuple(at.shape), tuple(out_batch), batch_idx, zero, zero)),
-                                 Address(b, _flat(tuple(bt.shape), tuple(out_batch), batch_idx, zero, zero)),
-                                 Address(scratch, zero), params), "void")
+    pointers = tuple(Address(buf, _flat(tuple(t.shape), tuple(out_batch), batch_idx, zero, zero))
+                     for buf, t in ((y, yt), (a, at), (b, bt)))
+    # int16 (16x8): an int64 sum in plain loops, no scratch
+    call = Call("mc_matmul_s16", (*pointers, params), "void") if wide else \
+        Call("mc_matmul_s8", (*pointers, Address(scratch, zero), params), "void")
     body = loops(list(zip(batch_idx, out_batch)), Evaluate(call))
-    return make_func(g, node, [a, b, y, scratch], body)
+    return make_func(g, node, [a, b, y] if wide else [a, b, y, scratch], body)
+
+
+# The 16x8 variant (ops.variant "int16") is the same call: mc_matmul_s16.
+lowering("batch_matmul", dtype="int16")(lower_batch_matmul)

@@ -278,6 +278,13 @@ def batch_matmul_params(graph: Graph, node: Node) -> BatchMatMulParams | None:
     qa, qb, qo = _q(graph, node.inputs[0]), _q(graph, node.inputs[1]), _q(graph, node.outputs[0])
     if len(qa.scale) > 1 or len(qb.scale) > 1:
         raise KernelParamsError(f"int8 batch_matmul takes per-tensor quantization ({node.name})")
+    if graph.tensors[node.inputs[0]].dtype == "int16":
+        # 16x8: symmetric operands, an int64 sum requantized as the 16x8 kernels do; the
+        # multiplier from the scales in double (measured against LiteRT BUILTIN_REF).
+        if qa.zp or qb.zp or qo.zp:
+            raise KernelParamsError(f"int16 batch_matmul takes zero points 0 ({node.name})")
+        m, s = fp.quantize_multiplier(float(np.float32(qa.s)) * float(np.float32(qb.s)) / float(np.float32(qo.s)))
+        return BatchMatMulParams(0, 0, 0, m, s, act_min=-32768, act_max=32767, rounding=INT64)
     real = float(np.float32(qa.s) * np.float32(qb.s)) / float(np.float32(qo.s))
     m, s = fp.quantize_multiplier(real)
     return BatchMatMulParams(lhs_offset=-qa.zp, rhs_offset=-qb.zp, output_offset=qo.zp, output_multiplier=m,

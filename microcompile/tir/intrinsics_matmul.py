@@ -1,7 +1,8 @@
-"""The int8 matmul micro-kernel of runtime_c/include/mc_matmul.h (BATCH_MATMUL of two run-time
-operands, one batch element): declaration and Python semantics.
+"""The matmul micro-kernels of runtime_c/include/mc_matmul.h (BATCH_MATMUL of two run-time
+operands, one batch element): declarations and Python semantics.
 
     mc_matmul_s8(y, a, b, scratch, &mc_matmul_params_t)
+    mc_matmul_s16(y, a, b, &mc_matmul_params_t)
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ MATMUL_PARAMS = StructType("mc_matmul_params_t", (
     "rows", "cols", "depth", "a_row_stride", "a_col_stride", "b_row_stride", "b_col_stride", "lhs_offset",
     "rhs_offset", "output_offset", "output_multiplier", "output_shift", "act_min", "act_max", "rounding"))
 # mc_matmul_params_t.rounding: the requantization's rounding (reference/qparams.py's names).
-ROUNDING_CODES = {"double": 0, "single": 1, "single_away": 2, "single_even": 3}
+ROUNDING_CODES = {"double": 0, "single": 1, "single_away": 2, "single_even": 3, "int64": 0}   # int64: mc_matmul_s16
 _REQUANTIZE = (fp.multiply_by_quantized_multiplier, fp.multiply_by_quantized_multiplier_single_round,
                fp.multiply_by_quantized_multiplier_single_round_away,
                fp.multiply_by_quantized_multiplier_single_round_even)
@@ -40,3 +41,13 @@ def _matmul_s8(y, a, b, scratch, p):
     acc = _REQUANTIZE[p["rounding"]](av @ bv, np.array(p["output_multiplier"]), np.array(p["output_shift"]))
     ya, yo = y
     ya[yo:yo + m * n] = np.clip(acc + p["output_offset"], p["act_min"], p["act_max"]).reshape(-1).astype(np.int8)
+
+
+@intrinsic("mc_matmul_s16", ("handle",) * 3 + (MATMUL_PARAMS,), "void", "mc_matmul.h", extern=True, writes=(0,))
+def _matmul_s16(y, a, b, p):
+    m, n, k = p["rows"], p["cols"], p["depth"]
+    acc = (_strided(a, m, k, p["a_row_stride"], p["a_col_stride"]).astype(np.int64)
+           @ _strided(b, k, n, p["b_row_stride"], p["b_col_stride"]).astype(np.int64))
+    out = fp.multiply_by_quantized_multiplier_int64(acc, np.array(p["output_multiplier"]), np.array(p["output_shift"]))
+    ya, yo = y
+    ya[yo:yo + m * n] = np.clip(out, p["act_min"], p["act_max"]).reshape(-1).astype(np.int16)

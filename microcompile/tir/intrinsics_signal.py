@@ -46,8 +46,9 @@ def _filter_bank_u32(y, x, weights, unweights, *args):
     n = p["num_channels"] + 1
     fs, ws, wd = _view(freq_starts, n), _view(weight_starts, n), _view(widths, n)
     span = np.maximum(wd.astype(np.int64), 0)
-    x_len = int(max((fs.astype(np.int64) + span).max(), 0))
-    w_len = int(max((ws.astype(np.int64) + span).max(), 0))
+    read = span > 0     # a channel of width <= 0 reads nothing, whatever its starts say
+    x_len = int(max((fs.astype(np.int64) + span)[read].max(initial=0), 0))
+    w_len = int(max((ws.astype(np.int64) + span)[read].max(initial=0), 0))
     _store(y, sm.filter_bank(_view(x, x_len), _view(weights, w_len), _view(unweights, w_len), fs, ws, wd,
                              p["num_channels"]))
 

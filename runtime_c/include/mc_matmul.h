@@ -30,6 +30,11 @@ typedef struct {
  * a (SXTB16 of one load, the offset added by SADD16) and two SMLAD for four columns at a time. */
 void mc_matmul_s8(int8_t *y, const int8_t *a, const int8_t *b, int16_t *scratch, const mc_matmul_params_t *params);
 
+/* The 16x8 form (TFLite's int16 BATCH_MATMUL): symmetric int16 operands (the offsets are 0),
+ * an int64 sum, requantized as the 16x8 kernels do (MultiplyByQuantizedMultiplier of an int64,
+ * mc_s16.h), clamped to act_min..act_max; `rounding` is not read. No scratch. */
+void mc_matmul_s16(int16_t *y, const int16_t *a, const int16_t *b, const mc_matmul_params_t *params);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,7 @@
 #include "mc_matmul.h"
 #include "mc_fixedpoint.h"
 #include "mc_requant.h"
+#include "mc_s16.h"
 
 #if defined(__ARM_FEATURE_DSP)
 #include <arm_acle.h>
@@ -150,5 +151,22 @@ void mc_matmul_s8(int8_t *y, const int8_t *a, const int8_t *b, int16_t *scratch,
 #endif
         for (int32_t n = 0; n < params->cols; ++n)
             y_row[n] = (int8_t)requantize(dot_generic(a_row, params->a_col_stride, scratch + n * kp, params), params);
+    }
+}
+
+void mc_matmul_s16(int16_t *y, const int16_t *a, const int16_t *b, const mc_matmul_params_t *params)
+{
+    const mc_matmul_params_t *p = params;
+
+    for (int32_t m = 0; m < p->rows; ++m) {
+        const int16_t *a_row = a + m * p->a_row_stride;
+        for (int32_t n = 0; n < p->cols; ++n) {
+            const int16_t *b_col = b + n * p->b_col_stride;
+            int64_t acc = 0;
+            for (int32_t k = 0; k < p->depth; ++k)
+                acc += (int32_t)a_row[k * p->a_col_stride] * b_col[k * p->b_row_stride];
+            y[m * p->cols + n] = mc_clamp_s16(mc_mul_by_qm_s64(acc, p->output_multiplier, p->output_shift),
+                                              p->act_min, p->act_max);
+        }
     }
 }

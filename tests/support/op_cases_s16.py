@@ -37,6 +37,10 @@ PLANS16.update({
     # int16 -> int8, int8 -> int16, int16 -> int16, float32 -> int16
     "quantize": {"shape": _UNARY_SHAPES, "mode": ("i16>i8", "i8>i16", "i16>i16", "f32>i16")},
     "dequantize": {"shape": _UNARY_SHAPES},
+    # (lhs, rhs, adj_x, adj_y): attention's Q K^T and P V, batch broadcasting, both adjoints
+    "batch_matmul": {"mm": (((2, 5, 8), (2, 6, 8), False, True), ((1, 3, 7, 9), (3, 9, 4), False, False),
+                            ((4, 6), (4, 5), True, False), ((2, 3, 7, 5), (1, 1, 4, 7), True, True),
+                            ((3, 17, 16), (3, 16, 17), False, False))},
 })
 
 
@@ -86,5 +90,14 @@ def _dequantize(case, b):
     return (x,), {}, None
 
 
-BUILDERS16.update({"sub": _binary, "mul": _binary, "leaky_relu": _leaky_relu, "logistic": _table_op,
+def _batch_matmul(case, b):
+    lhs, rhs, adj_x, adj_y = case["mm"]
+    x, y = b.act("x", lhs), b.act("y", rhs)
+    depth = lhs[-2] if adj_x else lhs[-1]
+    # sums of depth products of two ~8000-step values, over +-32767 output steps
+    scale = b.tensors[x].quant.s * b.tensors[y].quant.s * b.rng.uniform(4000, 16000) * np.sqrt(depth)
+    return (x, y), {"adj_x": adj_x, "adj_y": adj_y}, QuantParams((float(np.float32(scale)),), (0,))
+
+
+BUILDERS16.update({"batch_matmul": _batch_matmul, "sub": _binary, "mul": _binary, "leaky_relu": _leaky_relu, "logistic": _table_op,
                    "tanh": _table_op, "softmax": _softmax, "quantize": _quantize, "dequantize": _dequantize})

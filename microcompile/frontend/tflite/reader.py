@@ -161,20 +161,40 @@ def _read_options(op, opname: str) -> dict | None:
     return out
 
 
+# A signal op's options are a handful of scalars; anything much larger is not TFLM's.
+CUSTOM_OPTIONS_BYTES_MAX, CUSTOM_OPTIONS_KEYS_MAX = 4096, 64
+# An option that is not an int, bool or float: kept as this marker, never decoded (a nested
+# flexbuffer vector may share its children and expand exponentially).
+NOT_A_SCALAR = object()
+
+
 def _read_custom_options(op, opname: str) -> dict | None:
-    """A supported custom op's options: the flexbuffer map TFLM's kernels read (None for the
-    others, whose bytes are never decoded: they come from an untrusted file)."""
+    """A supported custom op's options: the scalars of the flexbuffer map TFLM's kernels read
+    (None for the other custom ops, whose bytes are never decoded: they come from an untrusted
+    file). Only the map's keys and scalar values are read, each once."""
     from flatbuffers import flexbuffers
 
     if opname not in CONVERTERS or op.CustomOptionsLength() == 0:
         return None
+    data = bytes(op.CustomOptionsAsNumpy())
+    if len(data) > CUSTOM_OPTIONS_BYTES_MAX:
+        raise ModelFormatError(f"op {opname}: its custom options take {len(data)} bytes (TFLM's take a few dozen)")
     try:
-        options = flexbuffers.Loads(bytes(op.CustomOptionsAsNumpy()))
+        root = flexbuffers.GetRoot(data)
+        if not root.IsMap:
+            raise ModelFormatError(f"op {opname}: its custom options are not a flexbuffer map")
+        entries = root.AsMap
+        if len(entries) > CUSTOM_OPTIONS_KEYS_MAX:
+            raise ModelFormatError(f"op {opname}: its custom options hold {len(entries)} entries")
+        options = {}
+        for key, value in zip(entries.Keys, entries.Values):
+            options[key.AsKey] = (value.AsBool if value.IsBool else value.AsInt if value.IsInt else
+                                  value.AsFloat if value.IsFloat else NOT_A_SCALAR)
+    except ModelFormatError:
+        raise
     except Exception as e:      # any decoding failure of a corrupted map
         raise ModelFormatError(f"op {opname}: its custom options are not a valid flexbuffer "
                                f"({type(e).__name__})") from None
-    if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
-        raise ModelFormatError(f"op {opname}: its custom options are not a flexbuffer map")
     return options
 
 

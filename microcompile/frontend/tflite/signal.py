@@ -15,7 +15,7 @@ from __future__ import annotations
 from ...errors import ModelFormatError
 from ...ir.graph import Tensor
 from ...ir.ops_signal import CAST_DTYPES, SPECTRAL_SUBTRACTION_OPTIONS
-from .reader import TENSOR_TYPE_NAMES, RAW_DTYPES, converter, op_inputs
+from .reader import NOT_A_SCALAR, TENSOR_TYPE_NAMES, RAW_DTYPES, converter, op_inputs
 from .writer import no_options, writer
 
 _INT32 = (-2**31, 2**31 - 1)
@@ -31,8 +31,8 @@ def _options(op, names: tuple[str, ...], flags: tuple[str, ...] = ()) -> dict:
         ok = isinstance(v, bool) if name in flags else (isinstance(v, int) and not isinstance(v, bool)
                                                         and _INT32[0] <= v <= _INT32[1])
         if not ok:
-            raise ModelFormatError(f"op {op.opname} at layer {op.index}: option {name!r} is "
-                                   f"{'missing' if v is None else repr(v)}, TFLM needs "
+            got = "missing" if v is None else "not a number" if v is NOT_A_SCALAR else repr(v)
+            raise ModelFormatError(f"op {op.opname} at layer {op.index}: option {name!r} is {got}, TFLM needs "
                                    f"{'a bool' if name in flags else 'an int32'}")
         out[name] = v
     return out
@@ -56,7 +56,10 @@ converter("CUSTOM(SignalFilterBankLog)")(_signal("signal_filter_bank_log", 1,
 
 def _rfft_problem(raw, op) -> str | None:
     t = (op.options or {}).get("T", _TFL_INT16)
-    return None if t == _TFL_INT16 else f"CUSTOM(SignalRfft) of {RAW_DTYPES.get(t, (t,))[0]} frames (int16 only)"
+    if t == _TFL_INT16 and not isinstance(t, bool):
+        return None
+    kind = RAW_DTYPES[t][0] if isinstance(t, int) and t in RAW_DTYPES else f"type {t if isinstance(t, int) else '?'}"
+    return f"CUSTOM(SignalRfft) of {kind} frames (int16 only)"
 
 
 @converter("CUSTOM(SignalRfft)", problem=_rfft_problem)
