@@ -106,8 +106,9 @@ def test_manifest(tmp_path):
     assert m["inputs"][0] == {"name": "x", "shape": [1, 6, 6, 2], "dtype": "int8", "scale": float(np.float32(0.05)),
                               "zero_point": 3, "offset": 0, "bytes": 72}
     assert m["outputs"][0]["dtype"] == "int8" and m["outputs"][0]["bytes"] == 10
-    # weights: conv filter (int8: no DSP, so no int16 copy) + bias + mult + shift, fc weights + bias
-    assert m["weights_bytes"] == 72 + 16 + 16 + 16 + 360 + 40
+    # weights: conv filter (int8: no DSP, so no int16 copy) + bias + mult + shift, fc weights + bias,
+    # the softmax's exp table (256 int32)
+    assert m["weights_bytes"] == 72 + 16 + 16 + 16 + 360 + 40 + 1024
     assert m["constants"][0] == {"symbol": "mc_k0_conv2d_weights", "bytes": 72}
     assert (tmp_path / "model_weights.bin").stat().st_size == m["weights_bytes"]
     assert "#define MC_MODEL_ARENA_BYTES" in (tmp_path / "model.h").read_text()
