@@ -25,7 +25,7 @@ Families (matched in this order, the first whose `applies` holds):
                       im2col columns), unroll_max_extent
     fully_connected   int8 GEMV/GEMM (gemm_schedule.py): acc_rows, wide_weights, fc_input, unroll_max_extent
     depthwise_conv2d  (depthwise_intrin.py): depthwise_kernel, wide_weights, unroll_max_extent
-    add               int8 ADD rescale tables (tabulate.py): tables, unroll_max_extent
+    add               int8 ADD and SUB rescale tables (tabulate.py): tables, unroll_max_extent
     softmax           int8 softmax's exp table (tabulate.py): tables, unroll_max_extent
     loops             everything else (pooling, elementwise, float softmax, copies, float kernels):
                       loop_order, split_inner, unroll_max_extent
@@ -298,7 +298,7 @@ def _dw_schedule(func, target, config):
 # ---------------------------------------------------------------- add (rescale tables)
 
 def _add_applies(func, target) -> bool:
-    return func.attrs.get("op") == "add"
+    return func.attrs.get("op") in ("add", "sub")
 
 
 def _add_default(func, target, wide):

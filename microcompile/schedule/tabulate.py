@@ -82,14 +82,15 @@ def _evaluate(e, load: Load) -> np.ndarray:
     return np.array([run({v.name: x}, {}) for x in range(-128, 128)], np.int64)
 
 
-TABLES_DOMAIN = declare_knob("tables", (0, 1), "int8 ADD: input rescales as 256-entry tables (2 KiB of flash); "
+TABLES_DOMAIN = declare_knob("tables", (0, 1), "int8 ADD/SUB: input rescales as 256-entry tables (2 KiB of flash); "
                              "int8 softmax: exps as a 256-entry table (1 KiB)")
 
 
 def schedule_add_tables(func: PrimFunc, target=None, wide: bool | None = None) -> Schedule | None:
-    """An int8 ADD with each input's rescale tabulated (2 KiB of flash, two multiplies and
-    roundings fewer per element), unless `wide` is False (no flash to spare)."""
-    if func.attrs.get("op") != "add" or wide is False:
+    """An int8 ADD or SUB (ADD's rescaling with a difference) with each input's rescale
+    tabulated (2 KiB of flash, two multiplies and roundings fewer per element), unless `wide`
+    is False (no flash to spare)."""
+    if func.attrs.get("op") not in ("add", "sub") or wide is False:
         return None
     if not any(isinstance(n, Call) and n.name == "mc_mul_by_qm_smaller_than_one_exp" for n in walk(func.body)):
         return None

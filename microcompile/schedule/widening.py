@@ -7,7 +7,7 @@ the price of twice their flash. By default every kernel keeps the model's int8 w
 then, fastest first, kernels are widened while the weights still fit the budget: the board's
 flash less an estimate of the code, or --flash-budget.
 
-The same holds for the rescale tables of an int8 ADD and the exp table of an int8 softmax
+The same holds for the rescale tables of an int8 ADD or SUB and the exp table of an int8 softmax
 (schedule/tabulate.py): flash that buys speed, so they take part in the same choice.
 
 Weights whose values all lie in -8..7 (a model with TFLite INT4 weights, or `quantize
@@ -47,7 +47,7 @@ IN_PLACE_COST_PER_MAC = 0.75
 GAIN_PER_TABLE_ELEMENT = 20
 # An int8 softmax's exp table saves gemmlowp's fixed-point exp twice per element, at 1 KiB.
 GAIN_PER_SOFTMAX_ELEMENT = 400
-GAIN_PER_ELEMENT = {"add": GAIN_PER_TABLE_ELEMENT, "softmax": GAIN_PER_SOFTMAX_ELEMENT}
+GAIN_PER_ELEMENT = {"add": GAIN_PER_TABLE_ELEMENT, "sub": GAIN_PER_TABLE_ELEMENT, "softmax": GAIN_PER_SOFTMAX_ELEMENT}
 # Flash the firmware needs besides the weights, estimated before it is built: the runtime,
 # startup and platform code, plus per kernel its code and parameter structs (our models:
 # 6-14 KiB of code for 10-16 kernels), plus the embedded test input.
