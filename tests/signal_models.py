@@ -17,11 +17,7 @@ import numpy as np
 from flatbuffers import flexbuffers
 
 import tflite
-
-_TYPE = {"float32": tflite.TensorType.FLOAT32, "int32": tflite.TensorType.INT32,
-         "int16": tflite.TensorType.INT16, "int8": tflite.TensorType.INT8,
-         "uint32": tflite.TensorType.UINT32, "uint64": tflite.TensorType.UINT64,
-         "int64": tflite.TensorType.INT64}
+from microcompile.frontend.tflite.writer import TENSOR_TYPE, buffer_tables, bytes_vector, int_vector, table_vector
 
 
 @dataclass(frozen=True)
@@ -37,24 +33,7 @@ class Output:
 
 
 def _ints(b, values) -> int:
-    b.StartVector(4, len(values), 4)
-    for v in reversed(list(values)):
-        b.PrependInt32(int(v))
-    return b.EndVector()
-
-
-def _bytes(b, data: bytes) -> int:
-    b.StartVector(1, len(data), 16)
-    b.head -= len(data)
-    b.Bytes[b.head:b.head + len(data)] = data
-    return b.EndVector()
-
-
-def _tables(b, offsets) -> int:
-    b.StartVector(4, len(offsets), 4)
-    for off in reversed(offsets):
-        b.PrependUOffsetTRelative(off)
-    return b.EndVector()
+    return int_vector(b, [int(v) for v in values], b.PrependInt32)
 
 
 def custom_op_model(code: str, inputs: list, outputs: list[Output], options: dict) -> bytes:
@@ -72,19 +51,13 @@ def custom_op_model(code: str, inputs: list, outputs: list[Output], options: dic
             specs.append((arr.shape, str(arr.dtype), len(buffers) - 1))
     specs += [(o.shape, o.dtype, 0) for o in outputs]
 
-    buffer_offsets = []
-    for data in buffers:
-        vec = _bytes(b, data) if data else None
-        tflite.BufferStart(b)
-        if vec is not None:
-            tflite.BufferAddData(b, vec)
-        buffer_offsets.append(tflite.BufferEnd(b))
+    buffer_offsets = buffer_tables(b, buffers)
     tensor_offsets = []
     for k, (shape, dtype, buf) in enumerate(specs):
         name, dims = b.CreateString(f"t{k}"), _ints(b, shape)
         tflite.TensorStart(b)
         tflite.TensorAddShape(b, dims)
-        tflite.TensorAddType(b, _TYPE[dtype])
+        tflite.TensorAddType(b, TENSOR_TYPE[dtype])
         tflite.TensorAddBuffer(b, buf)
         tflite.TensorAddName(b, name)
         tensor_offsets.append(tflite.TensorEnd(b))
@@ -99,7 +72,7 @@ def custom_op_model(code: str, inputs: list, outputs: list[Output], options: dic
 
     n_in = len(inputs)
     op_in, op_out = _ints(b, range(n_in)), _ints(b, range(n_in, len(specs)))
-    opts = _bytes(b, bytes(flexbuffers.Dumps(options)))
+    opts = bytes_vector(b, bytes(flexbuffers.Dumps(options)))
     tflite.OperatorStart(b)
     tflite.OperatorAddOpcodeIndex(b, 0)
     tflite.OperatorAddInputs(b, op_in)
@@ -108,10 +81,10 @@ def custom_op_model(code: str, inputs: list, outputs: list[Output], options: dic
     tflite.OperatorAddCustomOptionsFormat(b, tflite.CustomOptionsFormat.FLEXBUFFERS)
     op = tflite.OperatorEnd(b)
 
-    sg_tensors = _tables(b, tensor_offsets)
+    sg_tensors = table_vector(b, tensor_offsets)
     sg_in = _ints(b, [k for k, x in enumerate(inputs) if isinstance(x, Input)])
     sg_out = _ints(b, range(n_in, len(specs)))
-    sg_ops = _tables(b, [op])
+    sg_ops = table_vector(b, [op])
     tflite.SubGraphStart(b)
     tflite.SubGraphAddTensors(b, sg_tensors)
     tflite.SubGraphAddInputs(b, sg_in)
@@ -119,7 +92,7 @@ def custom_op_model(code: str, inputs: list, outputs: list[Output], options: dic
     tflite.SubGraphAddOperators(b, sg_ops)
     sg = tflite.SubGraphEnd(b)
 
-    codes, subgraphs, bufs = _tables(b, [opcode]), _tables(b, [sg]), _tables(b, buffer_offsets)
+    codes, subgraphs, bufs = table_vector(b, [opcode]), table_vector(b, [sg]), table_vector(b, buffer_offsets)
     tflite.ModelStart(b)
     tflite.ModelAddVersion(b, 3)
     tflite.ModelAddOperatorCodes(b, codes)

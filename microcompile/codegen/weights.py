@@ -27,6 +27,8 @@ from ..escape import c_comment
 from .c_emitter import C_TYPES
 
 ALIGN = 4                       # LDM and word loads of int16/int32 constants need 4
+# 8-byte elements (16x8 biases, double scales, the signal ops' uint64): 8-aligned constants.
+ALIGN8_DTYPES = ("int64", "float64", "uint64")
 BIN_NAME = "model_weights.bin"
 _LE = {"int8": "<i1", "int16": "<i2", "int32": "<i4", "int64": "<i8", "float32": "<f4", "float64": "<f8",
        "uint32": "<u4", "uint64": "<u8"}
@@ -83,7 +85,7 @@ def write_weights(weights: list[WeightArray], path=None) -> WeightBlob:
                 digest.update(chunk)
             offset += len(pad)
             rows.append({"symbol": w.symbol, "offset": offset, "bytes": len(data), "comment": w.buffer.comment,
-                         "align8": w.buffer.dtype in ("int64", "float64", "uint64")})   # int64_t / double (16x8): 8-aligned
+                         "align8": w.buffer.dtype in ALIGN8_DTYPES})
             offset += len(data)
     return WeightBlob(rows, offset, digest.hexdigest())
 
@@ -122,7 +124,7 @@ def weight_arrays(weights: list[WeightArray], per_line: int = 16) -> list[str]:
     model_weights.c without .incbin (-fdata-sections gives each its own section)."""
     out = []
     for w in weights:
-        align = 8 if w.buffer.dtype in ("int64", "float64", "uint64") else ALIGN
+        align = 8 if w.buffer.dtype in ALIGN8_DTYPES else ALIGN
         values = _c_values(w)
         rows = [", ".join(values[i:i + per_line]) for i in range(0, len(values), per_line)]
         body = ",\n    ".join(rows)

@@ -13,10 +13,10 @@ index (stride 0). int8 arithmetic is reference.elementwise's (the interpreter's)
 from __future__ import annotations
 
 from ..reference import elementwise as qe
-from ..reference import plain, qparams
+from ..reference import plain
 from ..ir.graph import Graph, Node
-from ..tir.nodes import BinOp, Call, Expr, IntImm, Load, Select, Var, add, binop, cast, loops, mul
-from .common import (arena, broadcast_index, clamp, i32, i8, lowering, make_func, operand, requantize,
+from ..tir.nodes import BinOp, Expr, IntImm, Load, Select, Var, add, binop, cast, loops, mul
+from .common import (Requant, arena, broadcast_index, clamp, i32, i8, lowering, make_func, operand, requantize,
                      smaller_than_one)
 from .saturate import to_int8
 
@@ -25,23 +25,15 @@ def _rescaled(v: Expr, offset: int, left_shift: int, mult: int, shift: int) -> E
     return smaller_than_one(mul(add(i32(v), offset), 1 << left_shift), mult, shift)
 
 
-def _mul_requantize(prod: Expr, p) -> Expr:
-    """MUL's requantization; LiteRT's double rounding in mc_requant.h's bit-identical cheaper
-    forms (a multiplier >= 0; |prod| <= 255^2 < 2^30, the rshift form's domain)."""
-    if p.rounding != qparams.DOUBLE or p.output_multiplier < 0:
-        return requantize(prod, p.output_multiplier, p.output_shift, p.rounding)
-    if p.output_shift <= -1:
-        return Call("mc_mul_by_qm_pos_rshift", (prod, IntImm(p.output_multiplier), IntImm(-p.output_shift)), "int32")
-    return Call("mc_mul_by_qm_pos", (prod, IntImm(p.output_multiplier), IntImm(p.output_shift)), "int32")
-
-
 def _int8_result(op: str, g: Graph, node: Node, a: Expr, b: Expr, target=None) -> Expr:
     if op in ("maximum", "minimum"):
         return i8(BinOp(op[:3], i32(a), i32(b)))
     if op == "mul":
         p = qe.mul_params(g, node)
         prod = mul(add(i32(a), p.input1_offset), add(i32(b), p.input2_offset))
-        return to_int8(add(_mul_requantize(prod, p), p.output_offset), p.act_min, p.act_max, target)
+        # mc_requant.h's cheaper exact forms where they apply: |prod| <= 255^2 < 2^30
+        scaled = Requant(node, p, 255 * 255)(prod, IntImm(0))
+        return to_int8(add(scaled, p.output_offset), p.act_min, p.act_max, target)
     p = qe.sub_params(g, node) if op == "sub" else qe.squared_difference_params(g, node)
     x1 = _rescaled(a, p.input1_offset, p.left_shift, p.input1_multiplier, p.input1_shift)
     x2 = _rescaled(b, p.input2_offset, p.left_shift, p.input2_multiplier, p.input2_shift)

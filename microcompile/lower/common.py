@@ -11,7 +11,7 @@ from ..ir import ops
 from ..reference import qparams
 from ..ir.budget import elements
 from ..ir.graph import NP_DTYPES, Graph, Node, Tensor
-from ..tir.nodes import (BinOp, Buffer, Call, Expr, IntImm, PrimFunc, Stmt, Var, FloatImm, add, all_of, binop, sub,
+from ..tir.nodes import (Address, BinOp, Buffer, Call, Expr, IntImm, PrimFunc, Stmt, Var, FloatImm, add, all_of, binop, sub,
                          cast, const, mul)
 from ..tir.verify import verify_primfunc
 
@@ -76,6 +76,11 @@ def broadcast_index(buf: Buffer, out_shape: tuple[int, ...], idx: list[Var]) -> 
 def smaller_than_one(x: Expr, mult: int, shift: int) -> Expr:
     """TFLite MultiplyByQuantizedMultiplierSmallerThanOneExp (ADD/SUB's rescaling)."""
     return Call("mc_mul_by_qm_smaller_than_one_exp", (x, IntImm(mult), IntImm(shift)), "int32")
+
+
+def address(b: Buffer) -> Address:
+    """A pointer to the first element of `b`: an extern micro-kernel's argument."""
+    return Address(b, IntImm(0))
 
 
 def constant(buf_name: str, data: np.ndarray, comment: str) -> Buffer:
@@ -206,10 +211,11 @@ def reduction(g: Graph, node: Node) -> Reduction:
 
 class Requant:
     """How the int8 accumulator of output channel `oc` is requantized: per-channel arrays in
-    flash, or immediates when every channel shares one multiplier."""
+    flash, or immediates when every channel shares one multiplier. `p`: any op's parameters
+    with output_multiplier, output_shift and rounding (ConvParams, MulParams)."""
 
-    def __init__(self, node: Node, p: qparams.ConvParams, acc_bound: int):
-        m, s = np.array(p.output_multiplier, np.int64), np.array(p.output_shift, np.int64)
+    def __init__(self, node: Node, p, acc_bound: int):
+        m, s = np.atleast_1d(np.array(p.output_multiplier, np.int64)), np.atleast_1d(np.array(p.output_shift, np.int64))
         self.rounding, self.buffers = p.rounding, []
         # The cheap exact forms need multipliers >= 0 (QuantizeMultiplier never makes others);
         # the cheapest also a right shift >= 1 and an accumulator below 2^30 (mc_requant.h).

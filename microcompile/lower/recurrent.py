@@ -16,12 +16,8 @@ from ..ir.graph import Graph, Node
 from ..reference import recurrent as qr
 from ..tir.intrinsics_recurrent import (GRU_PARAMS, LSTM_PARAMS, LSTM_S8_PARAMS, SVDF_ACTIVATION, SVDF_PARAMS,
                                         SVDF_S8_PARAMS)
-from ..tir.nodes import Address, Buffer, Call, Evaluate, FloatImm, IntImm, Var, loops, seq
-from .common import arena, constant, describe, lowering, make_func, operand
-
-
-def _addr(b: Buffer) -> Address:
-    return Address(b, IntImm(0))
+from ..tir.nodes import Buffer, Call, Evaluate, FloatImm, Var, loops, seq
+from .common import address, arena, constant, describe, lowering, make_func, operand
 
 
 def _state(g: Graph, name: str, buf_name: str) -> tuple[Buffer, list, list]:
@@ -57,7 +53,7 @@ def lower_lstm(g: Graph, node: Node, target=None):
     if xt.dtype == "float32":
         b = _stacked(g, node.inputs[9:13], "b", f"{node.name} gate biases [4][{units}]", np.float32)
         scratch = Buffer("gates", "float32", (4 * units,), "scratch", comment="the four gates of one step")
-        call = Call("mc_lstm_f32", tuple(_addr(v) for v in (y, x, w, r, b, h, c, scratch))
+        call = Call("mc_lstm_f32", tuple(address(v) for v in (y, x, w, r, b, h, c, scratch))
                     + (FloatImm(float(node.attrs.get("cell_clip", 0.0))), LSTM_PARAMS(**shape)), "void")
         consts = [w, r, b]
     else:
@@ -73,7 +69,7 @@ def lower_lstm(g: Graph, node: Node, target=None):
         params = LSTM_S8_PARAMS(**shape, cell_scale_log2=p.cell_scale_log2, hidden_multiplier=p.hidden_mult,
                                 hidden_shift=p.hidden_shift, hidden_zero_point=p.hidden_zero_point,
                                 cell_clip=p.cell_clip)
-        call = Call("mc_lstm_s8", tuple(_addr(v) for v in (y, x, w, r, ib, rb, scales, h, c, scratch)) + (params,),
+        call = Call("mc_lstm_s8", tuple(address(v) for v in (y, x, w, r, ib, rb, scales, h, c, scratch)) + (params,),
                     "void")
         consts = [w, r, ib, rb, scales]
     body = seq(*hinit, *cinit, Evaluate(call))
@@ -96,7 +92,7 @@ def lower_gru(g: Graph, node: Node, target=None):
     scratch = Buffer("gates", "float32", (4 * units,), "scratch", comment="z, r, the previous h and r * h")
     params = GRU_PARAMS(batch=batch, time=time, input=n_in, units=units, time_major=int(tm),
                         linear_before_reset=int(bool(node.attrs.get("linear_before_reset", False))))
-    call = Call("mc_gru_f32", tuple(_addr(v) for v in (y, x, w, r, b, h, scratch)) + (params,), "void")
+    call = Call("mc_gru_f32", tuple(address(v) for v in (y, x, w, r, b, h, scratch)) + (params,), "void")
     return make_func(g, node, [x, y, h, scratch, w, r, b, *hbufs[1:]], seq(*hinit, Evaluate(call)))
 
 
@@ -126,5 +122,5 @@ def lower_svdf(g: Graph, node: Node, target=None):
                                 scale_2_multiplier=p.scale_2_mult, scale_2_shift=p.scale_2_shift)
         kernel = "mc_svdf_s8_s8state" if g.tensors[node.inputs[4]].dtype == "int8" else "mc_svdf_s8"
     bias = constant("bias", bias_data, f"{node.name} bias [{units}]")
-    call = Call(kernel, tuple(_addr(v) for v in (y, x, wf, wt, bias, state, scratch)) + (params,), "void")
+    call = Call(kernel, tuple(address(v) for v in (y, x, wf, wt, bias, state, scratch)) + (params,), "void")
     return make_func(g, node, [x, y, state, scratch, wf, wt, bias, *sbufs[1:]], seq(*sinit, Evaluate(call)))

@@ -18,9 +18,9 @@ from ..ir.graph import Graph, Node
 from ..reference import s16 as qs
 from ..tir.intrinsics_s16 import (CONV_S16_PARAMS, FC_S16_PARAMS, SIGMOID_S16_PARAMS, SOFTMAX_S16_PARAMS,
                                   kernel_name)
-from ..tir.nodes import (Address, Buffer, Call, Cast, Evaluate, IntImm, Load, Select, Var, add, binop, loops, mul,
+from ..tir.nodes import (Buffer, Call, Cast, Evaluate, Load, Select, Var, add, binop, loops, mul,
                          sub)
-from .common import (arena, broadcast_index, clamp, constant, i32, lowering, make_func, operand, requantize,
+from .common import (address, arena, broadcast_index, clamp, constant, i32, lowering, make_func, operand, requantize,
                      smaller_than_one)
 
 
@@ -39,10 +39,6 @@ def _weights(g: Graph, node: Node, wide: bool) -> Buffer:
     if wide:
         return constant("w", w.astype(np.int16), f"{node.name} weights {list(w.shape)} int8 widened to int16")
     return constant("w", w, f"{node.name} weights {list(w.shape)} int8")
-
-
-def _addr(b: Buffer) -> Address:
-    return Address(b, IntImm(0))
 
 
 @lowering("conv2d", "depthwise_conv2d", "transpose_conv2d", dtype="int16")
@@ -68,7 +64,7 @@ def lower_conv_s16(g: Graph, node: Node, target=None):
                              depth_multiplier=mult_dw if kind == "depthwise" else 1, act_min=p.act_min,
                              act_max=p.act_max)
     call = Call(kernel_name(kind, "dsp" if dsp else "c"),
-                tuple(_addr(b) for b in (y, x, w, bias, mult, shift)) + (params,), "void")
+                tuple(address(b) for b in (y, x, w, bias, mult, shift)) + (params,), "void")
     return make_func(g, node, [x, y, w, bias, mult, shift], Evaluate(call))
 
 
@@ -89,7 +85,7 @@ def lower_fully_connected_s16(g: Graph, node: Node, target=None):
     params = FC_S16_PARAMS(rows=rows, units=units, depth=depth, weights_offset=p.weights_offset,
                            per_channel=int(p.per_channel), act_min=p.act_min, act_max=p.act_max)
     call = Call(kernel_name("fc", "dsp" if dsp else "c"),
-                tuple(_addr(b) for b in (y, x, w, bias, scale)) + (params,), "void")
+                tuple(address(b) for b in (y, x, w, bias, scale)) + (params,), "void")
     return make_func(g, node, [x, y, w, bias, scale], Evaluate(call))
 
 
@@ -105,7 +101,7 @@ def lower_softmax_s16(g: Graph, node: Node, target=None):
                          "1/(1+v) over [0, 1], 513 samples (LUTPopulate)")
     params = SOFTMAX_S16_PARAMS(rows=rows, depth=depth, input_multiplier=p.input_multiplier,
                                 input_left_shift=p.input_left_shift)
-    call = Call("mc_softmax_s16", tuple(_addr(b) for b in (x, y, exp_lut, recip_lut)) + (params,), "void")
+    call = Call("mc_softmax_s16", tuple(address(b) for b in (x, y, exp_lut, recip_lut)) + (params,), "void")
     return make_func(g, node, [x, y, exp_lut, recip_lut], Evaluate(call))
 
 
@@ -116,7 +112,7 @@ def lower_sigmoid_s16(g: Graph, node: Node, target=None):
     x, y = arena(g, xt.name, "x", shape=(xt.size,)), arena(g, yt.name, "y", shape=(yt.size,))
     params = SIGMOID_S16_PARAMS(size=xt.size, input_multiplier=p.input_multiplier,
                                 input_left_shift=p.input_left_shift)
-    call = Call(f"mc_{node.op}_s16", (_addr(x), _addr(y), params), "void")
+    call = Call(f"mc_{node.op}_s16", (address(x), address(y), params), "void")
     return make_func(g, node, [x, y], Evaluate(call))
 
 

@@ -17,9 +17,9 @@ from ..ir.ops_signal import SPECTRAL_SUBTRACTION_OPTIONS
 from ..tir.intrinsics_signal import (FILTER_BANK_LOG_PARAMS, FILTER_BANK_PARAMS, FILTER_BANK_SQRT_PARAMS, PCAN_PARAMS,
                                      SPECTRAL_SUBTRACTION_PARAMS, WINDOW_PARAMS)
 from ..tir.intrinsics_signal_fft import ENERGY_PARAMS, FFT_AUTO_SCALE_PARAMS, RFFT_PARAMS
-from ..tir.nodes import (Address, BinOp, Buffer, Call, Evaluate, Expr, FloatImm, IntImm, Load, PrimFunc, Select, Var,
+from ..tir.nodes import (BinOp, Buffer, Call, Evaluate, Expr, FloatImm, IntImm, Load, PrimFunc, Select, Var,
                          cast, loops)
-from .common import arena, constant, describe, lowering, make_func, operand
+from .common import address, arena, constant, describe, lowering, make_func, operand
 
 def _float_to_int(x: Expr, dtype: str) -> Expr:
     info = np.iinfo(NP_DTYPES[dtype])
@@ -41,14 +41,10 @@ def lower_cast(g: Graph, node: Node, target=None):
     return make_func(g, node, [x, y], body)
 
 
-def _addr(b: Buffer) -> Address:
-    return Address(b, IntImm(0))
-
-
-def _call(g: Graph, node: Node, name: str, buffers: list[Buffer], params, extra=()) -> PrimFunc:
+def _call(g: Graph, node: Node, name: str, buffers: list[Buffer], params) -> PrimFunc:
     """One call of micro-kernel `name` with `buffers` as its pointer arguments, in order."""
-    body = Evaluate(Call(name, tuple(_addr(b) for b in buffers) + (params,), "void"))
-    return make_func(g, node, list(dict.fromkeys([*buffers, *extra])), body)
+    body = Evaluate(Call(name, tuple(address(b) for b in buffers) + (params,), "void"))
+    return make_func(g, node, list(dict.fromkeys(buffers)), body)
 
 
 def _flat(g: Graph, name: str, buf_name: str) -> Buffer:

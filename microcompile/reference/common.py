@@ -46,6 +46,12 @@ _REQUANTIZE = {qp.DOUBLE: fp.multiply_by_quantized_multiplier,
                qp.INT64: fp.multiply_by_quantized_multiplier_int64}
 
 
+def state_array(g: Graph, name: str, value: np.ndarray) -> np.ndarray:
+    """The array a stateful op updates for its state input `name`: the persistent one itself
+    when it is a variable tensor, else a copy (the op is then stateless)."""
+    return value if g.tensors[name].variable else np.array(value, copy=True)
+
+
 def requantize(acc, mult, shift, rounding: str) -> np.ndarray:
     return _REQUANTIZE[rounding](acc, mult, shift)
 

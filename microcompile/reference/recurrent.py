@@ -13,13 +13,10 @@ import numpy as np
 from ..ir import fixedpoint as fp, recurrent_math as rm
 from ..ir.graph import Graph, Node
 from . import qparams as qp
+from .common import state_array
 from .interp import kernel
 
 _f32 = np.float32
-
-
-def _state(g: Graph, name: str, value: np.ndarray) -> np.ndarray:
-    return value if g.tensors[name].variable else np.array(value, copy=True)
 
 
 @qp.prepare("lstm")
@@ -58,7 +55,7 @@ def lstm_params(g: Graph, n: Node) -> rm.LstmInt8Params | None:
 def _lstm(g, n, x, *operands):
     # TFLite's operand order: input weights i,f,c,o; recurrent weights i,f,c,o; biases i,f,c,o; h; c.
     w, r, b, (h, c) = operands[0:4], operands[4:8], operands[8:12], operands[12:14]
-    hs, cs = _state(g, n.inputs[13], h), _state(g, n.inputs[14], c)
+    hs, cs = state_array(g, n.inputs[13], h), state_array(g, n.inputs[14], c)
     tm = n.attrs.get("time_major", False)
     if g.tensors[n.inputs[0]].dtype == "float32":
         return rm.lstm_float(x, w, r, b, hs, cs, tm, n.attrs.get("cell_clip", 0.0))
@@ -69,7 +66,7 @@ def _lstm(g, n, x, *operands):
 def _gru(g, n, x, w, r, b, h):
     hidden = r.shape[1]
     bias = b if b is not None else np.zeros(6 * hidden, _f32)
-    return rm.gru_float(x, w, r, bias, _state(g, n.inputs[4], h), n.attrs.get("time_major", False),
+    return rm.gru_float(x, w, r, bias, state_array(g, n.inputs[4], h), n.attrs.get("time_major", False),
                         n.attrs.get("linear_before_reset", False))
 
 
@@ -87,7 +84,7 @@ def svdf_params(g: Graph, n: Node) -> rm.SvdfInt8Params | None:
 
 @kernel("svdf")
 def _svdf(g, n, x, wf, wt, bias, state):
-    st = _state(g, n.inputs[4], state)
+    st = state_array(g, n.inputs[4], state)
     if g.tensors[n.inputs[0]].dtype == "float32":
         return rm.svdf_float(x, wf, wt, bias, st, n.attrs["rank"], n.attrs.get("activation", "NONE"))
     return rm.svdf_int8(x, wf, wt, bias, st, n.attrs["rank"], svdf_params(g, n))

@@ -4,12 +4,11 @@ semantics run too."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..ir import signal_fft as sf
 from ..ir import signal_math as sm
 from ..ir.ops_signal import SPECTRAL_SUBTRACTION_OPTIONS
 from . import plain
+from .common import state_array
 from .interp import kernel
 
 
@@ -56,8 +55,7 @@ def spectral_subtraction_config(g, n) -> sm.SpectralSubtractionConfig:
 
 @kernel("signal_spectral_subtraction")
 def _spectral_subtraction(g, n, x, noise):
-    # The state is updated in place when it is a variable tensor (always, from the reader).
-    state = noise if g.tensors[n.inputs[1]].variable else np.array(noise, copy=True)
+    state = state_array(g, n.inputs[1], noise)     # a variable tensor (always, from the reader)
     return list(sm.spectral_subtraction(x, state, spectral_subtraction_config(g, n)))
 
 

@@ -16,7 +16,7 @@ import flatbuffers
 import numpy as np
 import tflite
 
-from microcompile.frontend.tflite.writer import int_vector, write_tflite
+from microcompile.frontend.tflite.writer import int_vector, table_vector, write_tflite
 from microcompile.ir import Graph, Node, Tensor
 
 FLOAT32 = tflite.TensorType.FLOAT32
@@ -149,12 +149,6 @@ def raw_tflite(subgraphs: list[RawSubgraph], buffers: list[RawBuffer] | None = N
         tflite.OperatorCodeAddVersion(b, 1)
         code_offsets.append(tflite.OperatorCodeEnd(b))
 
-    def table_vector(offsets):
-        b.StartVector(4, len(offsets), 4)
-        for off in reversed(offsets):
-            b.PrependUOffsetTRelative(off)
-        return b.EndVector()
-
     sg_offsets = []
     for sg in subgraphs:
         tensor_offsets = []
@@ -181,7 +175,7 @@ def raw_tflite(subgraphs: list[RawSubgraph], buffers: list[RawBuffer] | None = N
                 tflite.OperatorAddBuiltinOptionsType(b, options[0])
                 tflite.OperatorAddBuiltinOptions(b, options[1])
             op_offsets.append(tflite.OperatorEnd(b))
-        tensors, ops = table_vector(tensor_offsets), table_vector(op_offsets)
+        tensors, ops = table_vector(b, tensor_offsets), table_vector(b, op_offsets)
         ins, outs = int_vector(b, sg.inputs, b.PrependInt32), int_vector(b, sg.outputs, b.PrependInt32)
         name = b.CreateString(sg.name)
         tflite.SubGraphStart(b)
@@ -191,7 +185,7 @@ def raw_tflite(subgraphs: list[RawSubgraph], buffers: list[RawBuffer] | None = N
         tflite.SubGraphAddOperators(b, ops)
         tflite.SubGraphAddName(b, name)
         sg_offsets.append(tflite.SubGraphEnd(b))
-    codes, sgs, bufs = table_vector(code_offsets), table_vector(sg_offsets), table_vector(buffer_offsets)
+    codes, sgs, bufs = table_vector(b, code_offsets), table_vector(b, sg_offsets), table_vector(b, buffer_offsets)
     tflite.ModelStart(b)
     tflite.ModelAddVersion(b, 3)
     tflite.ModelAddOperatorCodes(b, codes)

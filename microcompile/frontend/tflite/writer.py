@@ -37,7 +37,7 @@ import tflite  # noqa: E402  (generated flatbuffer bindings)
 
 SCHEMA_VERSION = 3
 
-_TENSOR_TYPE = {"float32": tflite.TensorType.FLOAT32, "int32": tflite.TensorType.INT32,
+TENSOR_TYPE = {"float32": tflite.TensorType.FLOAT32, "int32": tflite.TensorType.INT32,
                 "int16": tflite.TensorType.INT16, "int8": tflite.TensorType.INT8,
                 "int64": tflite.TensorType.INT64, "int4": tflite.TensorType.INT4,
                 "uint32": tflite.TensorType.UINT32, "uint64": tflite.TensorType.UINT64}
@@ -184,7 +184,27 @@ def int_vector(b, values, prepend) -> int:
     return b.EndVector()
 
 
-def _bytes_vector(b, data: bytes, alignment: int = 16) -> int:
+def table_vector(b, offsets) -> int:
+    """A vector of tables (their offsets, in order)."""
+    b.StartVector(4, len(offsets), 4)
+    for off in reversed(offsets):
+        b.PrependUOffsetTRelative(off)
+    return b.EndVector()
+
+
+def buffer_tables(b, buffers: list) -> list[int]:
+    """One Buffer table per entry of `buffers` (bytes; None or b"" for an empty buffer)."""
+    offsets = []
+    for data in buffers:
+        vec = bytes_vector(b, data) if data else None
+        tflite.BufferStart(b)
+        if vec is not None:
+            tflite.BufferAddData(b, vec)
+        offsets.append(tflite.BufferEnd(b))
+    return offsets
+
+
+def bytes_vector(b, data: bytes, alignment: int = 16) -> int:
     b.StartVector(1, len(data), alignment)
     b.head -= len(data)
     b.Bytes[b.head:b.head + len(data)] = data
@@ -210,7 +230,7 @@ def _tensor(b, t: Tensor, buffer: int) -> int:
     quant = _quantization(b, t)
     tflite.TensorStart(b)
     tflite.TensorAddShape(b, shape)
-    tflite.TensorAddType(b, _TENSOR_TYPE[t.dtype])
+    tflite.TensorAddType(b, TENSOR_TYPE[t.dtype])
     tflite.TensorAddBuffer(b, buffer)
     tflite.TensorAddName(b, name)
     if quant is not None:
@@ -255,13 +275,7 @@ def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
             buffer_of[name] = len(buffers)
             buffers.append(pack_int4(t.data) if t.dtype == "int4" else
                            np.ascontiguousarray(t.data, dtype=t.data.dtype.newbyteorder("<")).tobytes())
-    buffer_offsets = []
-    for data in buffers:
-        vec = _bytes_vector(b, data) if data else None
-        tflite.BufferStart(b)
-        if vec is not None:
-            tflite.BufferAddData(b, vec)
-        buffer_offsets.append(tflite.BufferEnd(b))
+    buffer_offsets = buffer_tables(b, buffers)
 
     tensor_offsets = [_tensor(b, t, buffer_of.get(name, 0)) for name, t in tensors.items()]
 
@@ -285,7 +299,7 @@ def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
         options = w.options(b, graph, n)
         custom_options = None
         if w.custom is not None:
-            custom_options, options = _bytes_vector(b, bytes(flexbuffers.Dumps(options)), 4), None
+            custom_options, options = bytes_vector(b, bytes(flexbuffers.Dumps(options)), 4), None
         inputs = int_vector(b, [index[i] if i else -1 for i in op_inputs[n.name]], b.PrependInt32)
         outputs = int_vector(b, [index[o] for o in n.outputs], b.PrependInt32)
         inter = op_intermediates[n.name]
@@ -304,16 +318,10 @@ def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
             tflite.OperatorAddCustomOptionsFormat(b, tflite.CustomOptionsFormat.FLEXBUFFERS)
         op_offsets.append(tflite.OperatorEnd(b))
 
-    def table_vector(offsets):
-        b.StartVector(4, len(offsets), 4)
-        for off in reversed(offsets):
-            b.PrependUOffsetTRelative(off)
-        return b.EndVector()
-
-    sg_tensors = table_vector(tensor_offsets)
+    sg_tensors = table_vector(b, tensor_offsets)
     sg_inputs = int_vector(b, [index[i] for i in graph.inputs], b.PrependInt32)
     sg_outputs = int_vector(b, [index[o] for o in graph.outputs], b.PrependInt32)
-    sg_ops = table_vector(op_offsets)
+    sg_ops = table_vector(b, op_offsets)
     sg_name = b.CreateString(graph.name)
     tflite.SubGraphStart(b)
     tflite.SubGraphAddTensors(b, sg_tensors)
@@ -323,9 +331,9 @@ def write_tflite(graph: Graph, description: str = "microcompile") -> bytes:
     tflite.SubGraphAddName(b, sg_name)
     subgraph = tflite.SubGraphEnd(b)
 
-    codes_vec = table_vector(code_offsets)
-    subgraphs_vec = table_vector([subgraph])
-    buffers_vec = table_vector(buffer_offsets)
+    codes_vec = table_vector(b, code_offsets)
+    subgraphs_vec = table_vector(b, [subgraph])
+    buffers_vec = table_vector(b, buffer_offsets)
     desc = b.CreateString(description)
     tflite.ModelStart(b)
     tflite.ModelAddVersion(b, SCHEMA_VERSION)
