@@ -235,5 +235,14 @@ def schedule_comment(trace) -> list[str]:
     decisions = trace.to_json() if trace is not None else []
     if not decisions:
         return ["  schedule: none (the lowering's loop nest as it is)"]
-    return ["  schedule:"] + [f"    {d['primitive']}({', '.join(json.dumps(a) for a in d['args'])})" for d in decisions]
+    return ["  schedule:"] + [line for d in decisions for line in _decision_lines(d, "    ")]
+
+
+def _decision_lines(d: dict, indent: str) -> list[str]:
+    if d["primitive"] == "schedule_parts":
+        # a fused row group: each part's (op's) own schedule, in the order of the `fused:` line
+        return [line for k, part in enumerate(d["args"][0])
+                for line in [f"{indent}part {k + 1}:" + ("" if part else " none")]
+                + [x for p in part for x in _decision_lines(p, indent + "  ")]]
+    return [f"{indent}{d['primitive']}({', '.join(json.dumps(a) for a in d['args'])})"]
 

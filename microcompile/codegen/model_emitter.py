@@ -83,6 +83,8 @@ def _header_lines(k_name: str, node: Node, f: PrimFunc, trace) -> list[str]:
     lines += [f"  out: {s}" for s in a.get("outputs", [])]
     if "activation" in a:
         lines.append(f"  activation: {a['activation']}")
+    if "fused" in a:
+        lines.append(f"  fused: {a['fused']}")
     lines.append(f"  MACs: {a.get('macs', 0)}")
     return lines + schedule_comment(trace)
 

@@ -51,7 +51,7 @@ def read_model(model, options: CompileOptions = CompileOptions()) -> Graph:
 
 def compile_graph(graph: Graph, board: Board, artifact_dir: Path, options: CompileOptions = CompileOptions()) -> Compiled:
     """Optimize, lower, schedule, order, plan and emit C for `graph` into `artifact_dir`."""
-    graph = pipeline.run(graph, dump=options.dump_ir)
+    graph = pipeline.run(graph, None if options.fuse_rows else pipeline.WITHOUT_FUSE_ROWS, dump=options.dump_ir)
     kernels, plan, graph, widened, tuned_nodes, stored_int4 = schedule_and_plan(graph, board, options.flash_budget,
                                                                                 dict(options.tuned) or None)
     manifest = emit_artifact(graph, [(n, f) for n, f, _ in kernels], plan, artifact_dir,

@@ -24,6 +24,8 @@ class CompileOptions:
     tuned: {workload key: schedule Trace} replayed on every kernel of that workload instead of
         its default schedule (tuning records, tune/).
     dump_ir: called with (pass name, Graph) after every graph pass (--dump-ir).
+    fuse_rows: run each layer norm's and attention head's ops as one kernel, a row at a time
+        (transform/fuse_rows.py); False keeps them apart, to compare.
     """
 
     input_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
@@ -31,6 +33,7 @@ class CompileOptions:
     flash_budget: int | None = None
     tuned: Mapping[str, object] = field(default_factory=dict)
     dump_ir: Callable | None = None
+    fuse_rows: bool = True
 
     def __post_init__(self):
         object.__setattr__(self, "input_shapes", _frozen(self.input_shapes))

@@ -369,3 +369,42 @@ def calculate_input_radius(input_integer_bits: int, input_left_shift: int,
                           * float(1 << (total_signed_bits - input_integer_bits))
                           / float(1 << input_left_shift))
     return int(math.floor(max_input_rescaled))
+
+
+# ---------------------------------------------------------------------------------------
+# Inverse square root (GetInvSqrtQuantizedMultiplierExp: L2 normalization, int8 RSQRT)
+# ---------------------------------------------------------------------------------------
+
+HALF_SQRT_2_Q0_31 = 1518500250      # sqrt(2)/2 in Q0.31
+_THREE_HALVES_Q3_28 = (1 << 28) + (1 << 27)
+
+
+def get_inv_sqrt_quantized_multiplier_exp(x, reverse_shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite GetInvSqrtQuantizedMultiplierExp over int32 values x >= 0: (multiplier, shift)
+    with 1/sqrt(x) ~= multiplier * 2^(shift - 31) for reverse_shift -1 (the form
+    MultiplyByQuantizedMultiplier takes). x is normalized by pairs of bits into [2^27, 2^29),
+    then five Newton-Raphson steps in Q3.28 from the guess 1, times sqrt(2)/2; a negative
+    right shift is folded into the multiplier. x <= 1 gives (INT32_MAX, 0): 0 is invalid
+    and 1 would overflow the general path (TFLite's special case)."""
+    x = _i64(x)
+    small = x <= 1
+    v = np.where(small, 2, x)
+    shift = np.full(v.shape, 11, dtype=np.int64)
+    for _ in range(2):                               # int32 values need at most two divisions by 4
+        big = v >= (1 << 29)
+        v = np.where(big, v // 4, v)
+        shift = shift + big
+    pairs = (count_leading_zeros_u32(v) - 1) // 2 - 1
+    shift = shift - pairs
+    v = v << (2 * pairs)
+    f3_input = v >> 1
+    half_input = rounding_divide_by_pot(f3_input, 1)
+    y = np.full(v.shape, 1 << 28, dtype=np.int64)   # 1.0 in Q3.28
+    for _ in range(5):
+        y3 = rescale(_mul(_mul(y, y), y), 9, 3)
+        y = rescale(wrap32(_mul(_THREE_HALVES_Q3_28, y) - _mul(half_input, y3)), 6, 3)
+    y = _mul(y, HALF_SQRT_2_Q0_31)
+    negative = shift < 0
+    y = np.where(negative, wrap32(y << np.maximum(-shift, 0)), y)
+    shift = np.where(negative, 0, shift)
+    return np.where(small, INT32_MAX, y), np.where(small, 0, shift * reverse_shift)

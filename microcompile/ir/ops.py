@@ -69,8 +69,10 @@ class OpDef:
     layout: str | None = None
     # Whether its kernels may write the output over an input that dies with them
     # (memory/inplace.py says how far): "window" for NHWC convolution and pooling kernels
-    # that write output pixels in row-major order; elementwise ops (layout "elementwise")
-    # are in place by default ("elementwise", see inplace_kind); None: never.
+    # that write output pixels in row-major order; "rows" for the fused row groups
+    # (ops_fused.py), which write a row of the output after the last read of that row of an
+    # input; elementwise ops (layout "elementwise") are in place by default ("elementwise",
+    # see inplace_kind); None: never.
     inplace: str | None = None
     # Has a bit-exact 16x8 form (int16 activations, int8 weights): an int16 variant of its
     # kernel, parameters and lowering (dtype="int16"), or a dtype-generic byte move. A model
@@ -94,7 +96,7 @@ class OpDef:
 
 QUANT_KINDS = (None, "weighted", "same", "shared", "fixed", "calibrated")
 LAYOUTS = (None, "elementwise", "axis")
-INPLACE_KINDS = (None, "elementwise", "window")
+INPLACE_KINDS = (None, "elementwise", "window", "rows")
 
 
 REGISTRY: dict[str, OpDef] = {}

@@ -9,6 +9,7 @@
   prelu                         input, alpha (a tensor broadcast against the input)
   logistic, tanh, hard_swish    unary
   abs                           unary
+  rsqrt                         unary; int8 as LiteRT's fixed-point 1/sqrt (a table), float32 1/sqrtf
   log_softmax                   over the last axis
   quantize                      float32 -> int8/int16, or int8/int16 -> int8/int16 (requantize)
   dequantize                    int8/int16 -> float32
@@ -28,7 +29,7 @@ from .verify import VerifyError
 BINARY_OPS = ("sub", "mul", "maximum", "minimum", "squared_difference")
 # Unary int8 ops whose output is a pure function of the input byte: they run as a
 # 256-entry table built on the host (reference.elementwise.int8_table).
-TABLE_OPS = ("leaky_relu", "logistic", "tanh", "hard_swish", "abs", "quantize", "dequantize")
+TABLE_OPS = ("leaky_relu", "logistic", "tanh", "hard_swish", "abs", "rsqrt", "quantize", "dequantize")
 
 
 def _broadcast_shape(n: Node, a, b) -> tuple[int, ...]:
@@ -105,8 +106,11 @@ register(OpDef("abs", ("input",), infer=same_as_input, quant="calibrated", layou
 # x/2 (1 + erf(x/sqrt 2)), True: the tanh form), as PyTorch and ONNX define them; int8 GELU is
 # LiteRT's 256-entry table.
 register(OpDef("sqrt", ("input",), infer=same_as_input, layout="elementwise"))
-# float32 only: TFLite's RSQRT (the converter's layer norm) and ONNX's Erf (older exports' GELU).
-register(OpDef("rsqrt", ("input",), infer=same_as_input, layout="elementwise"))
+# TFLite's RSQRT (the converter's layer norm): float32, and int8 as every TFLite int8 layer norm
+# has it (LiteRT's fixed-point kernel; PTQ calibrates its output). int16 (LiteRT's 513-entry
+# interpolated table) is not supported.
+register(OpDef("rsqrt", ("input",), infer=same_as_input, quant="calibrated", layout="elementwise"))
+# float32 only: ONNX's Erf (older exports' GELU).
 register(OpDef("erf", ("input",), infer=same_as_input, layout="elementwise"))
 register(OpDef("gelu", ("input",), attrs={"approximate": False}, infer=same_as_input, quant="calibrated",
                layout="elementwise"))

@@ -11,11 +11,13 @@ from ..errors import UnsupportedOpError
 from ..ir import ops
 from ..ir.graph import Graph, Node
 from ..tir.nodes import PrimFunc
-from .common import LOWERINGS
+from .common import LOWERINGS, lowering_of
 
 # The op families, each registering its lowerings with @lowering.
 from . import (activation, binary, conv2d, dense, depthwise, elementwise, log_softmax, matmul, max_pool,  # noqa: F401,E402
                mean, movement, pad, pool, recurrent, reduce_max, resize, signal, softmax, transpose_conv, unary)
+# Fused row groups (layer norm, attention): the ops above, one row at a time.
+from . import fused  # noqa: F401,E402
 # The int16 variants (16x8 quantization) of the ops above.
 from . import s16  # noqa: F401,E402
 
@@ -28,7 +30,7 @@ def needs_kernel(node: Node) -> bool:
 def lower_node(graph: Graph, node: Node, target=None) -> PrimFunc:
     """The loop-IR compute definition of `node` for `target` (a microcompile.target.Target,
     or None for the portable form)."""
-    fn = LOWERINGS.get((node.op, ops.variant(graph, node))) or LOWERINGS.get(node.op)
+    fn = lowering_of(graph, node)
     w = graph.tensors[node.inputs[1]] if len(node.inputs) > 1 and node.inputs[1] else None
     if w is not None and w.dtype == "int4":
         # The kernel computes on int4 weights as the int8 numbers they are; how they are stored

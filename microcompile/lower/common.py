@@ -33,6 +33,12 @@ def lowering(*op_names: str, dtype: str | None = None):
 
 
 
+def lowering_of(g: Graph, node: Node):
+    """The registered lowering of `node`: its dtype variant's (ops.variant) when there is one,
+    else the op's; None when the op has none."""
+    return LOWERINGS.get((node.op, ops.variant(g, node))) or LOWERINGS.get(node.op)
+
+
 def describe(t: Tensor) -> str:
     """"name [1,8,8,3] int8 s=0.0235 zp=-128" for the kernel comment header."""
     s = f"{t.name} [{','.join(map(str, t.shape))}] {t.dtype}"

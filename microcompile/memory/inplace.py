@@ -15,6 +15,10 @@ What an op's kernels allow is its OpDef's `inplace` trait (ir/ops.py, `ops.inpla
                  order of reads and writes inside one pixel (or one micro-kernel call).
                  This is TinyEngine's in-place depthwise convolution generalised: a 3x3,
                  stride-1 layer needs one row and two pixels of slack, not a second tensor.
+  "rows"         a fused row group (layer_norm, attention: ir/ops_fused.py) writes row r of
+                 its output after its ops have read row r of an input, rows in increasing
+                 order: the output may sit exactly on an input of its shape and element size
+                 that the body reads row by row (RowGroup.written_over; not K or V).
 
 Offsets are bytes, rounded down to the arena's alignment. Tests run every such kernel with
 its output aliased onto its input at max_shift and compare with the reference.
@@ -90,6 +94,9 @@ def node_shifts(g: Graph, node: Node) -> list[tuple[str, str, int | None]]:
             xt = g.tensors[x]
             if not xt.is_const and tuple(xt.shape) == tuple(yt.shape):
                 out.append((y, x, elementwise_shift(yt.size, _elem(g, x), _elem(g, y))))
+    elif kind == "rows":
+        body = node.attrs["body"]
+        out += [(y, x, 0) for x in dict.fromkeys(node.inputs) if body.written_over(x)]
     elif kind == "window":
         x = node.inputs[0]
         xt = g.tensors[x]

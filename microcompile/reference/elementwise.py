@@ -24,6 +24,9 @@ Unary ops whose output is a pure function of the input byte run as a 256-entry t
   hard_swish          reference_ops::HardSwish: int16 fixed point, "reluish" multiplier
   quantize int8->int8 MBQM(x - zp_in, M, shift) + zp_out, M = double(s_in) / double(s_out)
   dequantize          float32(double(s) * (x - zp))
+  rsqrt               RsqrtEvalQuantizedInt8: fixed-point 1/sqrt(x - zp_in) (Newton-Raphson) on
+                      1 << 20, MBQM by QuantizeMultiplier(1 / (sqrtf(s_in) * s_out)) >> 20;
+                      x = zp_in: 127; x < zp_in: LiteRT fails the Invoke, the table holds 127
 
 float32 -> int8 quantize is computed, not tabled: round_half_away(x / s) + zp, clamped.
 float32 kernels follow TFLite's reference kernels in float32 arithmetic.
@@ -252,9 +255,43 @@ def _gelu_table(g, n, qi, qo):
     return _float_lut(qi, qo, _gelu_lut_transform(bool(n.attrs.get("approximate", False))))
 
 
+RSQRT_SHIFT = 20   # LiteRT's kShift: 1/sqrt(x - zp) is carried as an integer in units of 2^-20
+
+
+def rsqrt_multiplier(qi, qo) -> tuple[int, int]:
+    """SetRsqrtOutputMultiplier: QuantizeMultiplier(1 / (sqrtf(s_in) * s_out)), the product in
+    float32, its reciprocal in double. The second requantization shifts right by the
+    multiplier's shift + 20 bits, which C cannot do past 31: such a shift (sqrt(s_in) * s_out
+    above 2^12, where no output step is representable) is refused."""
+    real = 1.0 / float(np.sqrt(_f32(qi.s)) * _f32(qo.s))
+    mult, shift = fp.quantize_multiplier(real)
+    if shift - RSQRT_SHIFT < -31:
+        raise fp.KernelParamsError(f"int8 rsqrt: sqrt(input scale) * output scale is {1 / real:g}, beyond the "
+                                   f"2^12 its fixed-point arithmetic can scale down by")
+    return mult, shift
+
+
+def _rsqrt_table(g, n, qi, qo):
+    """LiteRT's RsqrtEvalQuantizedInt8 (TFLM's RsqrtEvalQuantized): v = x - zp_in; the inverse
+    square root of v as a fixed-point multiplier (GetInvSqrtQuantizedMultiplierExp, reverse
+    shift -1), applied to 1 << 20; that rescaled by rsqrt_multiplier, 2^-20 undone, + zp_out.
+
+    v = 0 gives 127 ("any value close to 0 represents the max output value"). v < 0 makes
+    LiteRT fail the Invoke ("Rsqrt is only defined for positive values"), a check per element
+    that a table cannot make: those entries are 127 as well, the value of the nearest valid
+    input (a variance is never below zero, and the converter and our PTQ give a non-negative
+    tensor the zero point -128, so that no input lies below it)."""
+    mult, shift = rsqrt_multiplier(qi, qo)
+    v = INT8_VALUES - qi.zp
+    inv_mult, inv_shift = fp.get_inv_sqrt_quantized_multiplier_exp(np.maximum(v, 1), -1)
+    scaled = fp.multiply_by_quantized_multiplier(1, inv_mult, inv_shift + RSQRT_SHIFT)
+    out = fp.multiply_by_quantized_multiplier(scaled, mult, shift - RSQRT_SHIFT)
+    return np.where(v > 0, _clamp8(out + qo.zp), np.int8(127)).astype(np.int8)
+
+
 _TABLES = {"leaky_relu": _leaky_relu_table, "logistic": _logistic_table, "tanh": _tanh_table,
-           "hard_swish": _hard_swish_table, "abs": _abs_table, "gelu": _gelu_table, "quantize": _requantize_table,
-           "dequantize": _dequantize_table}
+           "hard_swish": _hard_swish_table, "abs": _abs_table, "gelu": _gelu_table, "rsqrt": _rsqrt_table,
+           "quantize": _requantize_table, "dequantize": _dequantize_table}
 
 
 def int8_table(g: Graph, n: Node) -> np.ndarray:

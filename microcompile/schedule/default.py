@@ -9,10 +9,13 @@ board's flash by schedule/widening.py)."""
 
 from __future__ import annotations
 
+from ..tir.compose import compose_rows
 from ..tir.nodes import For, PrimFunc, walk
+from ..tir.verify import verify_primfunc
 from .depthwise_intrin import DEPTHWISE_SCHEDULES
 from .gemm_schedule import GEMM_SCHEDULES
 from .tabulate import TABLE_SCHEDULES
+from .primitives import ScheduleError, primitive
 from .trace import Schedule, Trace
 
 UNROLL_MAX_EXTENT_DOMAIN = (0, 2, 3, 4, 8)   # 0 = never unroll
@@ -34,6 +37,8 @@ def default_schedule(func: PrimFunc, target=None, unroll_max_extent: int | None 
     int16 weights where a kernel has that choice (schedule/widening.py decides per kernel),
     int8 ones, or None for each op family's own default. `unroll_max_extent` (None: the op's
     default, default_unroll)."""
+    if "row_parts" in func.attrs:
+        return _schedule_parts_by_default(func, target, unroll_max_extent, wide)
     if unroll_max_extent is None:
         unroll_max_extent = default_unroll(func)
     assert unroll_max_extent in UNROLL_MAX_EXTENT_DOMAIN, unroll_max_extent
@@ -42,6 +47,26 @@ def default_schedule(func: PrimFunc, target=None, unroll_max_extent: int | None 
     sch = next((s for s in (fn(func, target, **options) for fn in schedules) if s is not None), None) or Schedule(func)
     unroll_short_loops(sch, unroll_max_extent)
     return sch.func, sch.trace
+
+
+def _schedule_parts_by_default(func: PrimFunc, target, unroll_max_extent: int | None, wide: bool | None):
+    """A fused row group (lower/fused.py): each part gets its op's default schedule, recorded as
+    one decision that replays every part's trace (schedule_parts)."""
+    traces = [default_schedule(p, target, unroll_max_extent, wide)[1].to_json() for p in func.attrs["row_parts"].parts]
+    sch = Schedule(func)
+    sch._apply("schedule_parts", traces)
+    return sch.func, sch.trace
+
+
+@primitive("schedule_parts")
+def schedule_parts(f: PrimFunc, traces: list) -> PrimFunc:
+    """Replay `traces` (one per part, as JSON) on the parts of fused row group `f` and compose
+    them again (tir/compose.py)."""
+    rp = f.attrs["row_parts"]
+    if len(traces) != len(rp.parts):
+        raise ScheduleError(f"schedule_parts: {len(traces)} traces for {len(rp.parts)} parts")
+    body, buffers = compose_rows([Trace.from_json(t).apply(p) for p, t in zip(rp.parts, traces)], rp.nest)
+    return verify_primfunc(PrimFunc(f.name, buffers, body, dict(f.attrs)))
 
 
 def unroll_short_loops(sch: Schedule, max_extent: int) -> None:

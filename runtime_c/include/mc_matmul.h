@@ -30,6 +30,12 @@ typedef struct {
  * a (SXTB16 of one load, the offset added by SADD16) and two SMLAD for four columns at a time. */
 void mc_matmul_s8(int8_t *y, const int8_t *a, const int8_t *b, int16_t *scratch, const mc_matmul_params_t *params);
 
+/* mc_matmul_s8 in two steps, for a b shared by several calls (a fused attention head's K or
+ * V, multiplied by one query row at a time): the packing of b into scratch, then the product
+ * with a packed b, which may be called any number of times. */
+void mc_matmul_s8_pack_b(int16_t *scratch, const int8_t *b, const mc_matmul_params_t *params);
+void mc_matmul_s8_packed(int8_t *y, const int8_t *a, const int16_t *packed_b, const mc_matmul_params_t *params);
+
 /* The 16x8 form (TFLite's int16 BATCH_MATMUL): symmetric int16 operands (the offsets are 0),
  * an int64 sum, requantized as the 16x8 kernels do (MultiplyByQuantizedMultiplier of an int64,
  * mc_s16.h), clamped to act_min..act_max; `rounding` is not read. No scratch. */

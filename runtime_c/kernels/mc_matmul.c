@@ -135,23 +135,33 @@ static void row_dsp(int8_t *y, const int8_t *a_row, const int16_t *bt, const mc_
 }
 #endif
 
-void mc_matmul_s8(int8_t *y, const int8_t *a, const int8_t *b, int16_t *scratch, const mc_matmul_params_t *params)
+void mc_matmul_s8_pack_b(int16_t *scratch, const int8_t *b, const mc_matmul_params_t *params)
+{
+    transpose_b(scratch, b, params, (params->depth + 3) & ~3);
+}
+
+void mc_matmul_s8_packed(int8_t *y, const int8_t *a, const int16_t *packed_b, const mc_matmul_params_t *params)
 {
     const int32_t kp = (params->depth + 3) & ~3;
 
-    transpose_b(scratch, b, params, kp);
     for (int32_t m = 0; m < params->rows; ++m) {
         const int8_t *a_row = a + m * params->a_row_stride;
         int8_t *y_row = y + m * params->cols;
 #if defined(__ARM_FEATURE_DSP)
         if (params->a_col_stride == 1) {
-            row_dsp(y_row, a_row, scratch, params, kp);
+            row_dsp(y_row, a_row, packed_b, params, kp);
             continue;
         }
 #endif
         for (int32_t n = 0; n < params->cols; ++n)
-            y_row[n] = (int8_t)requantize(dot_generic(a_row, params->a_col_stride, scratch + n * kp, params), params);
+            y_row[n] = (int8_t)requantize(dot_generic(a_row, params->a_col_stride, packed_b + n * kp, params), params);
     }
+}
+
+void mc_matmul_s8(int8_t *y, const int8_t *a, const int8_t *b, int16_t *scratch, const mc_matmul_params_t *params)
+{
+    mc_matmul_s8_pack_b(scratch, b, params);
+    mc_matmul_s8_packed(y, a, scratch, params);
 }
 
 void mc_matmul_s16(int16_t *y, const int16_t *a, const int16_t *b, const mc_matmul_params_t *params)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from support.lower_cases import (FLOAT_ONLY_OPS, KERNEL_OPS, PLAIN_INT_OPS, build_graph, cases, hybrid_conv_graph, matches, random_inputs, reference,
+from support.lower_cases import (FLOAT_ONLY_OPS, FUSED_OPS, KERNEL_OPS, PLAIN_INT_OPS, build_graph, cases, hybrid_conv_graph, matches, random_inputs, reference,
                          run_lowered)
 from support.op_cases import PLANS16
 from microcompile.errors import UnsupportedOpError
@@ -48,7 +48,8 @@ def test_hybrid_conv2d_matches_interpreter(padding):
 
 
 def test_registry_covers_every_kernel_op():
-    assert {k for k in LOWERINGS if isinstance(k, str)} == set(KERNEL_OPS) | set(FLOAT_ONLY_OPS) | set(PLAIN_INT_OPS)
+    assert {k for k in LOWERINGS if isinstance(k, str)} == set(KERNEL_OPS) | set(FLOAT_ONLY_OPS) | set(PLAIN_INT_OPS) \
+        | set(FUSED_OPS)
     # int16 variants: every 16x8 op that computes (the byte movers share int8's lowering)
     movers = {"concatenation", "pad", "strided_slice", "reshape", "transpose", "squeeze", "expand_dims", "split",
               "split_v", "slice", "pack", "unpack", "gather"}

@@ -11,22 +11,17 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 
-from support.lower_cases import build_graph, cases, hybrid_conv_graph, random_inputs, reference  # noqa: E402
+from support.lower_cases import build_graph, cases, hybrid_conv_graph  # noqa: E402
 from support.op_cases import PLANS  # noqa: E402
-from microcompile.ir import NP_DTYPES, ops  # noqa: E402
-from microcompile.lower import lower_node  # noqa: E402
+from support.inplace_check import check_in_place  # noqa: E402
+from microcompile.ir import ops  # noqa: E402
 from microcompile.memory import Alias, aliases, concat_slices, overlap_rules  # noqa: E402
-from microcompile.memory.inplace import elementwise_shift, node_shifts, window_shift  # noqa: E402
-from microcompile.schedule import default_schedule  # noqa: E402
+from microcompile.memory.inplace import elementwise_shift, window_shift  # noqa: E402
 from microcompile.target import load_board  # noqa: E402
-from microcompile.tir.interp import run_primfunc  # noqa: E402
 
 DSP = load_board("mps2-an386").target
 PLAIN = load_board("mps2-an385").target
@@ -85,28 +80,6 @@ def test_elementwise_shift():
     assert elementwise_shift(1, 1, 4) is None          # one element: anything goes
 
 
-def _aliased_run(g, f, inputs, src: str, shift: int) -> np.ndarray:
-    """Run f with the output's bytes placed `shift` bytes above input `src`'s, in one array."""
-    y = g.outputs[0]
-    xt, yt = g.tensors[src], g.tensors[y]
-    x_at = max(0, -shift)
-    arena = np.zeros(x_at + max(xt.nbytes, shift + yt.nbytes) + 16, np.uint8)
-    arena[x_at:x_at + xt.nbytes] = np.frombuffer(np.ascontiguousarray(inputs[src]).tobytes(), np.uint8)
-    place = {src: x_at, y: x_at + shift}
-    arrays = {}
-    for b in f.buffers:
-        if b.scope != "arena":
-            continue
-        t = g.tensors[b.tensor]
-        if b.tensor in place:
-            arrays[b.name] = arena[place[b.tensor]:place[b.tensor] + t.nbytes].view(NP_DTYPES[b.dtype])
-        else:
-            arrays[b.name] = np.ascontiguousarray(inputs[b.tensor]).reshape(-1).copy()
-    run_primfunc(f, arrays)
-    out = next(b for b in f.buffers if b.scope == "arena" and b.tensor == y)
-    return np.array(arrays[out.name]).reshape(yt.shape)
-
-
 IN_PLACE_OPS = [op for op in PLANS if ops.inplace_kind(op) is not None]
 CASES = [c for op in IN_PLACE_OPS for dt in ("int8", "float32") for c in cases(op, dt, 3, seed=5)]
 
@@ -123,30 +96,14 @@ def _has_operand_to_write_over(case) -> bool:
 KERNEL_CASES = [c for c in CASES if _has_operand_to_write_over(c)]
 
 
-def _check_in_place(g, target, seed, wide=None):
-    node = g.nodes[0]
-    f, _ = default_schedule(lower_node(g, node, target), target, wide=wide)
-    ins = random_inputs(g, seed)
-    ref = reference(g, ins)
-    shifts = node_shifts(g, node)
-    assert shifts, f"{node.op} has an in-place trait but no in-place input here"
-    for y, x, shift in shifts:
-        if shift is None:
-            continue
-        got = _aliased_run(g, f, ins, x, shift)
-        assert got.dtype == ref.dtype
-        assert np.array_equal(got, ref) if got.dtype == np.int8 else \
-            np.allclose(got, ref, rtol=1e-5, atol=1e-6 * max(float(np.abs(ref).max()), 1e-30)), (x, shift)
-
-
 @pytest.mark.parametrize("target, wide", [(DSP, None), (DSP, False), (PLAIN, None)], ids=["dsp", "dsp-int8", "plain"])
 @pytest.mark.parametrize("case", KERNEL_CASES, ids=lambda c: f"{c['op']}-{c['dtype']}-{c['index']}")
 def test_kernel_in_place_is_exact(case, target, wide):
-    _check_in_place(build_graph(case), target, case["seed"], wide)
+    check_in_place(build_graph(case), target, case["seed"], wide)
 
 
 def test_hybrid_conv_in_place_is_exact():
-    _check_in_place(hybrid_conv_graph(seed=3), PLAIN, 4)
+    check_in_place(hybrid_conv_graph(seed=3), PLAIN, 4)
 
 
 def test_rules_only_between_whole_buffers():

@@ -87,4 +87,5 @@ def test_pipeline_verifies_after_each_pass():
     seen = []
     pipeline.run(fc_relu_graph(q(0.1, -5)), dump=lambda name, g: seen.append((name, len(g.nodes))))
     assert seen == [("fold_shape", 3), ("fold_constants", 3), ("cancel_transposes", 3), ("fold_dilated_conv", 3),
-                    ("fold_pad", 3), ("fold_bias_add", 3), ("fuse_activation", 2), ("remove_dead", 1)]
+                    ("fold_pad", 3), ("fold_bias_add", 3), ("fuse_activation", 2), ("fuse_rows", 2),
+                    ("remove_dead", 1)]

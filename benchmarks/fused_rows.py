@@ -1,0 +1,76 @@
+"""The fused layer norms and attention heads (transform/fuse_rows.py) against their ops run
+one by one, on the transformer fixtures, on a board's QEMU twin.
+
+    PYTHONPATH=. python3 benchmarks/fused_rows.py [--board mps2-an386]
+
+For the keyword transformer and the tiny ViT (tests/fixtures/pytorch), float and int8
+(microcompile's PTQ, the layer norms' div and sqrt kept float, as benchmarks/pytorch_models.py
+quantizes them), compiled twice: fused (the default) and with CompileOptions(fuse_rows=False).
+Each row: instructions per inference (QEMU -icount, BENCHMARK.md), the instructions of the
+layer-norm and attention kernels (profile: the fused kernels, or the sum of the ops they
+stand for), the arena, and whether the device output equals the reference interpreter (the
+unfused graph's). Instructions are exact and deterministic; the arena is the planned one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT)]
+
+import microcompile as mc  # noqa: E402
+from microcompile.compiler.options import CompileOptions  # noqa: E402
+
+FIXTURES = ROOT / "tests" / "fixtures" / "pytorch"
+
+
+def measure(model, board: str, x: np.ndarray, fuse: bool, work: Path) -> dict:
+    cm = mc.compile(model, board, name="m", options=CompileOptions(fuse_rows=fuse))
+    fused = {n.name: n.op for n in mc.compile(model, "host", name="m").graph.nodes if n.op in ("layer_norm", "attention")}
+    parts = {}
+    for n in mc.compile(model, "host", name="m").graph.nodes:
+        if n.op in ("layer_norm", "attention"):
+            parts.update({m.name: n.op for m in n.attrs["body"].graph.nodes})
+    r = cm.deploy(work / f"deploy_{fuse}", inputs=x, emulate=True)
+    with cm.emulate(work / f"profile_{fuse}") as dev:
+        rows = dev.profile(x).report()["kernels"]
+    groups = {"layer_norm": 0, "attention": 0}
+    for row in rows:
+        op = fused.get(row["name"]) if fuse else parts.get(row["name"])
+        if op is not None:
+            groups[op] += row["instructions"]
+    return {"instructions": r.report["instructions"], "arena": r.report["arena_bytes"], "verified": r.verified,
+            **groups}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--board", default="mps2-an386")
+    args = ap.parse_args()
+    print(f"board {args.board}\n")
+    print("| model | ops | instructions | layer norms | attention | arena B | equals reference |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for name in ("kws_transformer", "tiny_vit"):
+            x = np.load(FIXTURES / f"{name}.npz")["x"]
+            rng = np.random.default_rng(0)
+            calibration = rng.normal(float(x.mean()), float(x.std()), (32, *x.shape[1:])).astype(np.float32)
+            int8 = mc.quantize(FIXTURES / f"{name}.pt2", calibration, keep_float=("div", "sqrt"))
+            for label, model in (("float", FIXTURES / f"{name}.pt2"), ("int8", int8)):
+                for fuse in (False, True):
+                    m = measure(model, args.board, x, fuse, work)
+                    print(f"| {name} {label} | {'fused' if fuse else 'one by one'} | {m['instructions']:,} | "
+                          f"{m['layer_norm']:,} | {m['attention']:,} | {m['arena']:,} | "
+                          f"{'yes' if m['verified'] else 'NO'} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
