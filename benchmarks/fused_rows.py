@@ -32,21 +32,19 @@ FIXTURES = ROOT / "tests" / "fixtures" / "pytorch"
 
 def measure(model, board: str, x: np.ndarray, fuse: bool, work: Path) -> dict:
     cm = mc.compile(model, board, name="m", options=CompileOptions(fuse_rows=fuse))
-    fused = {n.name: n.op for n in mc.compile(model, "host", name="m").graph.nodes if n.op in ("layer_norm", "attention")}
-    parts = {}
-    for n in mc.compile(model, "host", name="m").graph.nodes:
-        if n.op in ("layer_norm", "attention"):
-            parts.update({m.name: n.op for m in n.attrs["body"].graph.nodes})
+    groups = [n for n in mc.compile(model, "host", name="m").graph.nodes if n.op in ("layer_norm", "attention")]
+    # a kernel of a layer norm or attention head: the fused node, or one of its ops
+    owner = {n.name: n.op for n in groups} if fuse else \
+        {m.name: n.op for n in groups for m in n.attrs["body"].graph.nodes}
     r = cm.deploy(work / f"deploy_{fuse}", inputs=x, emulate=True)
     with cm.emulate(work / f"profile_{fuse}") as dev:
-        rows = dev.profile(x).report()["kernels"]
-    groups = {"layer_norm": 0, "attention": 0}
+        rows = dev.profile(x).rows
+    spent = {"layer_norm": 0, "attention": 0}
     for row in rows:
-        op = fused.get(row["name"]) if fuse else parts.get(row["name"])
-        if op is not None:
-            groups[op] += row["instructions"]
+        if row.name in owner:
+            spent[owner[row.name]] += row.count
     return {"instructions": r.report["instructions"], "arena": r.report["arena_bytes"], "verified": r.verified,
-            **groups}
+            **spent}
 
 
 def main() -> int:

@@ -101,6 +101,9 @@ case("Dropout", [(2, 6)], opset=13)
 for opset, axis in ((11, 1), (11, 2), (13, 1), (13, -1), (21, 2)):
     case("Softmax", [(2, 3, 4)], {"axis": axis}, opset)
     case("LogSoftmax", [(2, 3, 4)], {"axis": axis}, opset)
+# Pow with a constant exponent (0.5 and -0.5 need positive inputs: tests/transform/test_fuse_rows.py)
+for _e in (1.0, 2.0, 3.0):
+    case("Pow", [(2, 3, 5), np.array(_e, np.float32)], opset=13 if _e != 3.0 else 15)
 case("Softmax", [(3, 5)])
 
 # --- pooling and reductions -------------------------------------------------------------

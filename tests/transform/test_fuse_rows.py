@@ -111,6 +111,83 @@ def test_onnx_layer_normalization_fuses_and_matches_onnxruntime():
     assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
 
 
+def _decomposed_layer_norm(exponent_op: str):
+    """A LayerNormalization as exporters wrote it before opset 17: ReduceMean, Sub, Pow(d, 2),
+    ReduceMean, Add, Sqrt (or Pow(v, 0.5)), Div, Mul, Add."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(12)
+    c = lambda name, v: numpy_helper.from_array(np.asarray(v, np.float32), name)   # noqa: E731
+    nodes = [helper.make_node("ReduceMean", ["x"], ["mu"], axes=[-1], keepdims=1),
+             helper.make_node("Sub", ["x", "mu"], ["d"]),
+             helper.make_node("Pow", ["d", "two"], ["sq"]),
+             helper.make_node("ReduceMean", ["sq"], ["var"], axes=[-1], keepdims=1),
+             helper.make_node("Add", ["var", "eps"], ["ve"]),
+             helper.make_node("Sqrt", ["ve"], ["sd"]) if exponent_op == "Sqrt"
+             else helper.make_node("Pow", ["ve", "half"], ["sd"]),
+             helper.make_node("Div", ["d", "sd"], ["n"]),
+             helper.make_node("Mul", ["n", "g"], ["s"]),
+             helper.make_node("Add", ["s", "b"], ["y"])]
+    graph = helper.make_graph(nodes, "ln_decomposed", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 9, 12])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 9, 12])],
+                              [c("two", 2.0), c("half", 0.5), c("eps", 1e-5), c("g", rng.uniform(0.5, 1.5, 12)),
+                               c("b", rng.normal(0, 0.3, 12))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    return model
+
+
+@pytest.mark.parametrize("root", ["Sqrt", "Pow"])
+def test_the_decomposed_layer_norm_of_older_opsets_fuses_and_matches_onnxruntime(root):
+    import onnxruntime as ort
+
+    from microcompile.frontend.onnx import load_onnx
+
+    model = _decomposed_layer_norm(root)
+    g = pipeline.run(load_onnx(model))
+    assert _ops(g) == ["layer_norm"]
+    x = np.random.default_rng(13).normal(-2.0, 4.0, (1, 9, 12)).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = interp.run(g, {g.inputs[0]: x})[g.outputs[0]]
+    assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("exponent, op", [(0.5, "sqrt"), (-0.5, "rsqrt")])
+def test_pow_roots_become_their_ops(exponent, op):
+    from onnx import TensorProto, helper, numpy_helper
+    import onnxruntime as ort
+
+    from microcompile.frontend.onnx import load_onnx
+
+    graph = helper.make_graph([helper.make_node("Pow", ["x", "e"], ["y"])], "pow",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 7])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 7])],
+                              [numpy_helper.from_array(np.array(exponent, np.float32), "e")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    g = pipeline.run(load_onnx(model))
+    assert _ops(g) == [op]
+    x = np.random.default_rng(14).uniform(0.01, 50.0, (3, 7)).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert np.abs(interp.run(g, {g.inputs[0]: x})[g.outputs[0]] - want).max() <= 1e-5 * np.abs(want).max()
+
+
+def test_pow_of_another_exponent_is_refused_by_name():
+    from onnx import TensorProto, helper, numpy_helper
+
+    from microcompile.errors import UnsupportedOpError
+    from microcompile.frontend.onnx import load_onnx
+
+    graph = helper.make_graph([helper.make_node("Pow", ["x", "e"], ["y"])], "pow",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 7])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 7])],
+                              [numpy_helper.from_array(np.array(1.7, np.float32), "e")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    with pytest.raises(UnsupportedOpError, match="exponent 1.7"):
+        load_onnx(model)
+
+
 def test_the_transformer_fixtures_fuse_every_trailing_norm_and_every_head():
     """The keyword transformer and the tiny ViT (tests/fixtures/pytorch): every layer norm over
     the channels and both attention blocks become fused nodes, float and int8 alike (the

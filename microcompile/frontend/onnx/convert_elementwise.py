@@ -1,5 +1,6 @@
 """Add, Sub, Mul, Div, activations (Relu, LeakyRelu, PRelu, Clip, Sigmoid, Tanh,
-HardSigmoid, HardSwish), Abs, Softmax, LogSoftmax, Identity, Dropout.
+HardSigmoid, HardSwish), Abs, Pow (constant exponents 1, 2, 3, 0.5, -0.5), Softmax, LogSoftmax,
+Identity, Dropout.
 
 Broadcasting is NumPy's, as the IR's binary ops; an operand of lower rank is reshaped to
 the output's rank first (leading 1s), which keeps every kernel's index arithmetic simple.
@@ -81,6 +82,34 @@ def _div(ctx, node):
         binary(ctx, node, "mul", a, ctx.add_const(recip, node.input[1] + "_recip"), out=node.output[0])
         return
     binary(ctx, node, "div", a, _float_operand(ctx, node, 1), out=node.output[0])
+
+
+# Pow with a constant scalar exponent, as exporters write squares and roots (the decomposed
+# LayerNormalization of opsets before 17: ReduceMean, Sub, Pow(d, 2), ReduceMean, Add, Sqrt,
+# Div): the exponents below become the ops that compute them (x*x is what pow(x, 2) rounds to;
+# x*x*x differs from pow(x, 3) by at most a rounding). Any other exponent is refused by name.
+_POW = {1.0: (), 2.0: ("square",), 3.0: ("cube",), 0.5: ("sqrt",), -0.5: ("rsqrt",)}
+
+
+@converter("Pow")
+def _pow(ctx, node):
+    x = _float_operand(ctx, node, 0)
+    e = ctx.const(node.input[1])
+    if e is None or np.asarray(e).size != 1:
+        ctx.unsupported(node, "an exponent that is not a constant scalar")
+    e = float(np.asarray(e).reshape(()))
+    if e not in _POW:
+        ctx.unsupported(node, f"exponent {e:g} (supported: {', '.join(f'{k:g}' for k in _POW)})")
+    out = node.output[0]
+    steps = _POW[e]
+    if not steps:
+        ctx.reshape(x, ctx.tensors[x].shape, out=out)
+    elif steps[0] in ("sqrt", "rsqrt"):
+        ctx.emit1(steps[0], [x], out=out)
+    else:
+        sq = ctx.emit1("mul", [x, x], out=out if steps[0] == "square" else None)
+        if steps[0] == "cube":
+            ctx.emit1("mul", [sq, x], out=out)
 
 
 def _unary(onnx_op: str, our_op: str, attrs=lambda ctx, node: {}):
