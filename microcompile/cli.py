@@ -181,6 +181,9 @@ def _summary(r: dict) -> str:
         f"sections     {sections}",
         f"instructions {r['instructions']:>10,} per inference ({r['macs']:,} MACs)" if r["instructions"] is not None
         else "instructions n/a on this board",
+        *([f"estimate     {r['estimated_cycles']:>10,} cycles = {r['estimated_ms']:.3f} ms at "
+           f"{r['clock_hz'] / 1e6:g} MHz (a model's estimate, not a measurement: docs/cycles.md)"]
+          if r.get("estimated_cycles") else []),
         f"project      {r['project_dir']} (firmware.elf/.bin/.hex, firmware.map; rebuild with make)",
     ]
     return "\n".join(lines)
@@ -337,7 +340,7 @@ def _cmd_tune(args) -> int:
                               scratch_budget=parse_bytes(args.scratch_budget, "--scratch-budget"),
                               arena_budget=parse_arena_budget(args.arena_budget), executor=args.executor,
                               address=args.address, work_dir=args.project_dir, ports=tuple(args.port or ()),
-                              probes=tuple(args.probe or ()))
+                              probes=tuple(args.probe or ()), objective=args.objective)
     link = api.Link(emulate=args.emulate, timeout=args.timeout)
     board = api.board(args.board)
     api.check_tune(board, args.records, options, link)     # before any work
@@ -557,6 +560,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the model strategy's cost model: ridge (numpy, default) or xgboost (gradient-boosted "
                         "trees as AutoTVM; needs microcompile[xgboost])")
     t.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
+    t.add_argument("--objective", choices=("instructions", "cycles"), default="instructions",
+                   help="rank candidates by instructions (default) or, on QEMU, by the cycle model's estimated "
+                        "cycles (docs/cycles.md); a real board always measures cycles")
     t.add_argument("--scratch-budget", metavar="BYTES", help="reject schedules whose scratch exceeds this")
     t.add_argument("--arena-budget", metavar="BYTES|none",
                    help="reject candidates whose firmware plans a larger arena (default: the default schedules' "

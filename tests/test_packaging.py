@@ -27,6 +27,8 @@ def test_wheel_contains_runtime_boards_and_templates(tmp_path):
             files = [str(f.relative_to(REPO)) for f in (REPO / tracked).rglob("*") if f.is_file()]
         missing = [f for f in files if f"microcompile/_data/{f}" not in names]
         assert not missing, f"not in the wheel: {missing}"
+    # the cycle estimate builds its QEMU plugin from this source at run time
+    assert "microcompile/project/qemu_plugin/mc_profile.c" in names
 
 
 def _installed_as_wheel() -> bool:

@@ -24,13 +24,15 @@ class Profile:
     """Per-kernel counts of one inference: `rows` (name, layers, op, shape, MACs, count),
     `total` (the profiled run, hooks included), `plain_total` (the same inference without
     the hooks: what `deploy` reports), `unit` ("instructions" on QEMU, "cycles" on a board,
-    "ns" on the host)."""
+    "ns" on the host). On a QEMU twin each row also has the cycle model's `estimated_cycles`
+    at `clock_hz`, the board's clock (an estimate, not a measurement: docs/cycles.md)."""
 
     rows: list
     total: int
     plain_total: int
     unit: str
     title: str = ""
+    clock_hz: int | None = None
 
     @property
     def report(self) -> dict:
@@ -39,7 +41,8 @@ class Profile:
 
     def table(self, footer: list[str] = ()) -> str:
         """The text table `microcompile profile` prints."""
-        return profile_report.format_table(self.rows, self.unit, self.total, self.plain_total, list(footer))
+        return profile_report.format_table(self.rows, self.unit, self.total, self.plain_total, list(footer),
+                                           self.clock_hz)
 
     def plot(self, path, title: str | None = None) -> Path:
         """A bar chart per kernel (.png/.svg/.pdf; needs matplotlib)."""
@@ -65,17 +68,28 @@ class Device:
         self._stack: contextlib.ExitStack | None = None
         self._session = None
         self._last: list[np.ndarray] | None = None     # the inputs of the last run, in input order
+        self._trace = None                              # deploy.estimate.AgentTrace on a QEMU twin
 
     def __enter__(self) -> Device:
+        from ..deploy.estimate import agent_trace
+
         self._stack = contextlib.ExitStack()
         try:
-            self._session = self._stack.enter_context(
-                deploy.open_session(self.built.project_dir, self.built.board, self.link, self._progress))
+            self._trace = agent_trace(self.built, self._progress) if self.link.emulate else None
+            if self._trace is not None:
+                self._stack.callback(self._trace.close)
+            self._session = self._open()
         except BaseException:
             self._stack.close()
             self._stack = None
             raise
         return self
+
+    def _open(self):
+        """The session, entered on the stack (with the profile plugin when there is a trace)."""
+        extra = tuple(self._trace.qemu_args) if self._trace is not None else ()
+        return self._stack.enter_context(
+            deploy.open_session(self.built.project_dir, self.built.board, self.link, self._progress, extra))
 
     def __exit__(self, *exc) -> None:
         self.close()
@@ -142,9 +156,12 @@ class Device:
         self.session.run(ordered)
         plain = self.session.info().to_units(self.session.last_ticks)
         prof = self.session.profile(ordered)
-        rows = profile_report.rows(self.built.compiled, prof.counts)
+        estimated = (self._trace.kernel_cycles(prof.counts)
+                     if self._trace is not None and prof.unit == "instructions" else None)
+        rows = profile_report.rows(self.built.compiled, prof.counts, estimated)
         return Profile(rows, prof.total, plain, prof.unit,
-                       f"{self.built.artifact.name} on {self.built.board.name}: {prof.unit} per layer")
+                       f"{self.built.artifact.name} on {self.built.board.name}: {prof.unit} per layer",
+                       self.built.board.target.clock_hz if estimated else None)
 
     def tensor(self, name: str, inputs=None, *, dequantize: bool = False) -> np.ndarray:
         """The planned tensor `name` (a kernel's output, or a model input) right after its

@@ -3,7 +3,7 @@
 
     {"v": 1, "workload": "conv2d:...", "family": "conv2d", "op": "conv2d", "config": {...},
      "trace": [{"primitive": ..., "args": [...]}, ...], "status": "ok" | "invalid" | "failed",
-     "count": 655720 | null, "unit": "instructions" | "cycles" | null, "error": null | "reason",
+     "count": 655720 | null, "unit": "instructions" | "cycles" | "estimated_cycles" | null, "error": null | "reason",
      "board": "mps2-an386", "core": "cortex-m4f", "kernel_set": "dsp", "cflags": [...],
      "toolchain": "arm-none-eabi-gcc 12.2.1", "microcompile": "0.1.0", "schedule_version": 1,
      "model": "kws_ref_model",
@@ -166,13 +166,14 @@ def select(records: list[dict], env: Environment) -> Selection:
     """The fastest valid record per workload measured on env's core with env's toolchain, when it
     beats the default point's record (a record of the default point itself is never taken:
     today's default schedule serves it, and its trace could replay an older default). Counts in
-    different units are not compared: cycles (a real board) win over instructions (QEMU)."""
+    different units are not compared: cycles (a real board) win over estimated cycles (QEMU and
+    the cycle model), which win over instructions (QEMU)."""
     sel = Selection()
     ignored: dict[str, int] = {}
     defaults: dict[str, tuple] = {}
 
     def rank(rec):
-        return (0 if rec.get("unit") == "cycles" else 1, rec["count"])
+        return ({"cycles": 0, "estimated_cycles": 1}.get(rec.get("unit"), 2), rec["count"])
     for rec in records:
         why = compatible(rec, env)
         if why is not None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import deploy, project
+from ..deploy import estimate
 from ..compiler import CompileOptions, check_arena, compile_model
 from ..deploy import Artifact, BuildOptions, Link
 from ..errors import ArenaBudgetError, DeviceError, UserError
@@ -32,6 +33,7 @@ from ..lower import lower_node
 from ..progress import progress_bar
 from ..reference import interp
 from ..report.memory import parse_bytes
+from ..target.cycles import CORES
 from ..schedule import ScheduleError, blocks
 from ..target import Board
 from .boards import BoardLink, resolve_boards
@@ -55,6 +57,9 @@ class TuneOptions:
     arena_budget: bytes a candidate's arena may take ("default": the default schedules' arena;
     None: the board's memory). executor: "local" or "ray" (at `address`). work_dir: where the
     candidates are built (default a temporary directory). ports / probes: the real boards.
+    objective: what a candidate is ranked by: "instructions" (QEMU's count; on a real board its
+    cycles) or "cycles" (on QEMU, the cycle model's estimate, unit "estimated_cycles":
+    docs/cycles.md; on a real board the measured cycles, as always).
     """
 
     budget: Budget
@@ -71,6 +76,10 @@ class TuneOptions:
     work_dir: Path | None = None
     ports: tuple[str, ...] = ()
     probes: tuple[str, ...] = ()
+    objective: str = "instructions"
+
+
+OBJECTIVES = ("instructions", "cycles")
 
 
 def lowered_workloads(model, board: Board, options: CompileOptions = CompileOptions()):
@@ -119,6 +128,7 @@ class Measurer:
         self.reference = interp.run(compiled.graph, self.inputs, keep_all=True)
         self.outputs = list(compiled.graph.outputs)
         self.node_outputs = {n.name: n.outputs[0] for n, _, _ in compiled.kernels}
+        self.estimate = False          # rank by the cycle model's estimate (tune --objective cycles, QEMU)
 
     def _compile(self, tuned: dict, directory: Path) -> Artifact:
         """The model with `tuned` traces replayed, compiled into `directory`."""
@@ -172,9 +182,13 @@ class Measurer:
             if len(got) != len(w.nodes):
                 return everyone(f"the record applied to {len(got)} of the workload's {len(w.nodes)} kernels")
         first_bad = None              # (kernel index, item, reason)
+        trace = estimate.agent_trace(built, quiet) if self.estimate else None
+        if self.estimate and trace is None:
+            return everyone("estimate: the profile plugin cannot run for this build")
         try:
             with deploy.open_session(project_dir, self.board, Link(self.link.emulate, link.port, link.probe,
-                                                                   self.link.timeout), quiet) as s:
+                                                                   self.link.timeout), quiet,
+                                     tuple(trace.qemu_args) if trace else ()) as s:
                 outs = s.run(self.ordered)
                 wrong_output = None
                 for name, out in zip(self.outputs, outs):
@@ -195,12 +209,20 @@ class Measurer:
                 if wrong_output is not None and first_bad is None:
                     return everyone(wrong_output)
                 prof = s.profile(self.ordered)
+                counts, unit = prof.counts, prof.unit
+                if trace is not None:
+                    counts, unit = trace.kernel_cycles(prof.counts), "estimated_cycles"
+                    if counts is None:
+                        return everyone("estimate: the profile plugin's kernel windows do not match the counts")
         except DeviceError as e:
             if self.real and link.port and "://" not in link.port and not Path(link.port).exists():
                 return [Outcome("lost", error=f"board {link}: its serial port vanished ({_first_line(e)})")] \
                     * len(items)
             kind = "hang" if type(e).__name__ == "DeviceTimeout" else "device"
             return everyone(f"{kind}: {_first_line(e)}")
+        finally:
+            if trace is not None:
+                trace.close()
         out = []
         for i, ns in enumerate(nodes):
             if first_bad is not None and i == first_bad[1]:
@@ -209,8 +231,8 @@ class Measurer:
                 out.append(Outcome("retry", error=f"not verified: an earlier kernel answered wrong "
                                                   f"({first_bad[2]})"))
             else:
-                counts = [prof.counts[index[n]] for n in ns]
-                out.append(Outcome("ok", count=int(round(sum(counts) / len(counts))), unit=prof.unit))
+                mine = [counts[index[n]] for n in ns]
+                out.append(Outcome("ok", count=int(round(sum(mine) / len(mine))), unit=unit))
         return out
 
 
@@ -319,6 +341,13 @@ def tune_model(default: Artifact, records_path, options: TuneOptions, link: Link
                             hint="pass --resume to continue it, or choose another --records file")
         recs, notes = read_records(records_path)
         previous, more = resumable(recs, env)
+        # a search compares counts: resume only the records of this objective's unit
+        estimated = options.objective == "cycles" and emulate
+        other = [r for r in previous
+                 if r.get("count") is not None and (r.get("unit") == "estimated_cycles") != estimated]
+        if other:
+            previous = [r for r in previous if r not in other]
+            more.append(f"{len(other)} record(s) in another unit than --objective {options.objective}'s not resumed")
         for n in notes + more:
             progress(f"[tune] note: {n}")
     elif options.resume:
@@ -338,6 +367,7 @@ def tune_model(default: Artifact, records_path, options: TuneOptions, link: Link
     work = Path(tempfile.mkdtemp(prefix="microcompile-tune-")) if own else Path(options.work_dir)
     measurer = Measurer(Artifact(compiled, default.directory, board, default.name, default.options, default.source),
                         work, link, boards, arena_budget, inputs)
+    measurer.estimate = options.objective == "cycles" and emulate
     pool = None
     if options.executor == "ray":
         from .ray_executor import RayExecutor
@@ -379,6 +409,11 @@ def check_request(board: Board, records_path, options: TuneOptions, link: Link) 
     if options.jobs < 1:
         raise UserError(f"--jobs {options.jobs}: needs at least one job")
     check_cost_model(options.cost_model)
+    if options.objective not in OBJECTIVES:
+        raise UserError(f"unknown objective {options.objective!r}", hint=f"one of {', '.join(OBJECTIVES)}")
+    if options.objective == "cycles" and emulate and board.target.core not in CORES:
+        raise UserError(f"--objective cycles: no cycle model for {board.target.core}",
+                        hint=f"models: {', '.join(sorted(CORES))} (docs/cycles.md)")
     if options.executor not in EXECUTORS:
         raise UserError(f"unknown executor {options.executor!r}", hint=f"one of {', '.join(EXECUTORS)}")
     if options.address is not None and options.executor != "ray":

@@ -78,8 +78,12 @@ def selftest(built: Built, link: Link, progress: Progress = say) -> DeployResult
         run = project.run_host(built.project_dir)
     elif link.emulate:
         progress(f"[run] {board.name} on QEMU {board.emulator.machine}")
-        run = project.run_emulated(built.project_dir, board)
+        run, cycles = _run_twin(built, progress)
         built.fit.stack_measured = run.stack_bytes
+        if cycles is not None:
+            result = deploy_result(built, link, run, built.inputs)
+            _add_estimate(result.report, built.compiled, cycles)
+            return result
     else:
         project.flash(built.project_dir, board, probe=link.probe, progress=progress)
         raise DeviceError("flashed the self-test firmware, which prints its result on the console UART "
@@ -87,6 +91,27 @@ def selftest(built: Built, link: Link, progress: Progress = say) -> DeployResult
                           hint="to read results back from the host, deploy with --agent (or use "
                                "`microcompile run`), which talks to the board over its serial port")
     return deploy_result(built, link, run, built.inputs)
+
+
+def _run_twin(built: Built, progress: Progress):
+    """The self-test on the QEMU twin, with the cycle estimate where the core has a model and
+    the profile plugin builds; (RunResult, CycleEstimate or None)."""
+    from ..target.cycles import CORES
+    from .estimate import run_estimated
+
+    board = built.board
+    if board.target.core not in CORES:
+        return project.run_emulated(built.project_dir, board), None
+    return run_estimated(built.project_dir, board, len(built.compiled.kernels), progress=progress)
+
+
+def _add_estimate(report: dict, compiled, cycles) -> None:
+    report.update(cycles.report_keys())
+    if len(cycles.kernel_cycles) != len(compiled.kernels):
+        return
+    by_node = {n.name: c for (n, _, _), c in zip(compiled.kernels, cycles.kernel_cycles)}
+    for row in report["layers"]:
+        row["estimated_cycles"] = by_node.get(row["name"], 0)
 
 
 def agent_once(built: Built, link: Link, progress: Progress = say) -> DeployResult:

@@ -59,10 +59,10 @@ def serial_port(board: Board, port: str | None) -> str:
 
 
 @contextmanager
-def open_session(project_dir: Path, board: Board, link: Link, progress: Progress = say):
+def open_session(project_dir: Path, board: Board, link: Link, progress: Progress = say, extra: tuple = ()):
     """A device.Session with the project's agent firmware running: a host process, the QEMU twin
     (always stopped on leaving), or the board on its serial port, flashed first when it does
-    not run this build. The session checks the build id."""
+    not run this build. The session checks the build id. `extra`: more QEMU options."""
     from ..device import BuildIdMismatch, DeviceTimeout, PipeTransport, SerialTransport, Session, SocketTransport
 
     timeout = link.timeout
@@ -75,7 +75,7 @@ def open_session(project_dir: Path, board: Board, link: Link, progress: Progress
         return
     if link.emulate:
         progress(f"[run] {board.name} on QEMU {board.emulator.machine} (agent on a socket)")
-        with project.qemu_agent(project_dir, board) as sock:
+        with project.qemu_agent(project_dir, board, extra=extra) as sock:
             with Session(SocketTransport(sock, f"QEMU {board.emulator.machine}"), timeout=timeout,
                          expect_build_id=build_id) as s:
                 s.open()

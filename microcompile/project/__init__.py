@@ -7,6 +7,8 @@
     run_emulated(out_dir) / run_host(out_dir) -> RunResult
     flash(out_dir | firmware.elf, board, probe) -> FlashResult
     qemu_agent(out_dir) / host_agent(out_dir): the agent firmware's other end, always stopped
+    qemu_profile: the QEMU TCG plugin (built with the host compiler) that traces a twin's run
+                  exactly, for the cycle estimate (target/cycles.py)
 
 Every child process (make, QEMU, the native firmware, flash tools, the agent's QEMU) is
 started through `children`, so that none outlives microcompile.

@@ -19,6 +19,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -30,17 +31,18 @@ from microcompile.project.generate import QEMU_FLAGS, read_marker
 from microcompile.target import Board, load_board
 
 
-def qemu_agent_command(board: Board, elf: str | Path, port: int) -> list[str]:
+def qemu_agent_command(board: Board, elf: str | Path, port: int, extra: Sequence[str] = ()) -> list[str]:
     emu = board.emulator
-    return ["qemu-system-arm", "-machine", emu.machine, "-cpu", emu.cpu, *QEMU_FLAGS.split(),
+    return ["qemu-system-arm", "-machine", emu.machine, "-cpu", emu.cpu, *QEMU_FLAGS.split(), *extra,
             "-serial", f"tcp:127.0.0.1:{port},nodelay=on", "-kernel", tool_arg(elf)]
 
 
 @contextmanager
 def qemu_agent(project_dir: str | Path, board: Board | str | None = None,
-               connect_timeout: float = 30.0) -> Iterator[socket.socket]:
+               connect_timeout: float = 30.0, extra: Sequence[str] = ()) -> Iterator[socket.socket]:
     """Run the project's agent firmware on the board's QEMU twin; yields the connected
-    socket of its console UART. QEMU is stopped on leaving, whatever happened."""
+    socket of its console UART. QEMU is stopped on leaving, whatever happened. `extra`: more
+    QEMU options (the profile plugin's)."""
     project_dir = Path(project_dir)
     marker = read_marker(project_dir)
     board = load_board(board or marker["board"]) if not isinstance(board, Board) else board
@@ -59,7 +61,7 @@ def qemu_agent(project_dir: str | Path, board: Board | str | None = None,
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
         listener.settimeout(0.2)
-        cmd = qemu_agent_command(board, elf, listener.getsockname()[1])
+        cmd = qemu_agent_command(board, elf, listener.getsockname()[1], extra)
         with children.spawn(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE) as proc:
             conn = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,14 +106,18 @@ def _project_and_elf(project: str | Path) -> tuple[Path, Path]:
     return project, project / "firmware.elf"
 
 
-def qemu_command(board: Board, elf: str | Path) -> list[str]:
-    """The qemu-system-arm command line that runs `elf` on the board's emulated twin."""
+def qemu_command(board: Board, elf: str | Path, extra: Sequence[str] = ()) -> list[str]:
+    """The qemu-system-arm command line that runs `elf` on the board's emulated twin (`extra`:
+    more options, e.g. the profile plugin's)."""
     emu = board.emulator
-    return ["qemu-system-arm", "-machine", emu.machine, "-cpu", emu.cpu, *QEMU_FLAGS.split(), "-kernel", tool_arg(elf)]
+    return ["qemu-system-arm", "-machine", emu.machine, "-cpu", emu.cpu, *QEMU_FLAGS.split(), *extra,
+            "-kernel", tool_arg(elf)]
 
 
-def run_emulated(project: str | Path, board: Board | str | None = None, timeout: float = 60.0) -> RunResult:
-    """Run a twin build (project dir or its firmware.elf) in QEMU and parse its output."""
+def run_emulated(project: str | Path, board: Board | str | None = None, timeout: float = 60.0,
+                 extra: Sequence[str] = ()) -> RunResult:
+    """Run a twin build (project dir or its firmware.elf) in QEMU and parse its output
+    (`extra`: more QEMU options, e.g. qemu_profile.plugin_args)."""
     project_dir, elf = _project_and_elf(project)
     marker = read_marker(project_dir)
     board = load_board(board or marker["board"]) if not isinstance(board, Board) else board
@@ -128,7 +133,7 @@ def run_emulated(project: str | Path, board: Board | str | None = None, timeout:
         raise ToolchainError("qemu-system-arm not found on PATH", hint="install it: sudo apt-get install qemu-system-arm")
     manifest = load_manifest(project_dir)
     try:
-        proc = children.run(qemu_command(board, elf), timeout=timeout)
+        proc = children.run(qemu_command(board, elf, extra), timeout=timeout)
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace")
         raise DeviceError(f"QEMU ({board.emulator.machine}) did not finish within {timeout:g} s; "

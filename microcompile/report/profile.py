@@ -2,7 +2,8 @@
 
 The JSON shape is fixed, other tools read it:
     {"unit": "cycles"|"instructions", "total": int, "layers": [{"name", "op", "macs", "count"}]}
-("ns" is the unit on the host board.) `name` is the compiled layer a kernel runs.
+("ns" is the unit on the host board.) `name` is the compiled layer a kernel runs. On a QEMU
+twin each layer also has "estimated_cycles", the cycle model's estimate (docs/cycles.md).
 """
 
 from __future__ import annotations
@@ -28,45 +29,55 @@ class ProfileRow:
     shape: tuple[int, ...]      # its (first) output's shape
     macs: int
     count: int                  # in the profile's unit
+    estimated_cycles: int | None = None   # the cycle model's estimate (QEMU twins)
 
     @property
     def macs_per_count(self) -> float | None:
         return self.macs / self.count if self.count else None
 
 
-def rows(compiled, counts) -> list[ProfileRow]:
-    """One row per kernel of a compiler.Compiled, with its count from the profile."""
+def rows(compiled, counts, estimated=None) -> list[ProfileRow]:
+    """One row per kernel of a compiler.Compiled, with its count from the profile (and its
+    estimated cycles, when given)."""
     out = []
-    for (node, func, _), count in zip(compiled.kernels, counts):
+    estimated = estimated if estimated and len(estimated) == len(counts) else [None] * len(counts)
+    for (node, func, _), count, est in zip(compiled.kernels, counts, estimated):
         act = node.attrs.get("activation", "NONE")
         out.append(ProfileRow(node.name, tuple(node.origin) or (node.name,),
                               node.op if act == "NONE" else f"{node.op}+{act}",
                               tuple(compiled.graph.tensors[node.outputs[0]].shape),
-                              int(func.attrs.get("macs", 0)), int(count)))
+                              int(func.attrs.get("macs", 0)), int(count), est))
     return out
 
 
 def to_json(unit: str, total: int, rows: list[ProfileRow]) -> dict:
     return {"unit": unit, "total": int(total),
-            "layers": [{"name": r.name, "op": r.op, "macs": r.macs, "count": r.count} for r in rows]}
+            "layers": [{"name": r.name, "op": r.op, "macs": r.macs, "count": r.count,
+                        **({"estimated_cycles": r.estimated_cycles} if r.estimated_cycles is not None else {})}
+                       for r in rows]}
 
 
 def format_table(rows: list[ProfileRow], unit: str, total: int, plain_total: int | None = None,
-                 footer: list[str] = ()) -> str:
+                 footer: list[str] = (), clock_hz: int | None = None) -> str:
     summed = sum(r.count for r in rows)
-    header = ("#", "name", "layer(s)", "op", "output", "MACs", unit, f"MACs/{_short(unit)}", "share")
+    estimated = bool(rows) and all(r.estimated_cycles is not None for r in rows)
+    header = ("#", "name", "layer(s)", "op", "output", "MACs", unit, f"MACs/{_short(unit)}", "share") + \
+        (("est. cycles",) if estimated else ())
     body = []
     for k, r in enumerate(rows):
         per = r.macs_per_count
         body.append((str(k), r.name, " + ".join(short_layer_name(x, 32) for x in r.layers), r.op,
                      "x".join(map(str, r.shape)) or "scalar", f"{r.macs:,}", f"{r.count:,}",
                      f"{per:.2f}" if per is not None and r.macs else "-",
-                     f"{100 * r.count / summed:.1f}%" if summed else "-"))
+                     f"{100 * r.count / summed:.1f}%" if summed else "-")
+                    + ((f"{r.estimated_cycles:,}",) if estimated else ()))
     macs = sum(r.macs for r in rows)
+    est_total = sum(r.estimated_cycles for r in rows) if estimated else 0
     body.append(("", "total", "", "", "", f"{macs:,}", f"{summed:,}",
-                 f"{macs / summed:.2f}" if summed and macs else "-", "100.0%" if summed else "-"))
+                 f"{macs / summed:.2f}" if summed and macs else "-", "100.0%" if summed else "-")
+                + ((f"{est_total:,}",) if estimated else ()))
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    numeric = {0, 5, 6, 7, 8}
+    numeric = {0, 5, 6, 7, 8, 9}
 
     def line(cells):
         return "  ".join(c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
@@ -75,6 +86,10 @@ def format_table(rows: list[ProfileRow], unit: str, total: int, plain_total: int
            line(["-" * w for w in widths]), line(body[-1])]
     out.append(f"profiled run: {total:,} {unit} (kernels {summed:,}, "
                f"{100 * summed / total:.2f}% of it)" if total else f"profiled run: 0 {unit}")
+    if estimated and clock_hz:
+        out.append(f"est. cycles: the cycle model's estimate, {est_total:,} cycles = "
+                   f"{1000 * est_total / clock_hz:.3f} ms at {clock_hz / 1e6:g} MHz for the kernels "
+                   "(not a measurement: docs/cycles.md)")
     if plain_total is not None:
         out.append(f"without the per-kernel hooks: {plain_total:,} {unit} per inference "
                    f"(hook overhead {total - plain_total:,} {unit}, {_pct(total - plain_total, plain_total)})")

@@ -4,8 +4,9 @@ Each fact is stated once, in the layer it belongs to:
 
     core   ISA flags and features (dsp, ssat, mve, fpu kind, cyccnt)
     MCU    its core, memory banks, startup/platform sources (under boards/src/), the counter
-           it uses, peripheral facts for the platform source ([platform]) and debug facts
-           (chip id, pyocd/openocd target names); `extends` reuses another MCU's facts for a
+           it uses, peripheral facts for the platform source ([platform]), debug facts
+           (chip id, pyocd/openocd target names), and the flash and cache facts the cycle
+           estimate prices ([timing]); `extends` reuses another MCU's facts for a
            variant that differs only in part number and package
     board  its MCU, clock, console UART, debug probe (USB VID/PID), flash runners in order of
            preference, board facts for the platform source ([platform]: PLL set-up, console
@@ -28,7 +29,7 @@ from microcompile.resources import resource_dir
 
 CORE_KEYS = {"name", "arch", "toolchain", "cflags", "dsp", "ssat", "mve", "fpu", "cyccnt"}
 MCU_KEYS = {"name", "extends", "vendor", "family", "core", "counter", "sources", "include_dirs", "code", "ram",
-            "memory", "debug", "platform"}
+            "memory", "debug", "platform", "timing"}
 BOARD_KEYS = {"name", "aliases", "description", "mcu", "clock_hz", "console", "flash_runners", "twin", "probe",
               "platform", "emulator"}
 BANK_KEYS = {"name", "kind", "origin", "size", "note"}
@@ -36,6 +37,9 @@ DEBUG_KEYS = {"chip_id", "pyocd_target", "openocd_target", "nrfjprog_family", "u
 PROBE_KEYS = {"name", "usb_vid", "usb_pid", "openocd_config"}
 EMULATOR_KEYS = {"machine", "cpu", "instructions_per_tick", "exact", "note", "sources", "include_dirs", "unmapped"}
 BANK_KINDS = ("flash", "ram")
+# [timing]: the memory system the cycle estimate prices (microcompile/target/cycles.py)
+TIMING_KEYS = {"flash_wait_states", "flash_read_bytes", "cache_lines", "cache_line_bytes", "cache_ways",
+               "bus_clock_divider"}
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,7 @@ class Mcu:
     counter: str = ""              # the cycle counter the platform source uses
     debug: McuDebug = field(default_factory=McuDebug)
     defines: tuple[tuple[str, int], ...] = ()   # [platform]: -DMC_<KEY>=<value>
+    timing: tuple[tuple[str, int], ...] = ()    # [timing]: flash and cache facts for the cycle estimate
 
     def bank(self, name: str) -> Bank:
         for b in self.banks:
@@ -223,6 +228,15 @@ def _defines(path: Path, table: dict) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(table.items()))
 
 
+def _timing(path: Path, table: dict) -> tuple[tuple[str, int], ...]:
+    _check_keys(path, table, TIMING_KEYS | {"note"}, "MCU [timing] table")
+    values = {k: v for k, v in table.items() if k != "note"}
+    for k, v in values.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise BoardError(f"{path}: [timing] {k} = {v!r}: timing values are counts (integers >= 0)")
+    return tuple(sorted(values.items()))
+
+
 def _mcu_dict(name: str, seen: tuple[str, ...] = ()) -> tuple[Path, dict]:
     """An MCU's TOML, with `extends` resolved: the variant's keys replace the base's, and its
     [debug] and [platform] tables update the base's."""
@@ -238,7 +252,7 @@ def _mcu_dict(name: str, seen: tuple[str, ...] = ()) -> tuple[Path, dict]:
         raise BoardError(f"{path}: `extends` makes a cycle ({' -> '.join(seen + (name, base_name))})")
     _, base = _mcu_dict(base_name, seen + (name,))
     merged = {**base, **{k: v for k, v in d.items() if k not in ("debug", "platform", "extends")}}
-    for table in ("debug", "platform"):
+    for table in ("debug", "platform", "timing"):
         if table in base or table in d:
             merged[table] = {**base.get(table, {}), **d.get(table, {})}
     return path, merged
@@ -257,7 +271,8 @@ def _load_mcu(name: str) -> Mcu:
     mcu = Mcu(name=d["name"], vendor=d["vendor"], family=d["family"], core=d["core"],
               sources=tuple(d["sources"]), include_dirs=tuple(d.get("include_dirs", ())),
               banks=tuple(banks), code_bank=d.get("code"), ram_bank=d.get("ram"), counter=d.get("counter", ""),
-              debug=McuDebug(**debug), defines=_defines(path, d.get("platform", {})))
+              debug=McuDebug(**debug), defines=_defines(path, d.get("platform", {})),
+              timing=_timing(path, d.get("timing", {})))
     if banks:
         if mcu.code_bank is None or mcu.ram_bank is None:
             raise BoardError(f"{path}: an MCU with memory banks names its `code` and `ram` banks")

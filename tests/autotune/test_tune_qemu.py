@@ -258,3 +258,21 @@ def test_a_candidate_over_the_arena_budget_fails_before_it_is_built(dscnn, tmp_p
     out = free(0, w, config, trace)
     assert out.status == "ok" and out.count > 0, out.error
     assert not _qemu_running(str(tmp_path)), "a QEMU was left running"
+
+
+@pytest.mark.qemu
+def test_tune_objective_cycles_ranks_by_the_estimate_and_resumes_only_its_unit(dscnn, tmp_path):
+    records = tmp_path / "tune.jsonl"
+    args = ("tune", dscnn, "--board=mps2-an386", "--emulate", "--records", records, "--timeout", 5)
+    p = _cli(*args, "--trials", 3, "--objective", "cycles")
+    assert p.returncode == 0, p.stderr
+    measured = [r for r in read_records(records)[0] if r["status"] != "invalid"]
+    assert len(measured) == 3 and all(r["status"] == "ok" for r in measured), [r["error"] for r in measured]
+    assert all(r["unit"] == "estimated_cycles" and r["count"] > 0 for r in measured)
+    # Resumed with the other objective, the estimated records are not compared with instructions.
+    p = _cli(*args, "--trials", 4, "--resume")
+    assert p.returncode == 0, p.stderr
+    assert "3 record(s) in another unit than --objective instructions's not resumed" in p.stdout + p.stderr
+    units = [r["unit"] for r in read_records(records)[0] if r["status"] == "ok"]
+    assert units.count("estimated_cycles") == 3 and units.count("instructions") == 4
+    assert not _qemu_running(str(tmp_path)), "a QEMU was left running"

@@ -373,3 +373,21 @@ def test_importing_microcompile_keeps_blas_to_one_thread():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**env, "OPENBLAS_NUM_THREADS": "4"}, check=True)
     assert out.stdout.strip() == "4"
+
+
+def test_select_ranks_measured_cycles_then_estimated_cycles_then_instructions():
+    w, t = _W(), Trace.loads('[{"primitive": "split", "args": ["i", 4]}]')
+    recs = [record(ENV, w, {**w.default, "a": 2}, t, Outcome("ok", 10, "instructions")),
+            record(ENV, w, {**w.default, "a": 4}, t, Outcome("ok", 500, "estimated_cycles")),
+            record(ENV, w, {**w.default, "a": 8}, t, Outcome("ok", 900, "cycles"))]
+    assert select(recs, ENV).best[w.key]["unit"] == "cycles"
+    assert select(recs[:2], ENV).best[w.key]["unit"] == "estimated_cycles"
+
+
+def test_tune_refuses_an_unknown_objective(tmp_path):
+    from microcompile.autotune.run import TuneOptions, check_request
+    from microcompile.deploy import Link
+
+    with pytest.raises(UserError, match="unknown objective 'speed'"):
+        check_request(DSP, tmp_path / "r.jsonl", TuneOptions(parse_budget(5, None), objective="speed"),
+                      Link(emulate=True))

@@ -84,7 +84,10 @@ def test_profile_of_kws_agrees_with_deploy(tmp_path):
     assert p.returncode == 0, p.stderr
     report = json.loads((tmp_path / "p.json").read_text())
     assert set(report) == {"unit", "total", "layers"} and report["unit"] == "instructions"
-    assert all(set(row) == {"name", "op", "macs", "count"} for row in report["layers"])
+    assert all(set(row) == {"name", "op", "macs", "count", "estimated_cycles"} for row in report["layers"])
+    # the agent's per-kernel estimates add up to the self-test's whole-inference estimate
+    estimated = sum(r["estimated_cycles"] for r in report["layers"])
+    assert abs(estimated - deployed.report["estimated_cycles"]) <= 0.01 * deployed.report["estimated_cycles"]
     assert [r["name"] for r in report["layers"]] == [n.name for n, _, _ in deployed.compiled.kernels]
     total, summed = report["total"], sum(r["count"] for r in report["layers"])
     assert abs(summed - total) <= 0.01 * total
@@ -93,6 +96,7 @@ def test_profile_of_kws_agrees_with_deploy(tmp_path):
     rows = (tmp_path / "p.csv").read_text().splitlines()
     assert rows[0].startswith("name,layers,op,output_shape,macs,count") and len(rows) == len(report["layers"]) + 1
     assert "conv_2d_0" in p.stdout and "hook overhead" in p.stdout and "MACs/instr" in p.stdout
+    assert "est. cycles" in p.stdout and "not a measurement" in p.stdout
 
 
 def _children(pid: int) -> list[int]:

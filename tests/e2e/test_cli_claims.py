@@ -88,12 +88,15 @@ def test_mlperf_benchmark_layers_table():
     assert p.returncode == 0, p.stdout + p.stderr
     row = next(ln for ln in p.stdout.splitlines() if ln.startswith("ad01_int8 "))
     total = int(row.split()[2].replace(",", ""))
-    assert row.split()[-1] == "yes"                              # bit-exact
+    assert row.split()[-3] == "yes"                              # bit-exact (then est. cycles, est. ms)
+    assert int(row.split()[-2].replace(",", "")) > total          # the estimate prices loads above 1 cycle
     table = p.stdout[p.stdout.index("ad01_int8: per layer"):].splitlines()[2:]
     fc = [ln for ln in table if "fully_connected" in ln]
     assert len(fc) == 10
-    per_layer = [int(re.split(r"\s+", ln.strip())[-2].replace(",", "")) for ln in fc]
+    per_layer = [int(re.split(r"\s+", ln.strip())[-3].replace(",", "")) for ln in fc]
     assert all(v > 0 for v in per_layer) and 0.8 * total <= sum(per_layer) <= total * 1.01, (per_layer, total)
+    estimated = [int(re.split(r"\s+", ln.strip())[-1].replace(",", "")) for ln in fc]
+    assert all(e > v for e, v in zip(estimated, per_layer)), (estimated, per_layer)
 
 
 def test_model_too_big_for_the_board_exits_2(tmp_path):
