@@ -73,7 +73,9 @@ def lower_conv2d(g: Graph, node: Node, target=None):
         xv = x.load(*x_index)
         if valid is not None:
             xv = Select(valid, xv, FloatImm(0.0))
-        update = acc.store(add(acc.load(), mul(xv, w_load)))
+        # named as int8's tap is, so the float GEMM schedule can cache it (im2col)
+        tap = Var("xv", "float32")
+        update = LetStmt(tap, xv, acc.store(add(acc.load(), mul(tap, w_load))))
         result = clamp(acc.load(), p.act_min, p.act_max)
         consts = [w, bias]
     else:

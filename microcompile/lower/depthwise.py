@@ -131,4 +131,8 @@ def lower_depthwise_conv2d(g: Graph, node: Node, target=None):
         # row-major order: what in-place planning (memory/inplace.py, "window") relies on.
         regions.append(loops([(oh_r, hn)], seq(*row)))
     extra = {"zp_in": zp_in, "region_taps": excluded} if excluded else {}
+    if not is_float:
+        # The geometry a whole-layer kernel needs (schedule/depthwise_intrin.py: depthwise_rows).
+        extra["window"] = {"kernel": [kh_n, kw_n], "stride": [sh, sw], "dilation": [dh, dw], "padding": [pt, pl],
+                           "multiplier": mult_n, "zp_in": zp_in}
     return make_func(g, node, [x, y, *consts], loops([(n, batch)], seq(*regions)), **extra)

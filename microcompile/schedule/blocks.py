@@ -1,4 +1,5 @@
-"""Larger im2col blocks where the arena has room for them (issue 10's tuning finding).
+"""Larger im2col blocks where the arena has room for them (issue 10's tuning finding), and
+more channels per pass for the whole-layer depthwise kernel's ring (depthwise_intrin.py).
 
 A conv2d's im2col block is scratch in the arena: its default cap (COL_BYTES_MAX, 1 KiB on DSP
 cores) keeps the arena small, but a larger block is faster (fewer micro-kernel calls, longer
@@ -12,6 +13,7 @@ and keeps the result only when the arena does not grow (compiler/plan.py schedul
 from __future__ import annotations
 
 from ..tir.nodes import PrimFunc
+from .depthwise_intrin import ROWS_BLOCK_DOMAIN
 from .gemm_schedule import COL_BYTES_DOMAIN
 from .spaces import apply_config, default_config, family_of
 from .trace import Trace
@@ -23,11 +25,36 @@ def col_bytes_max(trace: Trace) -> int | None:
     return caps[-1] if caps else None
 
 
+def _knob(trace: Trace, name: str):
+    values = [d.args[1] for d in trace.decisions if d.primitive == "knob" and d.args[0] == name]
+    return values[-1] if values else None
+
+
+def _larger_rows_block(func: PrimFunc, target, wide: bool, scheduled: PrimFunc, trace: Trace,
+                       slack: int) -> tuple[PrimFunc, Trace] | None:
+    """The same for the whole-layer depthwise kernel's ring: the most channels per pass
+    (ROWS_BLOCK_DOMAIN, 0 = all) above the current block whose scratch fits the slack; a layer
+    whose ring fits no default block (it runs the per-pixel kernels) takes one here if it can."""
+    block = _knob(trace, "depthwise_rows_block")
+    if block == 0 or _knob(trace, "depthwise_kernel") != "rows":
+        return None
+    base = default_config(func, target, wide)
+    for bigger in (b for b in ROWS_BLOCK_DOMAIN if block is None or b == 0 or b > block):   # most first
+        f, t = apply_config(func, target, {**base, "depthwise_kernel": "rows", "depthwise_rows_block": bigger})
+        extra = f.scratch_bytes - scheduled.scratch_bytes
+        if 0 < extra <= slack:
+            return f, t
+    return None
+
+
 def larger_block(func: PrimFunc, target, wide: bool, scheduled: PrimFunc, trace: Trace,
                  slack: int) -> tuple[PrimFunc, Trace] | None:
     """The default schedule of conv2d `func` (`wide`: int16 weights) with the largest im2col cap
     above its current one whose scratch grows by at most `slack` bytes, or None when no larger
-    cap changes the block within the slack. `scheduled`, `trace`: its current schedule."""
+    cap changes the block within the slack (a depthwise layer on the whole-layer kernel: its
+    ring's channels per pass likewise). `scheduled`, `trace`: its current schedule."""
+    if slack > 0 and family_of(func, target).name == "depthwise_conv2d":
+        return _larger_rows_block(func, target, wide, scheduled, trace, slack)
     cap = col_bytes_max(trace)
     if cap is None or slack <= 0 or family_of(func, target).name != "conv2d":
         return None

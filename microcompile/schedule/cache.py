@@ -17,7 +17,8 @@ from ..tir.nodes import (PACKED_INT4, Address, Allocate, BinOp, Buffer, Call, Ca
 from ..tir.verify import verify_primfunc
 from .primitives import primitive, ScheduleError, replace_loop, find_loop, weights_name
 
-_WIDER = {"int8": ("int8", "int16", "int32"), "int16": ("int16", "int32"), "int32": ("int32",)}
+_WIDER = {"int8": ("int8", "int16", "int32"), "int16": ("int16", "int32"), "int32": ("int32",),
+          "float32": ("float32",)}
 
 
 def _names(f: PrimFunc) -> set[str]:

@@ -1,6 +1,7 @@
 """The default schedule for every op family: first the op family's own schedule when one
 applies (int8 conv2d and fully_connected become GEMM micro-kernel calls, gemm_schedule.py;
-int8 depthwise_conv2d calls of mc_depthwise_*, depthwise_intrin.py; an int8 ADD's input
+int8 depthwise_conv2d calls of mc_depthwise_*, depthwise_intrin.py; float32 conv2d and
+fully_connected calls of the FPU GEMM kernel on cores with an FPU, gemm_f32.py; an int8 ADD's input
 rescales as 256-entry tables, tabulate.py),
 then every innermost loop that is short and holds no further loop is unrolled (small kernel
 windows such as a 3-wide filter row). Knobs: `unroll_max_extent`, domain
@@ -13,6 +14,7 @@ from ..tir.compose import compose_rows
 from ..tir.nodes import For, PrimFunc, walk
 from ..tir.verify import verify_primfunc
 from .depthwise_intrin import DEPTHWISE_SCHEDULES
+from .gemm_f32 import F32_GEMM_SCHEDULES
 from .gemm_schedule import GEMM_SCHEDULES
 from .tabulate import TABLE_SCHEDULES
 from .primitives import ScheduleError, primitive
@@ -43,7 +45,7 @@ def default_schedule(func: PrimFunc, target=None, unroll_max_extent: int | None 
         unroll_max_extent = default_unroll(func)
     assert unroll_max_extent in UNROLL_MAX_EXTENT_DOMAIN, unroll_max_extent
     options = {} if wide is None else {"wide": wide}
-    schedules = GEMM_SCHEDULES + DEPTHWISE_SCHEDULES + TABLE_SCHEDULES
+    schedules = F32_GEMM_SCHEDULES + GEMM_SCHEDULES + DEPTHWISE_SCHEDULES + TABLE_SCHEDULES
     sch = next((s for s in (fn(func, target, **options) for fn in schedules) if s is not None), None) or Schedule(func)
     unroll_short_loops(sch, unroll_max_extent)
     return sch.func, sch.trace

@@ -24,8 +24,9 @@ import itertools
 import numpy as np
 
 from ..ir import budget
-from ..tir.intrinsics_depthwise import (DEPTHWISE_PARAMS, DEPTHWISE_VARIANTS, ORDER, RQ_WINDOWS, kernel_name,
-                                         requant_records, rq_kernel_name)
+from ..tir.intrinsics_depthwise import (DEPTHWISE_PARAMS, DEPTHWISE_ROWS_PARAMS, DEPTHWISE_VARIANTS, ORDER,
+                                         ROWS_KERNEL, RQ_WINDOWS, kernel_name, requant_records, rows_pairs,
+                                         rows_records, rows_scratch_words, rq_kernel_name)
 from ..tir.nodes import (Address, Allocate, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, Load, PrimFunc, Var,
                          SeqStmt, Store, rewrite, walk)
 from ..tir.interp import compile_expr
@@ -37,8 +38,11 @@ from .tensorize import affine, perfect_nest, tensor_intrin
 from .trace import Schedule
 from .variants import kernel_set
 
-DEPTHWISE_KERNEL_DOMAIN = declare_knob("depthwise_kernel", ("kernel", "loops"),
-                                       "depthwise: the core's micro-kernel or unrolled loops")
+DEPTHWISE_KERNEL_DOMAIN = declare_knob("depthwise_kernel", ("rows", "kernel", "loops"),
+                                       "depthwise: a whole-layer kernel, the core's per-pixel micro-kernel, "
+                                       "or unrolled loops")
+ROWS_BLOCK_DOMAIN = declare_knob("depthwise_rows_block", (0, 64, 32, 16, 8),
+                                 "depthwise rows kernel: channels per pass, 0 = all (its scratch grows with it)")
 
 
 # ---------------------------------------------------------------- pack_depthwise_s16
@@ -154,6 +158,94 @@ def region_bias_at_runtime(f: PrimFunc) -> PrimFunc:
                                     dict(f.attrs)))
 
 
+# ---------------------------------------------------------------- depthwise_rows
+
+def _region_epilogue(f: PrimFunc) -> dict | None:
+    """The output arithmetic of the first region's channel loop (every region shares it):
+    requant_epilogue's mult/rshift buffers, offset and clamp."""
+    for lp in walk(f.body):
+        if not (isinstance(lp, For) and lp.var.name.startswith("ic_")):
+            continue
+        chain, body = perfect_nest(lp)
+        if len(chain) != 1 or not isinstance(body, Allocate) or not isinstance(body.body, SeqStmt):
+            return None
+        out = body.body.stmts[-1]
+        return requant_epilogue(out.value, body.buffer, lp.var.name) if isinstance(out, Store) else None
+    return None
+
+
+def rows_geometry(f: PrimFunc) -> dict | None:
+    """The layer's geometry when the whole-layer kernel can take it (int8 3x3, depth multiplier
+    1, dilation 1, stride 1 or 2 across), else None."""
+    geo = f.attrs.get("window")
+    if not geo or geo["kernel"] != [3, 3] or geo["dilation"] != [1, 1] or geo["multiplier"] != 1 \
+            or geo["stride"][1] not in (1, 2):
+        return None
+    return geo
+
+
+def rows_ring_bytes(f: PrimFunc, block: int) -> int:
+    """The kernel's scratch for `block` channels per pass (0: all)."""
+    y = next(b for b in f.buffers if b.name == "y")
+    channels = y.shape[3]
+    pairs = rows_pairs(y.shape[2], f.attrs["window"]["stride"][1])
+    return 4 * rows_scratch_words(min(block or channels, channels), pairs)
+
+
+# The ring's default cap, as conv2d's im2col block (gemm_schedule.COL_BYTES_MAX): small enough
+# to leave kws's arena as it was; schedule/blocks.py grows it where the arena has slack.
+ROWS_BYTES_MAX = 1024
+
+
+def default_rows_block(f: PrimFunc) -> int | None:
+    """The most channels per pass (ROWS_BLOCK_DOMAIN) whose ring fits ROWS_BYTES_MAX, or None
+    when none does (the per-pixel kernels then): kws's 25x5x64 layers take 16."""
+    if rows_geometry(f) is None:
+        return None
+    return next((b for b in ROWS_BLOCK_DOMAIN if rows_ring_bytes(f, b) <= ROWS_BYTES_MAX), None)
+
+
+@primitive("depthwise_rows")
+def depthwise_rows(f: PrimFunc, block: int = 0) -> PrimFunc:
+    """Replace a whole int8 3x3 depthwise layer (depth multiplier 1, stride 1 or 2 across,
+    dilation 1, per-channel arrays from requant_arrays) by one call of the whole-layer kernel,
+    with one record of weights and output arithmetic per channel in flash and its ring of input
+    pair rows for `block` channels at a time (0: all) in scratch (intrinsics_depthwise.py).
+
+        for n { for oh_0 { ...regions... } }     --depthwise_rows(32)-->
+        mc_depthwise_3x3_rows_dsp_s8(y, x, rq_rows, dw_ring, &{batch, channels, ..., block=32});
+        rq_rows: int32[C*10] const;  dw_ring: int32[3*32*pairs + 8] scratch (+ 32 zp_in bytes)"""
+    geo = rows_geometry(f)
+    bufs = {b.name: b for b in f.buffers}
+    if geo is None or block not in ROWS_BLOCK_DOMAIN or not {"x", "y", "w", "bias"} <= set(bufs):
+        raise ScheduleError(f"{f.name}: not an int8 3x3 depthwise layer of depth multiplier 1, stride 1 or 2 across")
+    x, y, w, bias = (bufs[k] for k in ("x", "y", "w", "bias"))
+    ep = _region_epilogue(f)
+    if ep is None or w.dtype != "int8" or w.data is None or x.dtype != "int8" or y.dtype != "int8" \
+            or any(b.scope != "const" or b.data is None for b in (bias, ep["mult"], ep["rshift"])):
+        raise ScheduleError(f"{f.name}: no per-channel int8 requantization to fold into records")
+    batch, in_h, in_w, channels = x.shape
+    _, out_h, out_w, _ = y.shape
+    rec = rows_records(np.asarray(w.data).reshape(3, 3, channels), np.asarray(bias.data)[:channels],
+                       np.asarray(ep["mult"].data)[:channels], np.asarray(ep["rshift"].data)[:channels], ep["off"])
+    if rec is None:
+        raise ScheduleError(f"{f.name}: the output arithmetic leaves the kernel's int32 range")
+    (sh, sw), (pt, pl) = geo["stride"], geo["padding"]
+    pairs, block = rows_pairs(out_w, sw), min(block or channels, channels)
+    budget.check_tensor(f"{weights_name(w)}, as whole-layer records", (rec.size,), 4)
+    records = Buffer("rq_rows", "int32", (rec.size,), "const", data=rec,
+                     comment=f"{w.comment}: per channel 2*filter pairs, 2*bias, mult, K, rshift")
+    ring = Buffer("dw_ring", "int32", (rows_scratch_words(block, pairs),), "scratch",
+                  comment=f"three input rows as int16 column pairs, {block} channels")
+    params = DEPTHWISE_ROWS_PARAMS(batch=batch, channels=channels, in_h=in_h, in_w=in_w, out_h=out_h, out_w=out_w,
+                                   stride_h=sh, stride_w=sw, pad_top=pt, pad_left=pl, pairs=pairs,
+                                   zp_in=geo["zp_in"], act_min=ep["lo"], act_max=ep["hi"], block=block)
+    call = Call(ROWS_KERNEL, (Address(y, IntImm(0)), Address(x, IntImm(0)), Address(records, IntImm(0)),
+                              Address(ring, IntImm(0)), params), "void")
+    keep = tuple(b for b in f.buffers if b.scope != "const")
+    return verify_primfunc(PrimFunc(f.name, (*keep, records, ring), Evaluate(call), dict(f.attrs)))
+
+
 # ---------------------------------------------------------------- the tensor intrinsic
 
 def _match(loop: For) -> dict | None:
@@ -261,11 +353,16 @@ def _match_rq(loop: For) -> dict | None:
 
 # ---------------------------------------------------------------- the default schedule
 
-def schedule_depthwise(func: PrimFunc, target=None, kernel: str = "kernel", wide: bool | None = None,
-                       records: bool = True) -> Schedule | None:
+def schedule_depthwise(func: PrimFunc, target=None, kernel: str = "rows", wide: bool | None = None,
+                       records: bool = True, rows_block: int | None = None) -> Schedule | None:
     """The depthwise schedule, by the `kernel` knob (DEPTHWISE_KERNEL_DOMAIN):
 
-    "kernel"  (default) pack the filter and tensorize every region's channel loop with the
+    "rows"    (default) on DSP cores, an int8 3x3 layer (depth multiplier 1, stride 1 or 2
+              across) becomes one call of the whole-layer kernel (depthwise_rows), `rows_block`
+              channels per pass (knob depthwise_rows_block; None: default_rows_block, and
+              "kernel" where no block fits its cap); kws on the Cortex-M4: 2.51 instructions
+              per MAC against 3.25 (docs/performance.md). Anything else falls back to "kernel"
+    "kernel"  pack the filter and tensorize every region's channel loop with the
               micro-kernel for the core (kws on the Cortex-M4: 4.74 instructions per MAC,
               against 5.30 for "loops"); None when it does not apply (float, depth
               multiplier > 1, a multiplier of one half or more), so the loops remain
@@ -292,6 +389,17 @@ def schedule_depthwise(func: PrimFunc, target=None, kernel: str = "kernel", wide
     regions = [n.var.name for n in walk(func.body) if isinstance(n, For) and n.var.name.startswith("ic_")]
     if not regions:
         return None
+    block = default_rows_block(func) if rows_block is None else rows_block
+    if kernel == "rows" and variant == "dsp" and block is not None:
+        try:
+            sch.knob("depthwise_rows_block", block)
+            if not any(b.name in ("mult", "shift") for b in func.buffers):
+                sch.apply("requant_arrays", "ic_")
+            sch.apply("depthwise_rows", block)
+            return sch
+        except ScheduleError:
+            sch = Schedule(func)         # not a layer the whole-layer kernel takes: per pixel
+            sch.knob("depthwise_kernel", kernel)
     try:
         sch.apply("pack_depthwise_s16", "w")
         if not any(b.name in ("mult", "shift") for b in func.buffers):

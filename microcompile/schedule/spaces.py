@@ -23,11 +23,15 @@ Families (matched in this order, the first whose `applies` holds):
                       (panels | columns: the int16 DSP kernel's outer loop, chunks of 8 weight panels
                       or the columns), gemm_tile (auto | 4x1 | 4x2: its register tile, 4x2 on pair-interleaved
                       im2col columns), unroll_max_extent
+    f32_fpu           float32 conv2d and fully_connected on FPU cores (gemm_f32.py): cols and col_bytes_max
+                      (conv2d only), unroll_max_extent
     fully_connected   int8 GEMV/GEMM (gemm_schedule.py): acc_rows, wide_weights, fc_input, unroll_max_extent
-    depthwise_conv2d  (depthwise_intrin.py): depthwise_kernel, wide_weights, unroll_max_extent
+    depthwise_conv2d  (depthwise_intrin.py): depthwise_kernel, depthwise_rows_block, wide_weights,
+                      unroll_max_extent
     add               int8 ADD and SUB rescale tables (tabulate.py): tables, unroll_max_extent
     softmax           int8 softmax's exp table (tabulate.py): tables, unroll_max_extent
-    loops             everything else (pooling, elementwise, float softmax, copies, float kernels):
+    loops             everything else (pooling, elementwise, float softmax, copies, float kernels other than
+                      f32_fpu's: float depthwise, any float kernel on cores without an FPU):
                       loop_order, split_inner, unroll_max_extent
 """
 
@@ -39,7 +43,8 @@ from typing import Callable
 
 from ..tir.nodes import For, PrimFunc, walk
 from .default import UNROLL_MAX_EXTENT_DOMAIN, default_unroll, unroll_short_loops
-from .depthwise_intrin import schedule_depthwise
+from .depthwise_intrin import default_rows_block, schedule_depthwise
+from .gemm_f32 import F32_COL_BYTES_MAX, f32_gemm_applies, schedule_conv2d_f32, schedule_dense_f32
 from .gemm_schedule import (COL_BYTES_MAX, EPILOGUE_DOMAIN, FC_ACC_ROWS, FC_ACC_ROWS_DOMAIN, FC_INPUT,
                             WIDEN_MIN_RUN, GemmKnobs, output_pixels, schedule_conv2d_gemm,
                             schedule_dense_gemm)
@@ -239,6 +244,31 @@ def _conv_schedule(func, target, config):
         cache_write_at=config["cache_write_at"], loop_order=config["gemm_loop_order"], tile=config["gemm_tile"]))
 
 
+# ---------------------------------------------------------------- float32 conv2d / fully_connected (FPU)
+
+def _f32_knobs(func, target):
+    if func.attrs.get("op") == "conv2d":
+        return _knobs("cols", "col_bytes_max", "unroll_max_extent")
+    return _knobs("unroll_max_extent")
+
+
+def _f32_default(func, target, wide):
+    if func.attrs.get("op") == "conv2d":
+        return {"cols": 0, "col_bytes_max": F32_COL_BYTES_MAX, "unroll_max_extent": default_unroll(func)}
+    return {"unroll_max_extent": default_unroll(func)}
+
+
+@knob_family("f32_fpu", f32_gemm_applies, _f32_knobs, _f32_default)
+def _f32_schedule(func, target, config):
+    if func.attrs.get("op") != "conv2d":
+        return schedule_dense_f32(func, target)
+    cols = config["cols"] or None
+    if cols is not None and output_pixels(func) % cols:
+        raise InvalidConfig(f"f32_fpu: a block of {cols} columns does not divide the {output_pixels(func)} "
+                            "output pixels")
+    return schedule_conv2d_f32(func, target, cols, config["col_bytes_max"])
+
+
 # ---------------------------------------------------------------- fully_connected
 
 def _fc_applies(func, target) -> bool:
@@ -279,20 +309,23 @@ def _dw_applies(func, target) -> bool:
 
 
 def _dw_knobs(func, target):
-    return _knobs("depthwise_kernel", "wide_weights", "unroll_max_extent")
+    return _knobs("depthwise_kernel", "depthwise_rows_block", "wide_weights", "unroll_max_extent")
 
 
 def _dw_default(func, target, wide):
-    return {"depthwise_kernel": "kernel" if wide else "loops", "wide_weights": int(bool(wide)),
-            "unroll_max_extent": default_unroll(func)}
+    block = default_rows_block(func)
+    kernel = ("rows" if block is not None else "kernel") if wide else "loops"
+    return {"depthwise_kernel": kernel, "wide_weights": int(bool(wide)),
+            "depthwise_rows_block": 0 if block is None else block, "unroll_max_extent": default_unroll(func)}
 
 
 @knob_family("depthwise_conv2d", _dw_applies, _dw_knobs, _dw_default)
 def _dw_schedule(func, target, config):
-    if config["depthwise_kernel"] == "kernel" and not config["wide_weights"]:
-        raise InvalidConfig("depthwise_conv2d: the micro-kernel reads int16 weights (depthwise_kernel=kernel needs "
-                            "wide_weights=1)")
-    return schedule_depthwise(func, target, kernel=config["depthwise_kernel"], wide=bool(config["wide_weights"]))
+    if config["depthwise_kernel"] in ("rows", "kernel") and not config["wide_weights"]:
+        raise InvalidConfig(f"depthwise_conv2d: the micro-kernels read int16 weights (depthwise_kernel="
+                            f"{config['depthwise_kernel']} needs wide_weights=1)")
+    return schedule_depthwise(func, target, kernel=config["depthwise_kernel"], wide=bool(config["wide_weights"]),
+                              rows_block=config["depthwise_rows_block"])
 
 
 # ---------------------------------------------------------------- add (rescale tables)

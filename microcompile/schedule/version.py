@@ -21,6 +21,8 @@ Records written before the version existed have none and count as version 0.
        fully_connected knob fc_input; with int16 weights on DSP cores the default reads the
        int8 input in place (mc_gemm_p4_dsp_s16_s8) instead of widening it into scratch, so the
        arena no longer keeps large layers' weights int8
+    4  depthwise knob value depthwise_kernel=rows (the whole-layer 3x3 kernel, the default on DSP
+       cores where its ring fits) and knob depthwise_rows_block (schedule/depthwise_intrin.py)
 """
 
-SCHEDULE_VERSION = 3
+SCHEDULE_VERSION = 4

@@ -89,3 +89,87 @@ def _impl_rq(y, x, w, rq, p: dict):
 for _kh, _kw in RQ_WINDOWS:
     intrinsic(rq_kernel_name(_kh, _kw), ("handle",) * 4 + (DEPTHWISE_PARAMS,), "void", "mc_depthwise.h",
               extern=True, writes=(0,))(_impl_rq)
+
+
+# ---------------------------------------------------------------- whole-layer 3x3 kernel (rows)
+# mc_depthwise_3x3_rows_dsp_s8 computes a whole int8 3x3 depthwise layer (depth multiplier 1,
+# stride 1 or 2, any padding) one output row at a time: each padded input row is turned once
+# into int16 pairs of adjacent columns per channel (a ring of three rows in scratch), so every
+# SMLAD does two taps of one channel; see runtime_c/kernels/dsp/mc_depthwise_rows_dsp.c.
+# Its constant is one record of ROWS_RECORD int32 per channel: 2*bias, the filter rows as pairs
+# (2*w[i][0], 2*w[i][1]) and (2*w[i][1], 2*w[i][2]) for i = 0..2 (doubled: the sums come out as
+# 2*acc, the operand SMMLAR needs), mult, K = 2^(e-1) + out_offset*2^e and e = rshift.
+DEPTHWISE_ROWS_PARAMS = StructType("mc_depthwise_rows_params_t",
+                                   ("batch", "channels", "in_h", "in_w", "out_h", "out_w", "stride_h", "stride_w",
+                                    "pad_top", "pad_left", "pairs", "zp_in", "act_min", "act_max", "block"))
+ROWS_RECORD = 10
+ROWS_KERNEL = "mc_depthwise_3x3_rows_dsp_s8"
+
+
+def rows_pairs(out_w: int, stride_w: int) -> int:
+    """Column pairs per padded input row the kernel reads: up to padded column (out_w-1)*s + 2."""
+    return ((out_w - 1) * stride_w + 2) // 2 + 1
+
+
+def rows_scratch_words(block: int, pairs: int) -> int:
+    """int32 words of the kernel's scratch: the ring of three pair rows of one block of channels,
+    then `block` bytes of zp_in (what a padding column reads)."""
+    return 3 * block * pairs + (block + 3) // 4
+
+
+def _pair(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    return ((lo.astype(np.int64) & 0xFFFF) | (hi.astype(np.int64) << 16)).astype(np.uint32).view(np.int32)
+
+
+def rows_records(w: np.ndarray, bias: np.ndarray, mult: np.ndarray, rshift: np.ndarray,
+                 out_offset: int) -> np.ndarray | None:
+    """w: int [3, 3, C]; bias (the full fold, bias - zp_in*sum(w)), mult, rshift: [C] ->
+    the flat int32 records. None when K or the doubled sums leave int32 (a shift above about
+    21 or a bias beyond 2^30): the kernel's arithmetic needs both."""
+    w2, e = 2 * np.asarray(w, np.int64), np.asarray(rshift, np.int64)
+    k = (np.int64(1) << (e - 1)) + out_offset * (np.int64(1) << e)
+    if np.any(np.abs(k) >= 2**30 - 1) or np.any(np.abs(bias) >= 2**30) or np.any(e < 1) or np.any(mult < 0):
+        return None
+    rec = np.zeros((w.shape[2], ROWS_RECORD), np.int32)
+    for i in range(3):
+        rec[:, 1 + 2 * i] = _pair(w2[i, 0], w2[i, 1])
+        rec[:, 2 + 2 * i] = _pair(w2[i, 1], w2[i, 2])
+    rec[:, 0] = 2 * np.asarray(bias, np.int64)
+    rec[:, 7], rec[:, 8], rec[:, 9] = mult, k, e
+    return rec.reshape(-1)
+
+
+def _unpair(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    u = np.asarray(v, np.int32).view(np.uint32).astype(np.int64)
+    lo, hi = u & 0xFFFF, u >> 16
+    return np.where(lo >= 0x8000, lo - 0x10000, lo), np.where(hi >= 0x8000, hi - 0x10000, hi)
+
+
+@intrinsic(ROWS_KERNEL, ("handle",) * 4 + (DEPTHWISE_ROWS_PARAMS,), "void", "mc_depthwise.h", extern=True,
+           writes=(0, 3))
+def _impl_rows(y, x, rec, scratch, p: dict):
+    """Python semantics: TFLite's DepthwiseConvPerChannel (padding reads zp_in, which the full
+    bias fold cancels) from the records; the scratch is the kernel's own business."""
+    (ya, yo), (xa, xo), (ra, ro) = y, x, rec
+    n, c, ih, iw, oh, ow = (p[f] for f in ("batch", "channels", "in_h", "in_w", "out_h", "out_w"))
+    sh, sw, pt, pl = p["stride_h"], p["stride_w"], p["pad_top"], p["pad_left"]
+    r = np.asarray(ra[ro:ro + c * ROWS_RECORD]).reshape(c, ROWS_RECORD)
+    w = np.zeros((3, 3, c), np.int64)
+    for i in range(3):
+        w[i, 0], w[i, 1] = _unpair(r[:, 1 + 2 * i])
+        w[i, 2] = _unpair(r[:, 2 + 2 * i])[1]
+    w //= 2
+    bias, mult, k, e = r[:, 0].astype(np.int64) // 2, r[:, 7].astype(np.int64), r[:, 8].astype(np.int64), \
+        r[:, 9].astype(np.int64)
+    off = (k - (np.int64(1) << (e - 1))) >> e
+    xs = np.asarray(xa[xo:xo + n * ih * iw * c], np.int64).reshape(n, ih, iw, c)
+    hp, wp = max(ih + pt, (oh - 1) * sh + 3), max(iw + pl, (ow - 1) * sw + 3)
+    xp = np.full((n, hp, wp, c), p["zp_in"], np.int64)
+    xp[:, pt:pt + ih, pl:pl + iw] = xs
+    acc = np.broadcast_to(bias, (n, oh, ow, c)).copy()
+    for i in range(3):
+        for j in range(3):
+            acc += xp[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw] * w[i, j]
+    assert np.all(np.abs(acc) < 2**30), "outside mc_mul_by_qm_pos_rshift's domain"
+    v = np.asarray(multiply_by_quantized_multiplier(acc, mult, -e), np.int64) + off
+    ya[yo:yo + acc.size] = np.clip(v, p["act_min"], p["act_max"]).astype(np.int8).reshape(-1)

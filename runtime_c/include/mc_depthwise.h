@@ -67,6 +67,25 @@ void mc_depthwise_3x3_dsp_rq_s8(MC_DEPTHWISE_RQ_ARGS);
 void mc_depthwise_2x3_dsp_rq_s8(MC_DEPTHWISE_RQ_ARGS);
 void mc_depthwise_3x2_dsp_rq_s8(MC_DEPTHWISE_RQ_ARGS);
 void mc_depthwise_2x2_dsp_rq_s8(MC_DEPTHWISE_RQ_ARGS);
+/* A whole 3x3 layer (depth multiplier 1, stride 1 or 2 across, any stride down and padding),
+ * NHWC, one output row at a time, `block` channels at a time (runtime_c/kernels/dsp/
+ * mc_depthwise_rows_dsp.c): rec holds one record of 10 int32 per channel
+ * (microcompile/tir/intrinsics_depthwise.py, rows_records), scratch 3 * block * pairs + ceil(block / 4)
+ * words.
+ * DSP cores only. */
+typedef struct {
+    int32_t batch, channels;
+    int32_t in_h, in_w, out_h, out_w;
+    int32_t stride_h, stride_w;
+    int32_t pad_top, pad_left;     /* padding before the first input row / column */
+    int32_t pairs;                 /* int16 column pairs per padded input row */
+    int32_t zp_in;                 /* what a padded tap reads */
+    int32_t act_min, act_max;
+    int32_t block;                 /* channels per pass (the ring holds one block) */
+} mc_depthwise_rows_params_t;
+
+void mc_depthwise_3x3_rows_dsp_s8(int8_t *y, const int8_t *x, const int32_t *rec, int32_t *scratch,
+                                  const mc_depthwise_rows_params_t *params);
 void mc_depthwise_mve_s8(MC_DEPTHWISE_ARGS);
 void mc_depthwise_3x3_mve_s8(MC_DEPTHWISE_ARGS);
 void mc_depthwise_2x3_mve_s8(MC_DEPTHWISE_ARGS);

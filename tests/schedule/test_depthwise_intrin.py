@@ -117,8 +117,11 @@ def test_ssat_epilogue_of_armv7m_lowering_is_matched(board):
     g = build_graph(case)
     f = lower_node(g, g.nodes[0], target)
     assert any(n.name == "mc_ssat8" for n in tir.walk(f.body) if isinstance(n, tir.Call))
-    sch = schedule_depthwise(f, target)
+    sch = schedule_depthwise(f, target, kernel="kernel")
     assert sch is not None and all(c.endswith(("_dsp_rq_s8" if target.dsp else "_c_s8")) for c in _calls(sch.func))
+    # The default on a DSP core: the whole-layer kernel (tests/schedule/test_depthwise_rows.py)
+    rows = schedule_depthwise(f, target)
+    assert _calls(rows.func) == (["mc_depthwise_3x3_rows_dsp_s8"] if target.dsp else _calls(sch.func))
 
 
 def test_int8_weights_compute_region_biases_at_run_time():

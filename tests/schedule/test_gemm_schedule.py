@@ -140,9 +140,12 @@ def test_cache_read_refuses_narrowing():
 
 
 def test_float_conv_keeps_the_plain_nest():
+    """No int8 GEMM for float: the plain nest without an FPU, the float kernel (gemm_f32.py) with one."""
     _, f = _conv("float32")
-    _, trace = default_schedule(f, DSP)
+    _, trace = default_schedule(f, load_board("mps2-an385").target)
     assert not any(d.primitive == "tensorize" for d in trace.decisions)
+    _, trace = default_schedule(f, DSP)
+    assert [d.args[1][:10] for d in trace.decisions if d.primitive == "tensorize"] == ["mc_gemm_p4"]
 
 
 @pytest.fixture(scope="module")
