@@ -4,6 +4,7 @@
   div                           as sub/mul; float32 and int32 (LiteRT's DIV has no int8 kernel)
   (add, sub, mul, div, maximum and minimum also take plain int32: reference/plain.py)
   maximum, minimum              NumPy broadcasting; int8 compares raw values (no rescale)
+  where                         condition (int32, 0 false), x, y: NumPy broadcasting; float32, int32
   squared_difference            NumPy broadcasting, at most 4-D (TFLite's 4DSlow kernel)
   leaky_relu                    attr alpha
   prelu                         input, alpha (a tensor broadcast against the input)
@@ -93,6 +94,19 @@ for _op in ("maximum", "minimum", "squared_difference"):
     register(OpDef(_op, ("lhs", "rhs"), infer=_infer_binary,
                    macs=_elements if _op == "squared_difference" else (lambda g, n: 0),
                    quant="calibrated" if _op == "squared_difference" else "shared", layout="elementwise"))
+def _infer_where(g: Graph, n: Node):
+    c, x, y = (in_tensor(g, n, i) for i in range(3))
+    if c.dtype != "int32" or c.quant is not None:
+        raise VerifyError(f"{n.name}: where's condition is {c.dtype}; it must be int32 (0: false)")
+    if x.dtype != y.dtype or x.dtype not in ("float32", "int32"):
+        raise VerifyError(f"{n.name}: where of {x.dtype} and {y.dtype} (float32 or int32, both the same)")
+    return [(_broadcast_shape(n, _broadcast_shape(n, c.shape, x.shape), y.shape), x.dtype)]
+
+
+# ONNX Where, ATen where: x where the condition is not 0, else y, NumPy broadcasting; float32
+# and int32 (PTQ keeps it float: a masked value far below the scores would take the int8
+# range). A constant mask of a PyTorch program is folded at import (frontend/pytorch/aten.py).
+register(OpDef("where", ("condition", "x", "y"), infer=_infer_where, layout="elementwise"))
 register(OpDef("leaky_relu", ("input",), attrs={"alpha": 0.2}, infer=same_as_input, quant="calibrated",
                layout="elementwise", int16=True))
 register(OpDef("prelu", ("input", "alpha"), infer=_infer_prelu, quant="calibrated", layout="elementwise"))

@@ -35,6 +35,13 @@ class RowGroup:
     rows: int
     whole: tuple[tuple[str, int], ...] = ()
 
+    def row_constants(self) -> list[str]:
+        """Constants with a row of their own for some rows (an attention mask): the kernel reads
+        them at each row's offset, as it reads its inputs."""
+        g = self.graph
+        return sorted(name for name, t in g.tensors.items()
+                      if t.is_const and len(t.shape) > self.rows and any(d != 1 for d in t.shape[:self.rows]))
+
     def depth(self, tensor: str) -> int:
         """How many leading dimensions of `tensor` follow the iteration (the rest is one row)."""
         return dict(self.whole).get(tensor, self.rows)

@@ -1,4 +1,4 @@
-"""sub, mul, maximum, minimum, squared_difference and prelu, with NumPy broadcasting.
+"""sub, mul, maximum, minimum, squared_difference, prelu and where, with NumPy broadcasting.
 
 One loop per output dimension; an input dimension of size 1 drops out of that input's
 index (stride 0). int8 arithmetic is reference.elementwise's (the interpreter's):
@@ -87,6 +87,18 @@ def lower_binary(g: Graph, node: Node, target=None):
     else:
         result = _int8_result(node.op, g, node, av, bv, target)
     return make_func(g, node, [a, b, y], loops(list(zip(idx, yt.shape)), y.store(result, *idx)))
+
+
+@lowering("where")
+def lower_where(g: Graph, node: Node, target=None):
+    """x where the condition is not 0, else y: one Select per output element (float32, int32)."""
+    ct, xt, yt, ot = (g.tensors[t] for t in (*node.inputs, node.outputs[0]))
+    c, x, y = operand(g, ct.name, "c"), operand(g, xt.name, "x"), operand(g, yt.name, "y")
+    out = arena(g, ot.name, "out")
+    idx = [Var(f"i{k}") for k in range(len(ot.shape))]
+    pick = Select(binop("ne", Load(c, broadcast_index(c, ot.shape, idx)), IntImm(0)),
+                  Load(x, broadcast_index(x, ot.shape, idx)), Load(y, broadcast_index(y, ot.shape, idx)))
+    return make_func(g, node, [c, x, y, out], loops(list(zip(idx, ot.shape)), out.store(pick, *idx)))
 
 
 @lowering("prelu")

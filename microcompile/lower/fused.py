@@ -20,7 +20,7 @@ from ..ir.graph import Graph, Node
 from ..ir.ops_fused import RowGroup
 from ..tir.compose import RowNest, RowParts, compose_rows
 from ..tir.nodes import Buffer, Expr, IntImm, Var, add, mul
-from .common import arena, describe, lowering, lowering_of, make_func
+from .common import arena, constant, describe, lowering, lowering_of, make_func
 
 
 def _offset(body: RowGroup, tensor: str, r: list[Var]) -> Expr:
@@ -37,11 +37,16 @@ def _offset(body: RowGroup, tensor: str, r: list[Var]) -> Expr:
 def lower_row_group(g: Graph, node: Node, target=None):
     body: RowGroup = node.attrs["body"]
     bg = body.graph
-    rg = bg.replace(tensors={name: t if t.is_const else t.replace(shape=body.row_shape(name))
+    per_row = body.row_constants()
+    # a constant with a row each is, on one row's shapes, an input the parts read at the row
+    rg = bg.replace(tensors={name: t if t.is_const and name not in per_row
+                             else t.replace(shape=body.row_shape(name), data=None)
                              for name, t in bg.tensors.items()})
     r = [Var(f"row{d}") for d in range(body.rows)]
     ends = (*bg.inputs, *bg.outputs)
     boundary = {t: (arena(g, t, f"t{i}", shape=(g.tensors[t].size,)), _offset(body, t, r)) for i, t in enumerate(ends)}
+    boundary.update({t: (constant(f"c{i}", bg.tensors[t].data.reshape(-1), f"{t} {list(bg.tensors[t].shape)}"),
+                         _offset(body, t, r)) for i, t in enumerate(per_row)})
     inner = [t for m in bg.nodes for t in m.outputs if t not in ends]
     scratch = {t: Buffer(f"row_{i}", rg.tensors[t].dtype, (rg.tensors[t].size,), "scratch",
                          comment=f"one row of {describe(rg.tensors[t])}") for i, t in enumerate(inner)}

@@ -434,6 +434,11 @@ def _minimum(graph, node, a, b):
     return np.minimum(a, b)
 
 
+@kernel("where")
+def _where(graph, node, condition, x, y):
+    return np.where(condition != 0, x, y)
+
+
 @kernel("squared_difference")
 def _squared_difference(graph, node, a, b):
     if not _int8(graph, node):

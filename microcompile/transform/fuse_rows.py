@@ -11,8 +11,8 @@ The ops and their quantization stay as they are: the result is the same to the b
 
 What is fused:
   layer_norm  a `mean` over trailing axes (keep_dims) of a tensor x, grown in graph order by
-              every op that works row by row (elementwise ops with constants broadcast along
-              the row, means over the same axes, softmax when the rows end before the last
+              every op that works row by row (elementwise ops with constants that are the same
+              for every row or have a row each, means over the same axes, softmax when the rows end before the last
               axis) and reads only x, constants or the group's own results, until exactly
               one result leaves the group; kept when it holds two means and a square root
               (sqrt or rsqrt) and its result has x's shape
@@ -41,6 +41,14 @@ def _const_broadcast(g: Graph, name: str, rank: int, k: int) -> bool:
     return all(d == 1 for i, d in enumerate(shape) if lead + i < k)
 
 
+def _const_rows(g: Graph, name: str, lead: tuple[int, ...]) -> bool:
+    """A constant with a row of its own for some rows (an attention mask: one row per query
+    row): of the output's rank, each of its first k dims 1 or the output's. The kernel reads it
+    at the row's offset, as an input."""
+    shape = tuple(g.tensors[name].shape)
+    return len(shape) > len(lead) and all(d in (1, e) for d, e in zip(shape, lead))
+
+
 def _rowwise(g: Graph, n: Node, lead: tuple[int, ...]) -> bool:
     """Each row (the first len(lead) dims fixed) of n's output comes from the same row of its
     non-constant inputs, which all have the output's rank and lead."""
@@ -57,7 +65,8 @@ def _rowwise(g: Graph, n: Node, lead: tuple[int, ...]) -> bool:
     for i in n.inputs:
         t = g.tensors[i]
         if t.is_const:
-            if not _const_broadcast(g, i, len(out.shape), k):
+            if not (_const_broadcast(g, i, len(out.shape), k)
+                    or (len(t.shape) == len(out.shape) and _const_rows(g, i, lead))):
                 return False
         elif t.variable or len(t.shape) != len(out.shape) or tuple(t.shape[:k]) != lead or t.dtype == "int16":
             return False

@@ -199,6 +199,53 @@ def test_attention_with_is_causal_and_constant_masks_equals_torch(tmp_path):
         mc.compile(RuntimeMask(), "host", example_inputs=(torch.randn(1, 2, 4, 8), torch.zeros(4, 4)))
 
 
+@pytest.mark.parametrize("mask", ["none", "causal-bool", "float", "masked-fill"])
+def test_nn_multihead_attention_equals_torch_and_runs_fused(mask, tmp_path):
+    """nn.MultiheadAttention as PyTorch exports it (in-projection, heads split by views,
+    scaled_dot_product_attention, out-projection): its constant masks, built with zeros_like
+    and masked_fill in the program, are evaluated at import; every head runs as one fused
+    attention kernel (the mask read a query row at a time) in host C, equal to torch."""
+
+    class Mha(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mha = torch.nn.MultiheadAttention(16, 4, batch_first=True)
+            causal = torch.triu(torch.ones(7, 7, dtype=torch.bool), 1)
+            self.register_buffer("mask", causal if mask != "float" else torch.randn(7, 7))
+
+        def forward(self, x):
+            m = None if mask == "none" else self.mask
+            if mask == "masked-fill":     # an additive mask the program builds itself
+                m = torch.zeros_like(self.mask, dtype=torch.float32).masked_fill(self.mask, float("-inf"))
+            return self.mha(x, x, x, attn_mask=m, need_weights=False)[0]
+
+    torch.manual_seed(5)
+    m, x = Mha().eval(), torch.randn(1, 7, 16)
+    cm = mc.compile(m, "host", example_inputs=(x,))
+    assert [n.op for n in cm.graph.nodes].count("attention") == 1
+    want = m(x).detach().numpy()
+    assert_close(cm.reference([x.numpy()])[0], want)
+    r = cm.deploy(tmp_path / "p", inputs=x.numpy())
+    assert r.verified
+    assert_close(r.outputs[cm.graph.outputs[0]], want)
+
+
+def test_mask_ops_fold_on_constants_and_shapes_and_are_refused_on_values():
+    class Fill(torch.nn.Module):          # ones_like reads only x's shape: it folds
+        def forward(self, x):
+            return torch.ones_like(x) + x
+
+    x = torch.randn(1, 4)
+    assert_close(mc.compile(Fill(), "host", example_inputs=(x,)).reference([x.numpy()])[0], (x + 1).numpy())
+
+    class Equal(torch.nn.Module):         # eq reads x's values: refused, named
+        def forward(self, x):
+            return torch.where(torch.eq(x, 0.5), x, 2 * x)
+
+    with pytest.raises(UnsupportedOpError, match="aten.eq.Scalar of a run-time tensor"):
+        mc.compile(Equal(), "host", example_inputs=(torch.randn(4, 4),))
+
+
 def test_a_module_without_example_inputs_is_a_clear_error():
     with pytest.raises(UserError, match="example inputs"):
         mc.compile(torch.nn.ReLU(), "host")

@@ -38,7 +38,7 @@ def _cases() -> list:
         out.append((m.layer_norm_onnx(shape, 100 + k), ("div", "sqrt")))
         out.append((m.layer_norm_tflite(shape, 200 + k), ()))    # int8 RSQRT, as TFLite's converter
         heads, tokens, width = int(RNG.integers(1, 4)), int(RNG.choice([1, 6, 13])), int(RNG.choice([3, 8, 17]))
-        out.append((m.attention(heads, tokens, width, 300 + k), ()))
+        out.append((m.attention(heads, tokens, width, 300 + k, mask=k % 2 == 1), ()))
     return out
 
 
@@ -59,7 +59,13 @@ def _check(got, want, where: str) -> None:
 
 def test_every_case_is_one_fused_node():
     for g in FLOAT + INT8:
-        assert [n.op for n in FuseRows()(g).nodes] in (["layer_norm"], ["attention"]), g.name
+        fused = FuseRows()(g)
+        assert [n.op for n in fused.nodes] in (["layer_norm"], ["attention"]), g.name
+        # a causal mask is read a query row at a time, as the kernel's input
+        per_row = fused.nodes[0].attrs["body"].row_constants()
+        tokens = g.tensors[g.inputs[0]].shape[-2]
+        assert bool(per_row) == ("masked" in g.name and tokens > 1), (g.name, per_row)
+        assert all(name.startswith("mask") for name in per_row)
 
 
 def test_the_loop_ir_equals_the_unfused_reference():

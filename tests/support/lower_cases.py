@@ -33,7 +33,9 @@ KERNEL_OPS += ("lstm", "svdf")
 # tests/ir/test_transformer_ops.py batch_matmul's, gelu's and sqrt's (against torch and LiteRT; their
 # int8 forms there too, which op_cases has no plan for), tests/ir/test_rsqrt_int8.py int8 rsqrt's
 # (LiteRT fails on inputs below the zero point, which op_cases' random bytes and normal floats hold).
-FLOAT_ONLY_OPS = ("div", "gru", "batch_matmul", "gelu", "sqrt", "rsqrt", "erf")
+# where: tests/frontend/test_onnx_ops.py (ONNX Where, host C against onnxruntime) and
+# tests/frontend/test_pytorch.py (masked attention); it has no int8 form.
+FLOAT_ONLY_OPS = ("div", "gru", "batch_matmul", "gelu", "sqrt", "rsqrt", "erf", "where")
 # Plain-integer ops (no quantization): tests/lower/test_plain_ints.py (cast, against LiteRT),
 # tests/lower/test_signal_kernels.py and test_signal_fft.py (TFLM's signal ops, against TFLM)
 # and tests/e2e/test_audio_frontend.py (all of them lowered, host C and Cortex-M twins).

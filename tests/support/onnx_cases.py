@@ -104,6 +104,9 @@ for opset, axis in ((11, 1), (11, 2), (13, 1), (13, -1), (21, 2)):
 # Pow with a constant exponent (0.5 and -0.5 need positive inputs: tests/transform/test_fuse_rows.py)
 for _e in (1.0, 2.0, 3.0):
     case("Pow", [(2, 3, 5), np.array(_e, np.float32)], opset=13 if _e != 3.0 else 15)
+# Where with a constant condition (masking): the masked value constant or the other operand
+case("Where", [np.triu(np.ones((5, 5), bool), 1), np.array(-1e4, np.float32), (2, 5, 5)])
+case("Where", [RNG.random((4, 1)) > 0.5, (3, 4, 6), w(4, 6)])
 case("Softmax", [(3, 5)])
 
 # --- pooling and reductions -------------------------------------------------------------

@@ -79,12 +79,17 @@ def layer_norm_tflite(shape, seed: int) -> Graph:
     return b.graph([x], y)
 
 
-def attention(heads: int, tokens: int, width: int, seed: int) -> Graph:
-    b = _Builder(f"attention_{seed}", np.random.default_rng(seed))
+def attention(heads: int, tokens: int, width: int, seed: int, mask: bool = False) -> Graph:
+    """`mask`: a constant causal mask added to the scaled scores (-8 above the diagonal: a
+    row of its own for every query row), as PyTorch's attn_mask is imported."""
+    b = _Builder(f"attention{'_masked' if mask else ''}_{seed}", np.random.default_rng(seed))
     shape = (1, heads, tokens, width)
     q, k, v = (b.input(n, shape) for n in ("q", "k", "v"))
     scores = b.op("batch_matmul", [q, k], (1, heads, tokens, tokens), adj_x=False, adj_y=True)
     scaled = b.op("mul", [scores, b.const("scale", np.full((1, 1, 1, 1), 1 / np.sqrt(width)))], scores_shape(b, scores))
+    if mask:
+        causal = np.where(np.triu(np.ones((tokens, tokens), bool), 1), -8.0, 0.0).reshape(1, 1, tokens, tokens)
+        scaled = b.op("add", [scaled, b.const("mask", causal)], scores_shape(b, scores))
     probs = b.op("softmax", [scaled], scores_shape(b, scores), beta=1.0)
     y = b.op("batch_matmul", [probs, v], shape, adj_x=False, adj_y=False)
     return b.graph([q, k, v], y)

@@ -1,6 +1,6 @@
 """Add, Sub, Mul, Div, activations (Relu, LeakyRelu, PRelu, Clip, Sigmoid, Tanh,
-HardSigmoid, HardSwish), Abs, Pow (constant exponents 1, 2, 3, 0.5, -0.5), Softmax, LogSoftmax,
-Identity, Dropout.
+HardSigmoid, HardSwish), Abs, Pow (constant exponents 1, 2, 3, 0.5, -0.5), Where, Softmax,
+LogSoftmax, Identity, Dropout.
 
 Broadcasting is NumPy's, as the IR's binary ops; an operand of lower rank is reshaped to
 the output's rank first (leading 1s), which keeps every kernel's index arithmetic simple.
@@ -110,6 +110,22 @@ def _pow(ctx, node):
         sq = ctx.emit1("mul", [x, x], out=out if steps[0] == "square" else None)
         if steps[0] == "cube":
             ctx.emit1("mul", [sq, x], out=out)
+
+
+@converter("Where")
+def _where(ctx, node):
+    """X where the condition holds, else Y (masking: a constant mask picks the scores or a
+    masked value). The condition becomes int32 0/1; X and Y float32 (or int32)."""
+    c = ctx.const(node.input[0])
+    if c is not None:
+        cond = ctx.add_const(np.asarray(c).astype(bool).astype(np.int32), node.input[0] + "_mask")
+    elif ctx.dtype(node.input[0]) == "int32":
+        cond = ctx.ir(node.input[0])
+    else:
+        ctx.unsupported(node, f"a {ctx.dtype(node.input[0])} condition")
+    x, y = _float_operand(ctx, node, 1), _float_operand(ctx, node, 2)
+    rank = max(len(ctx.tensors[t].shape) for t in (cond, x, y))
+    ctx.emit1("where", [_full_rank(ctx, t, rank) for t in (cond, x, y)], out=node.output[0])
 
 
 def _unary(onnx_op: str, our_op: str, attrs=lambda ctx, node: {}):

@@ -57,6 +57,13 @@ class Builder:
         self.inits.append(numpy_helper.from_array(np.asarray(array), name))
         return name
 
+    def const_as(self, node, array: np.ndarray) -> str:
+        """Make FX node `node` the constant `array` (an initializer named after it)."""
+        from onnx import numpy_helper
+        name = self.out(node)
+        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
     def ints(self, values, hint: str) -> str:
         return self.const(np.asarray(values, np.int64), hint)
 
@@ -289,6 +296,69 @@ def _sdpa(b: Builder, n) -> None:
     b.add("MatMul", [probs, b.value(v)], [b.out(n)])
 
 
+# Ops that build constant masks (nn.MultiheadAttention's attn_mask goes through zeros_like and
+# masked_fill, which core ATen spells full_like, scalar_tensor and where): when every tensor
+# argument is a constant, torch evaluates them at import, so the mask reaches
+# scaled_dot_product_attention as one constant. Pure tensor functions of torch's own; a runtime
+# argument is refused (where, which the graph has an op for, excepted).
+CONSTANT_ATEN = ("aten.zeros_like.default", "aten.ones_like.default", "aten.full_like.default", "aten.full.default",
+                 "aten.zeros.default", "aten.ones.default", "aten.scalar_tensor.default", "aten.logical_not.default",
+                 "aten.bitwise_not.default", "aten.eq.Scalar", "aten.ne.Scalar", "aten.triu.default",
+                 "aten.tril.default", "aten.masked_fill.Scalar", "aten._to_copy.default")
+
+
+_SHAPE_ONLY = ("aten.zeros_like.default", "aten.ones_like.default", "aten.full_like.default")
+
+
+def _fx_args(node) -> list:
+    import torch.fx
+    out: list = []
+    torch.fx.node.map_arg((node.args, node.kwargs), out.append)
+    return out
+
+
+def _evaluate(b: Builder, n) -> bool:
+    """Evaluate `n` with torch when all its tensor arguments are constants; False otherwise."""
+    import torch
+    import torch.fx
+
+    values = {a: _initializer(b, a) for a in _fx_args(n)}
+    if op_key(n) in _SHAPE_ONLY:      # zeros_like(x) and the like read x's shape, not its values
+        values = {a: np.zeros(tuple(a.meta["val"].shape), str(a.meta["val"].dtype).replace("torch.", ""))
+                  if v is None else v for a, v in values.items()}
+    if any(v is None for v in values.values()):
+        return False
+    args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs), lambda a: torch.from_numpy(np.array(values[a])))
+    kwargs = {k: v for k, v in kwargs.items() if k not in ("device", "pin_memory", "layout")}
+    result = n.target(*args, **kwargs).detach().cpu().numpy()
+    b.const_as(n, result.astype(np.float32) if result.dtype == np.float64 else result)
+    return True
+
+
+def _constant_op(b: Builder, n) -> None:
+    if not _evaluate(b, n):
+        raise UnsupportedOpError(f"{n.name}: {op_key(n)} of a run-time tensor is not supported (microcompile "
+                                 "evaluates it on constants only: masks)", hint="see docs/pytorch.md")
+
+
+for _name in CONSTANT_ATEN:
+    aten(_name)(_constant_op)
+
+# The shape ops a constant mask passes through on its way to scaled_dot_product_attention: on
+# constants they are evaluated too (to_onnx), so the mask arrives as one constant.
+FOLDED_ON_CONSTANTS = CONSTANT_ATEN + ("aten.where.self", "aten.view.default", "aten.reshape.default",
+                                       "aten.unsqueeze.default", "aten.squeeze.dim", "aten.squeeze.dims",
+                                       "aten.expand.default", "aten.clone.default", "aten.contiguous.default")
+
+
+@aten("aten.where.self")
+def _where(b: Builder, n) -> None:
+    if not _evaluate(b, n):
+        cond = b.fresh("cond")
+        b.add("Cast", [b.value(n.args[0])], [cond], to=6)       # INT32: the graph's 0/1 condition
+        b.add("Where", [cond, b.value(n.args[1]), b.value(n.args[2])], [b.out(n)])
+
+
 @aten("aten.expand.default")
 def _expand(b: Builder, n) -> None:
     b.add("Expand", [b.value(n.args[0]), b.ints([int(d) for d in n.meta["val"].shape], "shape")], [b.out(n)])
@@ -364,6 +434,8 @@ def to_onnx(program, name: str):
     outputs = []
     for node in program.graph.nodes:
         if node.op == "call_function":
+            if op_key(node) in FOLDED_ON_CONSTANTS and _evaluate(b, node):
+                continue
             ATEN[op_key(node)](b, node)
         elif node.op == "output":
             for o in node.args[0]:
