@@ -179,8 +179,14 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
     manifest = load_manifest(artifact_dir)
     if options.emulate and board.emulator is None and not board.is_host:
         raise BoardError(f"board {board.name} has no emulated twin", hint="drop --emulate and flash the board")
-    where = placement(board, options.arena_region, options.weights_region, emulated=options.emulate)
+    where = placement(board, options.arena_region, options.weights_region, emulated=options.emulate,
+                      arena_banks=tuple(manifest.get("arena_banks", {})))
     check_fits(manifest, board, where)
+    if manifest.get("arena_banks") and (options.trace or options.agent):
+        # trace.h and the agent read every tensor at the primary arena's offset.
+        raise UserError(f"model {manifest['model']!r} has its arena split over banks "
+                        f"{', '.join([where.arena, *where.arena_banks])}: trace and agent builds read one arena only",
+                        hint="compile with --arena-region BANK (one arena), or build the self-test")
     test_inputs = [] if options.agent else test_inputs
     if not options.agent and len(test_inputs) != len(manifest["inputs"]):
         raise UserError(f"model {manifest['model']!r} has {len(manifest['inputs'])} inputs, got {len(test_inputs)} test inputs")
@@ -355,4 +361,4 @@ def _linker_script(board: Board, where: Placement, unbounded: bool = False) -> s
     return _env().get_template("linker.ld.j2").render(
         mcu=ld(board.mcu.name), banks=_bank_rows(board, unbounded), code=ld(where.code), ram=ld(where.ram),
         weights=ld(where.weights), arena=ld(where.arena), stack_bytes=where.stack_bytes,
-        heap_bytes=where.heap_bytes, measuring=unbounded)
+        heap_bytes=where.heap_bytes, measuring=unbounded, arena_banks=[ld(b) for b in where.arena_banks])
