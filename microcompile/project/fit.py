@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from microcompile.errors import BoardError, DoesNotFit
+from microcompile.errors import DoesNotFit
 from microcompile.project.elf import ElfImage, read_elf
 from microcompile.project.placement import Placement, placement
 from microcompile.project.stack import StackNeed, stack_need
@@ -176,10 +176,10 @@ def _split_hint(board: Board, needs: dict[str, int], where: Placement) -> str:
             rooms.append(f"{b.name} {kib(b.size)}" + (f" ({kib(max(b.size - shared, 0))} after the stack and .bss)"
                                                        if shared else ""))
     arena = _one_arena(needs)["arena"]
-    return (f"the compiler splits the arena over the RAM banks when one does not hold it: {board.name}'s are "
-            f"{', '.join(rooms)}, and the arena needs {kib(arena)} (any part of it at least its largest buffer); "
-            f"a board with more RAM, another RAM bank the board has declared in boards/mcus/{board.mcu.name}.toml, "
-            "or a smaller model")
+    have = f"its RAM banks are {', '.join(rooms)}" if len(rooms) > 1 else f"its one RAM bank is {rooms[0]}"
+    return (f"the arena ({kib(arena)}) is split over a board's RAM banks when one does not hold it "
+            f"(without --arena-region), and {board.name} cannot hold it so: {have}; a board with more RAM, a RAM bank the chip has that "
+            f"boards/mcus/{board.mcu.name}.toml does not declare yet, or a smaller model")
 
 
 def smallest_board_that_fits(needs: dict[str, int], exclude: str = "") -> tuple[str, str] | None:
