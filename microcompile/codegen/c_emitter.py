@@ -241,7 +241,9 @@ def kernel_arena_banks(f: PrimFunc, plan, node_name: str) -> dict[str, str]:
     if not getattr(plan, "banks", None):
         return out
     for b in f.buffers:
-        bank = plan.bank(b.tensor) if b.scope == "arena" else plan.scratch_bank(node_name) if b.scope == "scratch" else ""
+        if b.scope not in ("arena", "scratch"):
+            continue
+        bank = plan.bank(b.tensor) if b.scope == "arena" else plan.scratch_bank(node_name)
         if bank:
             out[b.name] = bank
     return out

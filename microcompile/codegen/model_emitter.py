@@ -190,8 +190,8 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
         "state_bytes": state_bytes, "state_inits": state_inits,
         # Multi-bank placement (memory/banks.py): the arena of each other bank, a static array of
         # model.c in a section the project's linker script maps to that bank.
-        "bank_arenas": [{"bank": generated(bank), "bytes": n, "symbol": generated(naming.symbol(f"arena_{bank.lower()}")),
-                         "section": generated(f".bss.mc_bank.{bank}")}
+        "bank_arenas": [{"bank": generated(bank), "bytes": n, "section": generated(f".bss.mc_bank.{bank}"),
+                         "symbol": generated(naming.symbol(f"arena_{bank.lower()}"))}
                         for bank, n in sorted(getattr(plan, "bank_bytes", {}).items())],
     }
     env = environment(resource_dir("templates") / "model")

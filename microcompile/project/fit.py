@@ -178,7 +178,8 @@ def _split_hint(board: Board, needs: dict[str, int], where: Placement) -> str:
     arena = _one_arena(needs)["arena"]
     have = f"its RAM banks are {', '.join(rooms)}" if len(rooms) > 1 else f"its one RAM bank is {rooms[0]}"
     return (f"the arena ({kib(arena)}) is split over a board's RAM banks when one does not hold it "
-            f"(without --arena-region), and {board.name} cannot hold it so: {have}; a board with more RAM, a RAM bank the chip has that "
+            f"(without --arena-region), and {board.name} cannot hold it so: {have}; a board with more RAM, "
+            f"a RAM bank the chip has that "
             f"boards/mcus/{board.mcu.name}.toml does not declare yet, or a smaller model")
 
 

@@ -75,6 +75,10 @@ def test_split_arena_deploys_bit_exact_on_the_twin(model, tmp_path):
     assert banks["BLOCKRAM"]["items"] == {"arena": plan.bank_bytes["BLOCKRAM"]}
     assert banks["SSRAM23"]["items"]["arena"] == plan.arena_bytes
     assert f"arena@BLOCKRAM {plan.bank_bytes['BLOCKRAM']:,}" in result.fit.format()
+    report = result.report                          # --report
+    assert report["arena_banks"] == {"BLOCKRAM": plan.bank_bytes["BLOCKRAM"]}
+    assert report["arena_bytes"] == plan.arena_bytes
+    assert report["fit"]["ram"]["arena@BLOCKRAM"] == plan.bank_bytes["BLOCKRAM"]
     linker = (tmp_path / "p" / "linker.ld").read_text()
     assert "*(.bss.mc_bank.BLOCKRAM)" in linker and "} > BLOCKRAM" in linker
 
