@@ -325,11 +325,13 @@ def read_marker(project_dir: str | Path) -> dict:
     return marker
 
 
-def bsp_files(board: Board, emulated: bool = False) -> tuple[dict[str, bytes], list[str], list[str], list[str]]:
+def bsp_files(board: Board, emulated: bool = False,
+              arena_banks=()) -> tuple[dict[str, bytes], list[str], list[str], list[str]]:
     """The board support of an exported library (`export --bsp`): startup, platform and console
     sources with their headers, and the linker script, as {relative path: bytes} under bsp/;
     then the sources, the include directories and the -D flags to compile them with. The
-    QEMU twin's platform with `emulated`. The host board's is its one platform file."""
+    QEMU twin's platform with `emulated`. The host board's is its one platform file.
+    `arena_banks`: the banks of the models' multi-bank arenas, which the linker script maps."""
     emu = board.emulator
     if emulated and emu is not None:
         sources, include_dirs, defines = emu.sources, emu.include_dirs, emu.c_defines()
@@ -337,7 +339,8 @@ def bsp_files(board: Board, emulated: bool = False) -> tuple[dict[str, bytes], l
         sources, include_dirs, defines = board.mcu.sources, board.mcu.include_dirs, board.c_defines()
     files = {f"bsp/{rel}": path.read_bytes() for rel, path in _board_files(sources, include_dirs).items()}
     if not board.is_host:
-        files["bsp/linker.ld"] = _linker_script(board, placement(board, emulated=emulated)).encode()
+        where = placement(board, emulated=emulated, arena_banks=arena_banks)
+        files["bsp/linker.ld"] = _linker_script(board, where).encode()
     return (dict(sorted(files.items())), [f"bsp/{s}" for s in sources], [f"bsp/{d}" for d in include_dirs],
             list(defines))
 

@@ -63,6 +63,7 @@ def test_split_plan_puts_the_io_in_the_primary_arena(model):
     assert ('static uint8_t mc_arena_blockram[%d] __attribute__((section(".bss.mc_bank.BLOCKRAM"), aligned(16)));'
             % plan.bank_bytes["BLOCKRAM"]) in source
     assert "(mc_arena_blockram + " in source
+    assert f"{plan.bank_bytes['BLOCKRAM']:,} in BLOCKRAM" in str(cm.memory_report())   # inspect --memory
 
 
 @pytest.mark.qemu
@@ -105,3 +106,12 @@ def test_trace_builds_refuse_a_split_arena(model, tmp_path):
     cm = mc.compile(model, _an386())
     with pytest.raises(mc.UserError, match="split over banks SSRAM23, BLOCKRAM"):
         cm.build(tmp_path / "p", trace=True)
+
+
+def test_export_with_bsp_maps_the_banks(model, tmp_path):
+    cm = mc.compile(model, _an386())
+    cm.export(tmp_path / "lib", format="make", bsp=True, name="net")
+    linker = (tmp_path / "lib" / "bsp" / "linker.ld").read_text()
+    assert "*(.bss.mc_bank.BLOCKRAM)" in linker
+    source = next((tmp_path / "lib").rglob("net.c")).read_text()
+    assert '.bss.mc_bank.BLOCKRAM' in source and "(net_arena_blockram + " in source
