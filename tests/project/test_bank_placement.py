@@ -8,7 +8,8 @@ import dataclasses
 import pytest
 
 import microcompile as mc
-from microcompile.errors import DoesNotFit
+from microcompile.errors import BoardError, DoesNotFit
+from microcompile.project.placement import placement
 from microcompile.frontend.tflite.writer import write_tflite
 from microcompile.target import load_board
 from support.multi_op_models import _Model, quantize_graph
@@ -115,3 +116,12 @@ def test_export_with_bsp_maps_the_banks(model, tmp_path):
     assert "*(.bss.mc_bank.BLOCKRAM)" in linker
     source = next((tmp_path / "lib").rglob("net.c")).read_text()
     assert '.bss.mc_bank.BLOCKRAM' in source and "(net_arena_blockram + " in source
+
+
+def test_a_bank_arena_qemu_does_not_map_is_refused_under_emulation():
+    board = load_board("netduinoplus2")
+    assert placement(board, arena_banks=("CCM",)).arena_banks == ("CCM",)
+    with pytest.raises(BoardError, match="does not emulate CCM"):
+        placement(board, emulated=True, arena_banks=("CCM",))
+    with pytest.raises(BoardError, match="has no bank 'DTCM'"):
+        placement(board, arena_banks=("DTCM",))
