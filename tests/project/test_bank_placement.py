@@ -125,3 +125,22 @@ def test_a_bank_arena_qemu_does_not_map_is_refused_under_emulation():
         placement(board, emulated=True, arena_banks=("CCM",))
     with pytest.raises(BoardError, match="has no bank 'DTCM'"):
         placement(board, arena_banks=("DTCM",))
+
+
+def test_tightly_coupled_ram_takes_the_scratch_first(model, tmp_path):
+    """nucleo-f746zg with its SRAM cut to 20 KiB (a test board): the split puts the kernels'
+    scratch in the 64 KiB DTCM (fast = true) before any tensor, and the firmware links
+    (no twin: built, never run)."""
+    board = load_board("nucleo-f746zg")
+    banks = tuple(dataclasses.replace(b, size=20 * 1024) if b.name == "SRAM" else b for b in board.mcu.banks)
+    cm = mc.compile(model, dataclasses.replace(board, mcu=dataclasses.replace(board.mcu, banks=banks)))
+    plan = cm.artifact.compiled.plan
+    scratch = [b.name for b in plan.buffers if b.name.startswith("scratch:")]
+    assert scratch and all(plan.bank(s) == "DTCM" for s in scratch)
+    assert set(plan.bank_bytes) == {"DTCM"} and plan.bank_bytes["DTCM"] <= 64 * 1024
+    fw = cm.build(tmp_path / "p")
+    linker = (tmp_path / "p" / "linker.ld").read_text()
+    assert ".arena_DTCM (NOLOAD)" in linker and "*(.bss.mc_bank.DTCM) . = ALIGN(4); } > DTCM" in linker
+    banks = {b["name"]: b for b in fw.fit.banks}
+    assert fw.fit.fits and banks["DTCM"]["items"] == {"arena": plan.bank_bytes["DTCM"]}
+    assert banks["SRAM"]["items"]["arena"] == plan.arena_bytes
