@@ -71,8 +71,8 @@ class MemoryPlan:
 
     def to_json(self) -> dict:
         banks = {"banks": dict(self.bank_bytes)} if self.bank_bytes else {}
-        return {**banks, "arena_bytes": self.arena_bytes, "lower_bound_bytes": self.lower_bound, "planner": self.planner,
-                "planners": dict(self.tried),
+        return {**banks, "arena_bytes": self.arena_bytes, "lower_bound_bytes": self.lower_bound,
+                "planner": self.planner, "planners": dict(self.tried),
                 "state_bytes": self.state_bytes, "state": dict(self.state_offsets),
                 "buffers": [{"name": b.name, "offset": self.offsets[b.name], "size": b.size,
                              "first": b.first, "last": b.last, **({"bank": self.banks[b.name]} if b.name in self.banks
