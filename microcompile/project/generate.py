@@ -182,11 +182,11 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
     where = placement(board, options.arena_region, options.weights_region, emulated=options.emulate,
                       arena_banks=tuple(manifest.get("arena_banks", {})))
     check_fits(manifest, board, where)
-    if manifest.get("arena_banks") and (options.trace or options.agent):
-        # trace.h and the agent read every tensor at the primary arena's offset.
+    if manifest.get("arena_banks") and options.trace:
+        # trace.h reads every kernel's outputs at the primary arena's offset.
         raise UserError(f"model {manifest['model']!r} has its arena split over banks "
-                        f"{', '.join([where.arena, *where.arena_banks])}: trace and agent builds read one arena only",
-                        hint="compile with --arena-region BANK (one arena), or build the self-test")
+                        f"{', '.join([where.arena, *where.arena_banks])}: a trace build reads one arena only",
+                        hint="compile with --arena-region BANK (one arena), or build the self-test or the agent")
     test_inputs = [] if options.agent else test_inputs
     if not options.agent and len(test_inputs) != len(manifest["inputs"]):
         raise UserError(f"model {manifest['model']!r} has {len(manifest['inputs'])} inputs, got {len(test_inputs)} test inputs")

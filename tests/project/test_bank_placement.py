@@ -109,6 +109,22 @@ def test_trace_builds_refuse_a_split_arena(model, tmp_path):
         cm.build(tmp_path / "p", trace=True)
 
 
+@pytest.mark.qemu
+def test_agent_runs_a_split_arena_and_lists_only_primary_tensors(model, tmp_path):
+    """The agent runs the model (inputs and outputs are in the primary arena); GET_TENSOR reads
+    the primary arena only, so a tensor in another bank is not in its table."""
+    cm = mc.compile(model, _an386())
+    plan = cm.artifact.compiled.plan
+    result = cm.deploy(tmp_path / "p", agent=True, link=mc.Link(emulate=True))
+    assert result.report["verified"]
+    agent = (tmp_path / "p" / "main.c").read_text()
+    banked = [k for k in cm.manifest["kernels"] for o in k["outputs"] if o.get("bank")]
+    assert banked and all(o["bank"] == "BLOCKRAM" and plan.bank(o["name"]) == "BLOCKRAM"
+                          for k in banked for o in k["outputs"] if o.get("bank"))
+    assert all(f'"{o["name"]}"' not in agent for k in banked for o in k["outputs"] if o.get("bank"))
+    assert f'"{cm.manifest["outputs"][0]["name"]}"' in agent
+
+
 def test_export_with_bsp_maps_the_banks(model, tmp_path):
     cm = mc.compile(model, _an386())
     cm.export(tmp_path / "lib", format="make", bsp=True, name="net")
