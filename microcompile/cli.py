@@ -226,11 +226,12 @@ def _compiled(args):
 
 
 def _compile_options(args, dump_ir=None):
-    """--input-layout, --flash-budget and --dump-ir, where the command has them."""
+    """--input-layout, --flash-budget, --dump-ir and --arena-region (a pin: one arena), where the command has them."""
     from . import api
     budget = getattr(args, "flash_budget", None)
     return api.CompileOptions(input_layout=getattr(args, "input_layout", "nchw"),
-                              flash_budget=parse_bytes(budget, "--flash-budget") if budget else None, dump_ir=dump_ir)
+                              flash_budget=parse_bytes(budget, "--flash-budget") if budget else None, dump_ir=dump_ir,
+                              arena_region=getattr(args, "arena_region", None))
 
 
 def _link(args):

@@ -180,9 +180,13 @@ class CEmitter:
         out.append(f"{ind}{self.expr(s.call, ctx)};")
 
     # -- the function
-    def function(self, f: PrimFunc, c_name: str, arena_offsets: dict[str, int], header: list[str]) -> str:
+    def function(self, f: PrimFunc, c_name: str, arena_offsets: dict[str, int], header: list[str],
+                 bases: dict[str, str] | None = None) -> str:
         """`static void c_name(uint8_t *arena)`. `arena_offsets` gives the arena offset of every
-        arena/scratch buffer by buffer name; `header` lines go in the leading comment."""
+        arena/scratch buffer by buffer name; `header` lines go in the leading comment. `bases`
+        names the array of a buffer placed in another bank's arena (model.c's <prefix>_arena_<bank>),
+        which its offset is then into."""
+        bases = bases or {}
         written = {id(n.buffer) for n in walk(f.body) if isinstance(n, Store)}
         # An extern kernel writes through the pointer arguments its intrinsic declares written.
         written |= {id(n.call.args[k].buffer) for n in walk(f.body) if isinstance(n, Evaluate)
@@ -205,9 +209,9 @@ class CEmitter:
             ctype = C_TYPES[b.dtype]
             note = f"  /* {c_comment(b.comment)} */" if b.comment else ""
             # State lives in the model's state buffer (model.c's <prefix>_state), not the arena.
-            base = self.state_buffer if b.scope == "state" else "arena"
+            base = self.state_buffer if b.scope == "state" else bases.get(b.name, "arena")
             decls.append(f"    {qual}{ctype} *{b.name} = ({qual}{ctype} *)({base} + {arena_offsets[b.name]}u);{note}")
-        if not decls:
+        if not any("(arena + " in d for d in decls):
             decls.append("    (void)arena;")
         lines += decls
         self.stmt(f.body, ctx, "    ", lines)
@@ -227,6 +231,21 @@ def kernel_arena_offsets(f: PrimFunc, plan, node_name: str) -> dict[str, int]:
             out[b.name] = plan.scratch_offset(node_name) + scratch[b.name]
         elif b.scope == "state":
             out[b.name] = plan.state_offset(b.tensor)
+    return out
+
+
+def kernel_arena_banks(f: PrimFunc, plan, node_name: str) -> dict[str, str]:
+    """The bank of each arena/scratch buffer of `f` that `plan` places outside the primary
+    arena (memory/banks.py); empty for a one-arena plan."""
+    out = {}
+    if not getattr(plan, "banks", None):
+        return out
+    for b in f.buffers:
+        if b.scope not in ("arena", "scratch"):
+            continue
+        bank = plan.bank(b.tensor) if b.scope == "arena" else plan.scratch_bank(node_name)
+        if bank:
+            out[b.name] = bank
     return out
 
 

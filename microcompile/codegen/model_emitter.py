@@ -18,7 +18,7 @@ from ..ir.graph import Graph, Node
 from ..tir.nodes import Call, PrimFunc, walk
 from ..resources import resource_dir
 from ..templating import environment, generated
-from .c_emitter import CEmitter, float_literal, kernel_arena_offsets, schedule_comment
+from .c_emitter import CEmitter, float_literal, kernel_arena_banks, kernel_arena_offsets, schedule_comment
 from .manifest import ArtifactFiles, Figures, build_manifest, tensor_entry, write_manifest
 from .naming import Naming
 from .weights import ALIGN, WeightArray, weight_arrays, write_weights
@@ -139,8 +139,10 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
     for i, (node, f) in enumerate(kernels):
         name = f"k{i}_{node.op}"
         trace = traces[i] if traces is not None else None
+        bases = {b: generated(naming.symbol(f"arena_{bank.lower()}"))
+                 for b, bank in kernel_arena_banks(f, plan, node.name).items()}
         code = emitter.function(f, naming.symbol(name), kernel_arena_offsets(f, plan, node.name),
-                                _header_lines(name, node, f, trace))
+                                _header_lines(name, node, f, trace), bases)
         kernel = _Kernel(name, generated(naming.symbol(name)), node.op, int(f.attrs.get("macs", 0)), generated(code))
         # Identical kernels (two attention heads' transposes at the same offsets) are emitted
         # once and the table names that function twice: arm-none-eabi-gcc 12.2 at -O2 turns the
@@ -186,6 +188,11 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
         "kernels_ref": generated(naming.symbol("kernels") if rendered else "0"),
         "reset_state_ref": generated(naming.symbol("reset_state_fn") if state_bytes else "0"),
         "state_bytes": state_bytes, "state_inits": state_inits,
+        # Multi-bank placement (memory/banks.py): the arena of each other bank, a static array of
+        # model.c in a section the project's linker script maps to that bank.
+        "bank_arenas": [{"bank": generated(bank), "bytes": n, "section": generated(f".bss.mc_bank.{bank}"),
+                         "symbol": generated(naming.symbol(f"arena_{bank.lower()}"))}
+                        for bank, n in sorted(getattr(plan, "bank_bytes", {}).items())],
     }
     env = environment(resource_dir("templates") / "model")
     (header, weights_header), (source, weights_source) = naming.headers, naming.sources
@@ -198,9 +205,17 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
         Figures(plan.arena_bytes, weights_bytes, state_bytes), (man_in, man_out),
         # "outputs": where each kernel leaves its results, for trace builds that dump them.
         [{"name": k.name, "layer": node.name, "op": node.op, "macs": k.macs,
-          "outputs": [tensor_entry(graph.tensors[o], plan.offset(o)) for o in node.outputs],
+          "outputs": [_placed(tensor_entry(graph.tensors[o], plan.offset(o)), plan, o) for o in node.outputs],
           "trace": traces[i].to_json() if traces is not None else []}
          for i, (k, (node, _)) in enumerate(zip(rendered, kernels))],
         blob.rows, _memory_summary(plan))
+    if getattr(plan, "bank_bytes", None):
+        manifest["arena_banks"] = dict(sorted(plan.bank_bytes.items()))
     write_manifest(manifest, out_dir)
     return manifest
+
+
+def _placed(entry: dict, plan, name: str) -> dict:
+    """`entry` with the bank of its tensor when the plan puts it outside the primary arena."""
+    bank = plan.bank(name) if getattr(plan, "banks", None) else ""
+    return {**entry, "bank": bank} if bank else entry

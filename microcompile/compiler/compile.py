@@ -12,7 +12,9 @@ from ..errors import ArenaBudgetError
 from ..frontend import load_model
 from ..ir import Graph
 from ..memory import MemoryPlan
+from ..memory.banks import BankRoom, split_banks
 from ..target import Board
+from ..target.board import STACK_BYTES
 from ..transform import pipeline
 from .options import CompileOptions
 from .plan import schedule_and_plan
@@ -54,9 +56,34 @@ def compile_graph(graph: Graph, board: Board, artifact_dir: Path, options: Compi
     graph = pipeline.run(graph, None if options.fuse_rows else pipeline.WITHOUT_FUSE_ROWS, dump=options.dump_ir)
     kernels, plan, graph, widened, tuned_nodes, stored_int4 = schedule_and_plan(graph, board, options.flash_budget,
                                                                                 dict(options.tuned) or None)
+    plan = place_banks(plan, graph, board, options.arena_region)
     manifest = emit_artifact(graph, [(n, f) for n, f, _ in kernels], plan, artifact_dir,
                              traces=[t for _, _, t in kernels])
     return Compiled(graph, plan, manifest, kernels, widened, tuned_nodes, stored_int4)
+
+
+# Room left in the `ram` bank for .data and .bss (runtime, platform, main.c) when the arena is
+# split: a few hundred bytes on our boards; the fit report after the link checks the real figure.
+RAM_MARGIN = 2048
+
+
+def place_banks(plan: MemoryPlan, graph: Graph, board: Board, pin: str | None = None) -> MemoryPlan:
+    """`plan` over the board's RAM banks when its arena does not fit the arena's bank (with the
+    stack and the state buffer when that is the `ram` bank), else `plan` itself, unchanged: the
+    primary arena stays in the `ram` bank (the one main.c passes to mc_init, with the inputs
+    and outputs in it), the rest goes by memory/banks.py's rule. `pin` (--arena-region) keeps
+    the one arena. A plan that does not fit the banks together either is returned unchanged
+    too, and the build's fit check refuses it, naming the banks."""
+    mcu = board.mcu
+    if pin is not None or mcu.ram is None or board.is_host:
+        return plan
+    ram = [b for b in mcu.banks if b.kind == "ram"]
+    if len(ram) < 2 or plan.arena_bytes + plan.state_bytes + STACK_BYTES <= mcu.ram.size:
+        return plan
+    primary = BankRoom(mcu.ram.name, mcu.ram.size - STACK_BYTES - plan.state_bytes - RAM_MARGIN)
+    others = [BankRoom(b.name, b.size, b.fast) for b in ram if b.name != mcu.ram.name]
+    io = {plan.alias[t].root if t in plan.alias else t for t in graph.inputs + graph.outputs}
+    return split_banks(plan, [primary] + others, io) or plan
 
 
 def plan_model(model, board: Board, options: CompileOptions = CompileOptions()) -> Compiled:

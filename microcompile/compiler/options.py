@@ -26,6 +26,8 @@ class CompileOptions:
     dump_ir: called with (pass name, Graph) after every graph pass (--dump-ir).
     fuse_rows: run each layer norm's and attention head's ops as one kernel, a row at a time
         (transform/fuse_rows.py); False keeps them apart, to compare.
+    arena_region: the RAM bank the whole arena is pinned to (--arena-region): no multi-bank
+        placement (compiler/compile.py place_banks).
     """
 
     input_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
@@ -34,6 +36,7 @@ class CompileOptions:
     tuned: Mapping[str, object] = field(default_factory=dict)
     dump_ir: Callable | None = None
     fuse_rows: bool = True
+    arena_region: str | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "input_shapes", _frozen(self.input_shapes))

@@ -60,7 +60,8 @@ def build(artifact: Artifact, project_dir: Path, options: BuildOptions, inputs: 
     project.check_out_dir) and build it. `inputs` is the self-test's embedded input. Raises
     ArenaBudgetError over `options.arena_budget`, and project.FitError when it does not fit."""
     compiled, board = artifact.compiled, artifact.board
-    where = project.placement(board, options.arena_region, options.weights_region, emulated=options.emulate)
+    where = project.placement(board, options.arena_region, options.weights_region, emulated=options.emulate,
+                              arena_banks=tuple(compiled.manifest.get("arena_banks", {})))
     check_arena(compiled, options.arena_budget)
     if not board.is_host:
         with _quantize_hint(compiled):

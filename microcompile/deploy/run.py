@@ -134,6 +134,8 @@ def deploy_result(built: Built, link: Link, run, inputs: dict[str, np.ndarray]) 
         "emulated": bool(link.emulate),
         "verified": all(c.equal for c in comparisons.values()),
         "arena_bytes": compiled.plan.arena_bytes,
+        # a multi-bank arena's other banks (memory/banks.py); arena_bytes is then the primary's
+        **({"arena_banks": dict(compiled.plan.bank_bytes)} if compiled.plan.bank_bytes else {}),
         "state_bytes": compiled.plan.state_bytes,
         "weights_bytes": compiled.manifest["weights_bytes"],
         "flash_bytes": sizes.flash,

@@ -40,7 +40,8 @@ def write_format(tree: LibraryTree, options: ExportOptions) -> dict:
     """Add the format's files, the board support when asked, README.md and microcompile.json
     to `tree`; returns microcompile.json's content."""
     if options.bsp:
-        files, sources, include_dirs, defines = bsp_files(tree.board, options.emulate)
+        banks = sorted({b for m in tree.models for b in m.manifest.get("arena_banks", {})})
+        files, sources, include_dirs, defines = bsp_files(tree.board, options.emulate, tuple(banks))
         for rel, data in files.items():
             tree.add(rel, data)
         tree.bsp = {"sources": sources, "include_dirs": include_dirs, "defines": defines,

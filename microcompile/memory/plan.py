@@ -32,16 +32,29 @@ class MemoryPlan:
     # inferences, each at its own offset (no reuse: they are all live all the time).
     state_offsets: dict[str, int] = field(default_factory=dict)
     state_bytes: int = 0
+    # Multi-bank placement (memory/banks.py): the bank of every root buffer placed outside the
+    # first (primary) bank, whose offsets are then within that bank's own arena, and each such
+    # bank's arena bytes. Both empty for the one arena of a plan that fits one bank.
+    banks: dict[str, str] = field(default_factory=dict)
+    bank_bytes: dict[str, int] = field(default_factory=dict)
 
     def offset(self, tensor_name: str) -> int:
         a = self.alias.get(tensor_name)
         return self.offsets[tensor_name] if a is None else self.offsets[a.root] + a.offset
+
+    def bank(self, tensor_name: str) -> str:
+        """The bank holding `tensor_name` (or a scratch buffer's name): "" for the primary arena."""
+        a = self.alias.get(tensor_name)
+        return self.banks.get(tensor_name if a is None else a.root, "")
 
     def state_offset(self, tensor_name: str) -> int:
         return self.state_offsets[tensor_name]
 
     def scratch_offset(self, node_name: str) -> int:
         return self.offsets[scratch_name(node_name)]
+
+    def scratch_bank(self, node_name: str) -> str:
+        return self.banks.get(scratch_name(node_name), "")
 
     def timeline(self) -> list[int]:
         """Bytes live at each step (0..steps), in-place sharing credited: the memory report's
@@ -57,11 +70,13 @@ class MemoryPlan:
         return sorted((b for b in self.buffers if b.first <= step <= b.last), key=lambda b: (-b.size, b.name))
 
     def to_json(self) -> dict:
-        return {"arena_bytes": self.arena_bytes, "lower_bound_bytes": self.lower_bound, "planner": self.planner,
-                "planners": dict(self.tried),
+        banks = {"banks": dict(self.bank_bytes)} if self.bank_bytes else {}
+        return {**banks, "arena_bytes": self.arena_bytes, "lower_bound_bytes": self.lower_bound,
+                "planner": self.planner, "planners": dict(self.tried),
                 "state_bytes": self.state_bytes, "state": dict(self.state_offsets),
                 "buffers": [{"name": b.name, "offset": self.offsets[b.name], "size": b.size,
-                             "first": b.first, "last": b.last} for b in self.buffers],
+                             "first": b.first, "last": b.last, **({"bank": self.banks[b.name]} if b.name in self.banks
+                                                                  else {})} for b in self.buffers],
                 "in_place": [{"out": o.out, "src": o.src, "max_shift": o.max_shift} for o in self.overlaps],
                 "timeline": self.timeline()}
 
@@ -79,6 +94,14 @@ def plan_memory(g: Graph, scratch: dict[str, int] | None = None, planner: str | 
     alias = aliases(g, slices)
     reqs = analyze(g, scratch, alias)
     rules = tuple(valid_overlaps(reqs, overlaps))
+    end, offsets, name, tried = best_offsets(reqs, rules, planner)
+    state_offsets, state_bytes = plan_state(g)
+    return MemoryPlan(tuple(reqs), offsets, alias, end, len(g.nodes), rules, name, tried, state_offsets, state_bytes)
+
+
+def best_offsets(reqs: list[BufferReq], rules, planner: str | None = None):
+    """(arena bytes, offsets, planner, {planner: bytes}) of the smallest arena any planner of
+    PLANNED_BY reaches (`planner`: that one only), checked with check_no_overlap."""
     tried: dict[str, int] = {}
     best = None
     for name in ((planner,) if planner else PLANNED_BY):
@@ -92,8 +115,7 @@ def plan_memory(g: Graph, scratch: dict[str, int] | None = None, planner: str | 
             best = (end, offsets, name)
     end, offsets, name = best
     check_no_overlap(reqs, offsets, rules)
-    state_offsets, state_bytes = plan_state(g)
-    return MemoryPlan(tuple(reqs), offsets, alias, end, len(g.nodes), rules, name, tried, state_offsets, state_bytes)
+    return end, offsets, name, tried
 
 
 def plan_state(g: Graph) -> tuple[dict[str, int], int]:

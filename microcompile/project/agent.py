@@ -50,6 +50,8 @@ def template_values(manifest: dict, board_name: str, build: str) -> dict:
     tensors = []
     for e in trace_entries(manifest):
         s = e.spec
+        if s.get("bank"):   # in another bank's arena (memory/banks.py): GET_TENSOR reads the primary only
+            continue
         tensors.append({
             "name": s["name"], "dtype": generated(_C_DTYPES[s["dtype"]]), "offset": s["offset"],
             "bytes": s["bytes"], "ndim": len(s["shape"]), "shape_len": max(len(s["shape"]), 1),

@@ -13,6 +13,7 @@ Where a part of the firmware goes (project/placement.py):
     flash bank (weights)  weights (.weights: model_weights.c)
     RAM bank (ram)        data, bss, heap reserve, stack (its need, at least the linker's reserve)
     RAM bank (arena)      arena (.arena: the activation arena)
+    other RAM banks       arena@BANK (.arena_BANK: a multi-bank arena's part in BANK)
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from microcompile.errors import BoardError, DoesNotFit
+from microcompile.errors import DoesNotFit
 from microcompile.project.elf import ElfImage, read_elf
 from microcompile.project.placement import Placement, placement
 from microcompile.project.stack import StackNeed, stack_need
@@ -65,7 +66,7 @@ class FitReport:
     def to_json(self) -> dict:
         return {"board": self.board, "fits": self.fits, "estimated": self.estimated,
                 "flash": {k: self.needs.get(k, 0) for k in FLASH_KEYS},
-                "ram": {k: self.needs.get(k, 0) for k in RAM_KEYS},
+                "ram": {k: self.needs.get(k, 0) for k in RAM_KEYS + _bank_keys(self.needs)},
                 "placement": self.where.to_json(), "banks": self.banks,
                 "stack": {**(self.stack.to_json() if self.stack else {"bytes": None}),
                           "reserve": self.stack_reserve, "measured": self.stack_measured},
@@ -73,7 +74,7 @@ class FitReport:
 
     def format(self) -> str:
         flash = "  ".join(f"{k} {self.needs.get(k, 0):,}" for k in FLASH_KEYS if self.needs.get(k))
-        ram = "  ".join(f"{k} {self.needs.get(k, 0):,}" for k in RAM_KEYS if self.needs.get(k))
+        ram = "  ".join(f"{k} {self.needs.get(k, 0):,}" for k in RAM_KEYS + _bank_keys(self.needs) if self.needs.get(k))
         lines = [f"fit on {self.board}: " + ("fits" if self.fits else "DOES NOT FIT"),
                  f"  flash use   {flash}", f"  RAM use     {ram}"]
         for b in self.banks:
@@ -101,12 +102,18 @@ class FitReport:
         return "\n".join(lines)
 
 
+def _bank_keys(needs: dict[str, int]) -> tuple[str, ...]:
+    """The needs of a multi-bank arena's other banks: "arena@BANK"."""
+    return tuple(sorted(k for k in needs if k.startswith("arena@")))
+
+
 def _bank_usage(board: Board, needs: dict[str, int], where: Placement) -> dict[str, dict[str, int]]:
     usage: dict[str, dict[str, int]] = {b.name: {} for b in board.mcu.banks}
     for key, n in needs.items():
         if n:
-            bank = getattr(where, WHERE[key])
-            usage.setdefault(bank, {})[key] = usage.get(bank, {}).get(key, 0) + n
+            bank = key.split("@", 1)[1] if key.startswith("arena@") else getattr(where, WHERE[key])
+            item = "arena" if key.startswith("arena@") else key
+            usage.setdefault(bank, {})[item] = usage.get(bank, {}).get(item, 0) + n
     return usage
 
 
@@ -131,6 +138,9 @@ def _hints(board: Board, needs: dict[str, int], where: Placement, widened_bytes:
                 trial = Placement(where.code, where.ram, where.weights, b.name, where.stack_bytes, where.heap_bytes)
                 if not _overflows(board, needs, trial):
                     hints.append(f"--arena-region {b.name} ({kib(b.size)} {b.note or 'RAM'})")
+    arena_banks = {where.arena, *where.arena_banks}
+    if arena_banks & over and needs.get("arena"):
+        hints.append(_split_hint(board, needs, where))
     if where.weights in over and needs.get("weights"):
         for b in board.mcu.banks:
             if b.kind == "flash" and b.name != where.weights:
@@ -140,7 +150,7 @@ def _hints(board: Board, needs: dict[str, int], where: Placement, widened_bytes:
     if widened_bytes and where.weights in over:
         hints.append(f"int8 instead of widened weights: {kib(widened_bytes)} of the weights are int16 copies made "
                      "for the DSP kernels; keeping them int8 would save that much flash (no option selects it yet)")
-    smallest = smallest_board_that_fits(needs, exclude=board.name)
+    smallest = smallest_board_that_fits(_one_arena(needs), exclude=board.name)
     if smallest is not None:
         name, flag = smallest
         hints.append(f"a board that fits: {name}" + (f" with {flag}" if flag else "")
@@ -148,6 +158,29 @@ def _hints(board: Board, needs: dict[str, int], where: Placement, widened_bytes:
     elif over:
         hints.append("no known board fits it: a smaller model (fewer channels or layers), or quantize it to int8")
     return hints
+
+
+def _one_arena(needs: dict[str, int]) -> dict[str, int]:
+    """`needs` with a multi-bank arena counted as one (for another board's banks)."""
+    out = {k: v for k, v in needs.items() if not k.startswith("arena@")}
+    out["arena"] = needs.get("arena", 0) + sum(needs[k] for k in _bank_keys(needs))
+    return out
+
+
+def _split_hint(board: Board, needs: dict[str, int], where: Placement) -> str:
+    """The banks the compiler may split the arena over, their room, and the arena's need."""
+    rooms = []
+    for b in board.mcu.banks:
+        if b.kind == "ram":
+            shared = sum(v for k, v in needs.items() if k in ("data", "bss", "heap", "stack") and where.ram == b.name)
+            rooms.append(f"{b.name} {kib(b.size)}" + (f" ({kib(max(b.size - shared, 0))} after the stack and .bss)"
+                                                       if shared else ""))
+    arena = _one_arena(needs)["arena"]
+    have = f"its RAM banks are {', '.join(rooms)}" if len(rooms) > 1 else f"its one RAM bank is {rooms[0]}"
+    return (f"the arena ({kib(arena)}) is split over a board's RAM banks when one does not hold it "
+            f"(without --arena-region), and {board.name} cannot hold it so: {have}; a board with more RAM, "
+            f"a RAM bank the chip has that "
+            f"boards/mcus/{board.mcu.name}.toml does not declare yet, or a smaller model")
 
 
 def smallest_board_that_fits(needs: dict[str, int], exclude: str = "") -> tuple[str, str] | None:
@@ -199,7 +232,8 @@ def check_manifest_fits(manifest: dict, board: Board, where: Placement, widened_
     to be."""
     # A recurrent model's state buffer is a static array of model.c: it lands in .bss.
     needs = {"weights": int(manifest["weights_bytes"]), "arena": int(manifest["arena_bytes"]),
-             "bss": int(manifest.get("state_bytes", 0)), "stack": where.stack_bytes}
+             "bss": int(manifest.get("state_bytes", 0)), "stack": where.stack_bytes,
+             **{f"arena@{b}": int(n) for b, n in manifest.get("arena_banks", {}).items()}}
     report = _report(board, needs, where, widened_bytes, hint_needs={**needs, "code": CODE_ESTIMATE}, estimated=True)
     if not report.fits:
         raise FitError(report, manifest.get("model", "model"))
@@ -220,8 +254,11 @@ def _section_needs(image: ElfImage, board: Board, where: Placement | None) -> di
     """Bytes per category from the ELF's sections; sections the linker script does not name are
     `other_flash` or `other_ram` by the kind of bank their address is in."""
     needs = {k: 0 for k in FLASH_KEYS + RAM_KEYS}
+    where_banks = set(where.arena_banks) if where is not None else set()
     for s in image.sections:
-        if s.name in CODE_SECTIONS:
+        if s.name.startswith(".arena_") and s.name[len(".arena_"):] in where_banks:
+            needs[f"arena@{s.name[len('.arena_'):]}"] = s.size
+        elif s.name in CODE_SECTIONS:
             needs[CODE_SECTIONS[s.name]] += s.size
         elif s.name in RAM_SECTIONS:
             needs[RAM_SECTIONS[s.name]] += s.size

@@ -179,8 +179,14 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
     manifest = load_manifest(artifact_dir)
     if options.emulate and board.emulator is None and not board.is_host:
         raise BoardError(f"board {board.name} has no emulated twin", hint="drop --emulate and flash the board")
-    where = placement(board, options.arena_region, options.weights_region, emulated=options.emulate)
+    where = placement(board, options.arena_region, options.weights_region, emulated=options.emulate,
+                      arena_banks=tuple(manifest.get("arena_banks", {})))
     check_fits(manifest, board, where)
+    if manifest.get("arena_banks") and options.trace:
+        # trace.h reads every kernel's outputs at the primary arena's offset.
+        raise UserError(f"model {manifest['model']!r} has its arena split over banks "
+                        f"{', '.join([where.arena, *where.arena_banks])}: a trace build reads one arena only",
+                        hint="compile with --arena-region BANK (one arena), or build the self-test or the agent")
     test_inputs = [] if options.agent else test_inputs
     if not options.agent and len(test_inputs) != len(manifest["inputs"]):
         raise UserError(f"model {manifest['model']!r} has {len(manifest['inputs'])} inputs, got {len(test_inputs)} test inputs")
@@ -319,11 +325,13 @@ def read_marker(project_dir: str | Path) -> dict:
     return marker
 
 
-def bsp_files(board: Board, emulated: bool = False) -> tuple[dict[str, bytes], list[str], list[str], list[str]]:
+def bsp_files(board: Board, emulated: bool = False,
+              arena_banks=()) -> tuple[dict[str, bytes], list[str], list[str], list[str]]:
     """The board support of an exported library (`export --bsp`): startup, platform and console
     sources with their headers, and the linker script, as {relative path: bytes} under bsp/;
     then the sources, the include directories and the -D flags to compile them with. The
-    QEMU twin's platform with `emulated`. The host board's is its one platform file."""
+    QEMU twin's platform with `emulated`. The host board's is its one platform file.
+    `arena_banks`: the banks of the models' multi-bank arenas, which the linker script maps."""
     emu = board.emulator
     if emulated and emu is not None:
         sources, include_dirs, defines = emu.sources, emu.include_dirs, emu.c_defines()
@@ -331,7 +339,8 @@ def bsp_files(board: Board, emulated: bool = False) -> tuple[dict[str, bytes], l
         sources, include_dirs, defines = board.mcu.sources, board.mcu.include_dirs, board.c_defines()
     files = {f"bsp/{rel}": path.read_bytes() for rel, path in _board_files(sources, include_dirs).items()}
     if not board.is_host:
-        files["bsp/linker.ld"] = _linker_script(board, placement(board, emulated=emulated)).encode()
+        where = placement(board, emulated=emulated, arena_banks=arena_banks)
+        files["bsp/linker.ld"] = _linker_script(board, where).encode()
     return (dict(sorted(files.items())), [f"bsp/{s}" for s in sources], [f"bsp/{d}" for d in include_dirs],
             list(defines))
 
@@ -355,4 +364,4 @@ def _linker_script(board: Board, where: Placement, unbounded: bool = False) -> s
     return _env().get_template("linker.ld.j2").render(
         mcu=ld(board.mcu.name), banks=_bank_rows(board, unbounded), code=ld(where.code), ram=ld(where.ram),
         weights=ld(where.weights), arena=ld(where.arena), stack_bytes=where.stack_bytes,
-        heap_bytes=where.heap_bytes, measuring=unbounded)
+        heap_bytes=where.heap_bytes, measuring=unbounded, arena_banks=[ld(b) for b in where.arena_banks])

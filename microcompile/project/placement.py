@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 from microcompile.errors import BoardError
 from microcompile.target import Board
-
-STACK_BYTES = 4096  # reserved below the top of RAM; TFLM peaks at 1340 B on our benchmark models
+from microcompile.target.board import STACK_BYTES
 HEAP_BYTES = 0      # nothing in the firmware calls malloc
 
 
@@ -24,20 +23,23 @@ class Placement:
     arena: str
     stack_bytes: int = STACK_BYTES
     heap_bytes: int = HEAP_BYTES
+    arena_banks: tuple[str, ...] = ()   # the other banks of a multi-bank arena (memory/banks.py)
 
     def to_json(self) -> dict:
+        banks = {"arena_banks": list(self.arena_banks)} if self.arena_banks else {}
         return {"code": self.code, "ram": self.ram, "weights": self.weights, "arena": self.arena,
-                "stack_reserve_bytes": self.stack_bytes, "heap_reserve_bytes": self.heap_bytes}
+                "stack_reserve_bytes": self.stack_bytes, "heap_reserve_bytes": self.heap_bytes, **banks}
 
 
 def placement(board: Board, arena_region: str | None = None, weights_region: str | None = None,
-              emulated: bool = False) -> Placement:
+              emulated: bool = False, arena_banks=()) -> Placement:
     """The placement for `board`, with the arena and weights moved where asked. A bank that does
     not exist, is of the wrong kind, or (when `emulated`) is not mapped by the board's QEMU twin
-    is a BoardError naming the banks that would do."""
+    is a BoardError naming the banks that would do. `arena_banks`: the other banks of a
+    multi-bank arena (the manifest's "arena_banks"), checked the same way."""
     mcu = board.mcu
     if mcu.flash is None:
-        if arena_region or weights_region:
+        if arena_region or weights_region or arena_banks:
             raise BoardError(f"board {board.name} has no memory banks to choose from")
         return Placement("", "", "", "")
 
@@ -63,4 +65,5 @@ def placement(board: Board, arena_region: str | None = None, weights_region: str
 
     return Placement(code=mcu.flash.name, ram=mcu.ram.name,
                      weights=pick(weights_region, "flash", "--weights-region", mcu.flash.name),
-                     arena=pick(arena_region, "ram", "--arena-region", mcu.ram.name))
+                     arena=pick(arena_region, "ram", "--arena-region", mcu.ram.name),
+                     arena_banks=tuple(pick(b, "ram", "the arena's bank", b) for b in arena_banks))

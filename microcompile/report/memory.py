@@ -135,7 +135,13 @@ def timeline_rows(plan: MemoryPlan, graph, top: int = 3) -> list[dict]:
 
 
 def gap_reason(plan: MemoryPlan) -> str:
-    """Why the arena is above its lower bound (alignment, or buffers that outlive the peak)."""
+    """Why the arena is above its lower bound (alignment, or buffers that outlive the peak); of
+    an arena split over banks (memory/banks.py), the bytes in each."""
+    if plan.bank_bytes:
+        total = plan.arena_bytes + sum(plan.bank_bytes.values())
+        parts = ", ".join(f"{n:,} in {b}" for b, n in sorted(plan.bank_bytes.items()))
+        return (f"split over memory banks (the board's `ram` bank does not hold it): {plan.arena_bytes:,} bytes in "
+                f"the primary arena, {parts}; {total:,} in all, {total - plan.lower_bound:,} above the bound")
     gap = plan.arena_bytes - plan.lower_bound
     if gap <= 0:
         return "the plan reaches the lower bound"

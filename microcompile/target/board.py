@@ -32,7 +32,7 @@ MCU_KEYS = {"name", "extends", "vendor", "family", "core", "counter", "sources",
             "memory", "debug", "platform", "timing"}
 BOARD_KEYS = {"name", "aliases", "description", "mcu", "clock_hz", "console", "flash_runners", "twin", "probe",
               "platform", "emulator"}
-BANK_KEYS = {"name", "kind", "origin", "size", "note"}
+BANK_KEYS = {"name", "kind", "origin", "size", "note", "fast"}
 DEBUG_KEYS = {"chip_id", "pyocd_target", "openocd_target", "nrfjprog_family", "uf2_family_id", "uf2_board_id"}
 PROBE_KEYS = {"name", "usb_vid", "usb_pid", "openocd_config"}
 EMULATOR_KEYS = {"machine", "cpu", "instructions_per_tick", "exact", "note", "sources", "include_dirs", "unmapped"}
@@ -40,6 +40,10 @@ BANK_KINDS = ("flash", "ram")
 # [timing]: the memory system the cycle estimate prices (microcompile/target/cycles.py)
 TIMING_KEYS = {"flash_wait_states", "flash_read_bytes", "cache_lines", "cache_line_bytes", "cache_ways",
                "bus_clock_divider"}
+# Stack reserved below the top of the `ram` bank (the linker script's .stack_reserve); TFLM
+# peaks at 1340 B on our benchmark models. Here because the compiler's multi-bank placement
+# (compiler/compile.py) and the project's linker script (project/placement.py) both count it.
+STACK_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,7 @@ class Bank:
     origin: int
     size: int
     note: str = ""
+    fast: bool = False        # tightly coupled RAM (DTCM): the planner's first choice for hot buffers
 
     @property
     def end(self) -> int:
@@ -265,7 +270,12 @@ def _load_mcu(name: str) -> Mcu:
         _check_keys(path, m, BANK_KEYS, "memory bank", ("name", "kind", "origin", "size"))
         if m["kind"] not in BANK_KINDS:
             raise BoardError(f"{path}: bank {m['name']} has kind {m['kind']!r}; kinds: {', '.join(BANK_KINDS)}")
-        banks.append(Bank(m["name"], m["kind"], int(m["origin"]), int(m["size"]), m.get("note", "")))
+        if not m["name"].isidentifier() or not m["name"].isascii():
+            raise BoardError(f"{path}: bank name {m['name']!r} must be an identifier (it names a linker region)")
+        if not isinstance(m.get("fast", False), bool) or (m.get("fast") and m["kind"] != "ram"):
+            raise BoardError(f"{path}: bank {m['name']}: `fast` is true or false, and only a ram bank is fast")
+        banks.append(Bank(m["name"], m["kind"], int(m["origin"]), int(m["size"]), m.get("note", ""),
+                          m.get("fast", False)))
     debug = d.get("debug", {})
     _check_keys(path, debug, DEBUG_KEYS, "MCU [debug] table")
     mcu = Mcu(name=d["name"], vendor=d["vendor"], family=d["family"], core=d["core"],

@@ -178,3 +178,26 @@ def test_unknown_board_lists_known_boards():
         assert name in msg
     assert "stm32" in msg  # aliases are mentioned too
     assert isinstance(info.value, UserError) and info.value.exit_code == 2
+
+
+def test_bank_facts_are_checked(tmp_path, monkeypatch):
+    """`fast` marks tightly coupled RAM (the multi-bank arena's first choice); a bank's name is
+    an identifier, since it names a linker region and an output section."""
+    assert [b.name for b in load_board("nucleo-f746zg").mcu.banks if b.fast] == ["DTCM"]
+    assert [b.name for b in load_board("nucleo-h743zi").mcu.banks if b.fast] == ["DTCM"]
+    assert not any(b.fast for b in load_board("mps2-an386").mcu.banks)
+    root = tmp_path / "boards"
+    shutil.copytree(DATA, root)
+    monkeypatch.setattr(board_mod, "_boards_dir", lambda: root)
+    path = root / "mcus" / "stm32f746zg.toml"
+    text = path.read_text()
+    path.write_text(text.replace("fast = true", 'fast = "yes"'))
+    with pytest.raises(BoardError, match="`fast` is true or false"):
+        load_board("nucleo-f746zg")
+    path.write_text(text.replace('name = "DTCM"', 'name = "D TCM"'))
+    with pytest.raises(BoardError, match="bank name 'D TCM' must be an identifier"):
+        load_board("nucleo-f746zg")
+    path.write_text(text.replace('{ name = "FLASH", kind = "flash",', '{ name = "FLASH", kind = "flash", fast = true,'))
+    with pytest.raises(BoardError, match="only a ram bank is fast"):
+        load_board("nucleo-f746zg")
+
