@@ -39,6 +39,13 @@ PLAN = {
     # before the right padding (MobileNetV2's 48-wide rows read the next row's first pixel)
     "s1-even-width-runs": dict(hw=7, cin=8, stride=1, padding="SAME"),
     "s2-even-width-runs": dict(hw=9, cin=12, stride=2, padding="SAME", activation="RELU6"),
+    # stride 2 takes outputs in pairs (dw_pair2), an odd row's last alone: even and odd widths,
+    # whole groups of four channels and tails, widths 2 and 3
+    "s2-even-width-16": dict(hw=11, cin=16, stride=2, padding="SAME", activation="RELU6"),
+    "s2-odd-width-tail": dict(hw=12, cin=6, stride=2, padding="SAME", activation="NONE"),
+    "s2-valid-odd-width-tail": dict(hw=10, cin=13, stride=2, padding="VALID"),
+    "s2-width-two": dict(hw=3, cin=4, stride=2, padding="SAME", activation="RELU"),
+    "s2-width-three-blocks": dict(hw=4, cin=20, stride=2, padding="SAME"),
 }
 
 

@@ -10,9 +10,16 @@
  *   y[2k]   += SMLAD(H[k], W01) + SMLABT(H[k+1], W12)    x[2k]w0   + x[2k+1]w1 + x[2k+2]w2
  *   y[2k+1] += SMLATB(H[k], W01) + SMLAD(H[k+1], W12)    x[2k+1]w0 + x[2k+2]w1 + x[2k+3]w2
  *
- * (stride 2 takes the first line alone; an odd row ends with three outputs at once). Per
- * channel and pair of outputs: 12 MAC instructions for 18 MACs, 6 loads of pairs and 4 LDM of
- * the record, 2 * 4 of output arithmetic and 2 STRB: 34 instructions (dw_pair below).
+ * (an odd row ends with three outputs at once). Per channel and pair of outputs: 12 MAC
+ * instructions for 18 MACs, 6 loads of pairs and 4 LDM of the record, 2 * 4 of output
+ * arithmetic and 2 STRB: 34 instructions (dw_pair below). At stride 2 outputs k and k+1 read
+ * pairs k, k+1 and k+1, k+2, sharing pair k+1:
+ *
+ *   y[k]   += SMLAD(H[k], W01)   + SMLABT(H[k+1], W12)
+ *   y[k+1] += SMLAD(H[k+1], W01) + SMLABT(H[k+2], W12)
+ *
+ * 12 MAC instructions, 9 loads of pairs: 37 instructions per channel and pair of outputs where
+ * two single outputs took 46 (dw_pair2; an odd row's last output alone, dw_single).
  *
  * Output arithmetic: the weights and bias are doubled on the host, so the sum is 2*acc, the
  * operand of SMMULR's exact form of the high multiply (mc_requant_dsp.h). Its rounding shift
@@ -184,6 +191,18 @@ typedef struct {
     "ldr r3, [" H ", r12]\n\t" "ldr r2, [" H "], #4\n\t"                                          \
     "smlad r0, r2, r4, r1\n\t" "smlatb r1, r2, r4, r1\n\t"                                        \
     "smlabt r0, r3, r5, r0\n\t" "smlad r1, r3, r5, r1\n\t"
+/* Stride 2: outputs k and k+1 read pairs k, k+1 and k+1, k+2 (sharing pair k+1):
+ *   y[k]   += SMLAD(H[k], W01) + SMLABT(H[k+1], W12)      x[2k]w0   + x[2k+1]w1 + x[2k+2]w2
+ *   y[k+1] += SMLAD(H[k+1], W01) + SMLABT(H[k+2], W12)    x[2k+2]w0 + x[2k+3]w1 + x[2k+4]w2
+ * three loads and four MACs per filter row where two singles take four and four. */
+#define DW2_ROW(H)                                                                                   \
+    "ldr r3, [" H ", r12]\n\t" "ldr r2, [" H ", r12, lsl #1]\n\t"                                \
+    "smlabt r0, r3, r5, r0\n\t" "smlad r1, r3, r4, r1\n\t" "smlabt r1, r2, r5, r1\n\t"          \
+    "ldr r2, [" H "], #4\n\t" "smlad r0, r2, r4, r0\n\t"
+#define DW2_ROW0(H) /* the first filter row: both sums start from 2*bias in r1 */                    \
+    "ldr r3, [" H ", r12]\n\t" "ldr r2, [" H ", r12, lsl #1]\n\t"                                \
+    "smlabt r0, r3, r5, r1\n\t" "smlad r1, r3, r4, r1\n\t" "smlabt r1, r2, r5, r1\n\t"          \
+    "ldr r2, [" H "], #4\n\t" "smlad r0, r2, r4, r0\n\t"
 #define DWS_ROW(H)                                                                                   \
     "ldr r3, [" H ", r12]\n\t" "ldr r2, [" H "], #4\n\t"                                          \
     "smlad r0, r2, r4, r0\n\t" "smlabt r0, r3, r5, r0\n\t"
@@ -202,13 +221,13 @@ typedef struct {
     "ldrd r11, r12, [r0, #24]\n\t"
 #define DW_LEAVE "add sp, sp, #8\n\t" "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t"
 
-/* Two outputs (2k, 2k+1) of a stride-1 row. */
-#define DW_PAIR(CLAMP0, CLAMP1)                                                                      \
+/* Two outputs of a row: (2k, 2k+1) at stride 1 (DWP_ROW), (k, k+1) at stride 2 (DW2_ROW). */
+#define DW_PAIR(ROW0, ROW, CLAMP0, CLAMP1)                                                           \
     __asm__ volatile(DW_ENTER                                                                       \
                      "1:\n\t"                                                                       \
-                     "ldm r9!, {r1, r4, r5}\n\t" DWP_ROW0("r6")                                     \
-                     "ldm r9!, {r4, r5}\n\t" DWP_ROW("r7")                                         \
-                     "ldm r9!, {r4, r5}\n\t" DWP_ROW("r8")                                         \
+                     "ldm r9!, {r1, r4, r5}\n\t" ROW0("r6")                                         \
+                     "ldm r9!, {r4, r5}\n\t" ROW("r7")                                             \
+                     "ldm r9!, {r4, r5}\n\t" ROW("r8")                                             \
                      "ldm r9!, {r2, r3, r4}\n\t"                                                    \
                      DW_RQ("r0") DW_RQ("r1") CLAMP0 CLAMP1                                          \
                      "strb r1, [r10, r11]\n\t" "strb r0, [r10], #1\n\t"                            \
@@ -276,12 +295,22 @@ __attribute__((naked, noinline)) static void dw_triple_clamp(const rows_tile_t *
 
 __attribute__((naked, noinline)) static void dw_pair(const rows_tile_t *t __attribute__((unused)))
 {
-    DW_PAIR("", "");
+    DW_PAIR(DWP_ROW0, DWP_ROW, "", "");
 }
 
 __attribute__((naked, noinline)) static void dw_pair_clamp(const rows_tile_t *t __attribute__((unused)))
 {
-    DW_PAIR(DW_CLAMP("r0"), DW_CLAMP("r1"));
+    DW_PAIR(DWP_ROW0, DWP_ROW, DW_CLAMP("r0"), DW_CLAMP("r1"));
+}
+
+__attribute__((naked, noinline)) static void dw_pair2(const rows_tile_t *t __attribute__((unused)))
+{
+    DW_PAIR(DW2_ROW0, DW2_ROW, "", "");
+}
+
+__attribute__((naked, noinline)) static void dw_pair2_clamp(const rows_tile_t *t __attribute__((unused)))
+{
+    DW_PAIR(DW2_ROW0, DW2_ROW, DW_CLAMP("r0"), DW_CLAMP("r1"));
 }
 
 __attribute__((naked, noinline)) static void dw_single(const rows_tile_t *t __attribute__((unused)))
@@ -352,10 +381,12 @@ static __attribute__((noinline)) void rows_pass(int8_t *y, const int8_t *x, cons
     const int32_t channels = p->channels, cb = span.cb, slot = p->pairs * cb, out_w = p->out_w;
     const int32_t stride_h = p->stride_h, out_row = out_w * channels;
     const rows_ctx_t ctx = {p, x, (const int8_t *)(ring + 3 * p->pairs * p->block), span, rows_plan(span, p)};
-    void (*const pair)(const rows_tile_t *) = clamp ? dw_pair_clamp : dw_pair;
+    void (*const pair)(const rows_tile_t *) = p->stride_w == 1 ? (clamp ? dw_pair_clamp : dw_pair)
+                                                               : (clamp ? dw_pair2_clamp : dw_pair2);
     void (*const triple)(const rows_tile_t *) = clamp ? dw_triple_clamp : dw_triple;
     void (*const single)(const rows_tile_t *) = clamp ? dw_single_clamp : dw_single;
-    const int32_t pairs_w = p->stride_w == 1 ? (out_w - (out_w & 1 && out_w > 1 ? 3 : out_w & 1)) / 2 : 0;
+    const int32_t pairs_w = p->stride_w == 1 ? (out_w - (out_w & 1 && out_w > 1 ? 3 : out_w & 1)) / 2 : out_w / 2;
+    const int32_t pair_step = p->stride_w * cb;   /* pair columns from one pair of outputs to the next */
     const int tail3 = p->stride_w == 1 && out_w > 1 && (out_w & 1);
     rows_tile_t t = {0, 0, 0, rec + span.c0 * 10, 0, 0, channels, 4 * cb, p->act_min, p->act_max};
     int32_t formed = 0, fslot = 0;   /* padded input rows in the ring: [formed - 3, formed); the next one's slot */
@@ -369,9 +400,9 @@ static __attribute__((noinline)) void rows_pass(int8_t *y, const int8_t *x, cons
 
         for (; formed < last; ++formed, fslot = fslot == 2 ? 0 : fslot + 1)
             rows_form(ring + fslot * slot, formed, &ctx);
-        /* stride 1: pairs of outputs, and an odd row's last three at once; stride 2 (or a
-         * one-output row): one output per pair column */
-        for (int32_t i = 0; i < pairs_w; ++i, h0 += cb, h1 += cb, h2 += cb, yt += 2 * channels) {
+        /* pairs of outputs; stride 1: an odd row's last three at once; stride 2 (or a
+         * one-output row): an odd row's last alone */
+        for (int32_t i = 0; i < pairs_w; ++i, h0 += pair_step, h1 += pair_step, h2 += pair_step, yt += 2 * channels) {
             t.h0 = h0, t.h1 = h1, t.h2 = h2, t.y = yt, t.yend = yt + cb;
             pair(&t);
         }
