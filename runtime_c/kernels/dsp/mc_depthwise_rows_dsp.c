@@ -442,11 +442,17 @@ void mc_depthwise_3x3_rows_dsp_s8(int8_t *y, const int8_t *x, const int32_t *rec
     for (int32_t n = 0; n < p->batch; ++n, x += in_size, y += out_size) {
         for (span.c0 = 0; span.c0 < channels; span.c0 += block) {
             span.cb = channels - span.c0 < block ? channels - span.c0 : block;
-            /* The padding pairs are never formed: fill the ring whenever its layout changes (a
-             * block of another size). */
+            /* The padding pairs outside [k0, k1) are never formed (rows_form writes all the
+             * others): fill them whenever the ring's layout changes (a block of another size). */
             if (filled != span.cb) {
-                for (int32_t i = 0; i < 3 * p->pairs * span.cb; ++i)
-                    scratch[i] = zz;
+                for (int32_t r = 0; r < 3; ++r) {
+                    int32_t *slot = scratch + r * p->pairs * span.cb;
+
+                    for (int32_t i = 0; i < span.k0 * span.cb; ++i)
+                        slot[i] = zz;
+                    for (int32_t i = span.k1 * span.cb; i < p->pairs * span.cb; ++i)
+                        slot[i] = zz;
+                }
                 filled = span.cb;
             }
             rows_pass(y, x, rec, scratch, span, p, clamp);
