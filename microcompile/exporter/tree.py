@@ -103,8 +103,8 @@ def runtime_tree(board: Board, models: list[ModelFiles]) -> LibraryTree:
         candidates = [(runtime / "kernels" / f"{stem}.c", f"runtime/kernels/{stem}.c")]
         for feature, suffix in _FEATURE_DIRS:
             if getattr(board.target, feature):
-                candidates.append((runtime / "kernels" / feature / f"{stem}{suffix}.c",
-                                   f"runtime/kernels/{feature}/{stem}{suffix}.c"))
+                candidates += [(path, f"runtime/kernels/{feature}/{path.name}")
+                               for path in _feature_sources(runtime, feature, suffix, stem)]
         for path, rel in candidates:
             if path.is_file():
                 tree.add(rel, path.read_bytes())
@@ -115,6 +115,19 @@ def runtime_tree(board: Board, models: list[ModelFiles]) -> LibraryTree:
         for rel, data in m.files.items():
             tree.add(rel, data)
     return tree
+
+
+def _feature_sources(runtime: Path, feature: str, suffix: str, stem: str) -> list[Path]:
+    """A header's sources in a feature folder: <stem><suffix>.c and <stem>_<part><suffix>.c
+    (mc_depthwise_rows_dsp.c: a kernel of mc_depthwise.h in a file of its own), but not the
+    files of another header that shares the prefix (mc_gemm_mixed_dsp.c is mc_gemm_mixed.h's)."""
+    folder = runtime / "kernels" / feature
+    out = []
+    for path in sorted(folder.glob(f"{stem}*{suffix}.c")):
+        middle = path.name[len(stem):-len(f"{suffix}.c")]
+        if middle == "" or (middle.startswith("_") and not (runtime / "include" / f"{stem}{middle}.h").is_file()):
+            out.append(path)
+    return out
 
 
 def kernel_headers(artifact_headers: list[str]) -> list[str]:

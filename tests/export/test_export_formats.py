@@ -262,3 +262,17 @@ def test_the_description_names_every_file_and_the_models(m4_models, tmp_path):
     for name, cm in m4_models.models:
         assert f"{name.upper()}_ARENA_BYTES" in readme and str(cm.memory.arena_bytes) in readme
     assert len(np.unique([d["build_id"]])) == 1 and len(d["build_id"]) == 16
+
+
+def test_a_header_takes_its_own_kernel_files_in_the_feature_folders():
+    """mc_depthwise.h's whole-layer kernel lives in dsp/mc_depthwise_rows_dsp.c: it goes with
+    the header; mc_gemm_mixed_dsp.c and mc_gemm_s4_dsp.c are other headers' and stay out of
+    mc_gemm's group (a library missing one fails to link: test_export_builds.py)."""
+    from microcompile.exporter.tree import _feature_sources
+    from microcompile.resources import resource_dir
+
+    runtime = resource_dir("runtime_c")
+    names = lambda stem: [p.name for p in _feature_sources(runtime, "dsp", "_dsp", stem)]   # noqa: E731
+    assert names("mc_depthwise") == ["mc_depthwise_dsp.c", "mc_depthwise_rows_dsp.c"]
+    assert names("mc_gemm") == ["mc_gemm_dsp.c"]
+    assert names("mc_gemm_mixed") == ["mc_gemm_mixed_dsp.c"]
