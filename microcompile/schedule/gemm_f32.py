@@ -36,12 +36,12 @@ import numpy as np
 from ..tir.intrinsics_gemm import pack_panels4
 from ..tir.intrinsics_gemm_f32 import (ACT_MAX, ACT_MIN, COPY_F32_KERNEL, GEMM_F32_KERNELS, GEMM_F32_PARAMS,
                                        TILE_COLS)
-from ..tir.nodes import (Address, Allocate, BinOp, Buffer, Call, Evaluate, FloatImm, For, IntImm, LetStmt, Load,
-                         PrimFunc, Select, SeqStmt, Store, substitute, walk)
+from ..tir.nodes import (Address, BinOp, Buffer, Call, Evaluate, FloatImm, For, IntImm, LetStmt, Load, PrimFunc,
+                         Store, substitute, walk)
 from .epilogue import eval_int, unit_load
-from .loop_xform import unswitch
-from .primitives import ScheduleError, find_loop, weights_name
-from .tensorize import affine, perfect_nest, tensor_intrin
+from .gemm_schedule import copy_loops, unswitch_padding
+from .primitives import ScheduleError, weights_name
+from .tensorize import accumulation_nest, affine, perfect_nest, tensor_intrin
 from .trace import Schedule
 
 # The shortest run of channels the im2col copy hands to mc_copy_f32 (2.5 instructions per
@@ -82,15 +82,10 @@ def _match(loop: For) -> dict | None:
 
     A a whole constant [m, k] (row oc at oc*k; no oc loop: one row), its k loops one contiguous
     run in both A and B; j (the columns) indexes B and y only."""
-    chain, body = perfect_nest(loop)
-    if len(chain) not in (1, 2) or not isinstance(body, Allocate) or not isinstance(body.body, SeqStmt):
+    nest = accumulation_nest(loop, "float32")
+    if nest is None:
         return None
-    acc, stmts = body.buffer, body.body.stmts
-    if acc.dtype != "float32" or acc.shape != () or len(stmts) != 3:
-        return None
-    init, taps, out = stmts
-    if not (isinstance(init, Store) and init.buffer is acc and isinstance(taps, For) and isinstance(out, Store)):
-        return None
+    chain, acc, init, taps, out = nest
     kloops, tap = perfect_nest(taps)
     while isinstance(tap, LetStmt):
         tap = substitute(tap.body, {tap.var: tap.value})
@@ -222,30 +217,11 @@ def pick_cols_f32(pixels: int, depth: int, col_bytes_max: int, max_cols: int = M
     return best
 
 
-def _copy_loops(sch: Schedule) -> list[For]:
-    """The innermost loops that store into scratch (the im2col copy)."""
-    return [n for n in walk(sch.func.body) if isinstance(n, For) and not any(isinstance(c, For) for c in walk(n.body))
-            and any(isinstance(c, Store) and c.buffer.scope == "scratch" for c in walk(n.body))]
-
-
 def _copy_runs(sch: Schedule) -> None:
     """Each copy loop of COPY_MIN_RUN elements or more that copies a run: one mc_copy_f32 call."""
-    for loop in _copy_loops(sch):
+    for loop in copy_loops(sch):
         if loop.extent >= COPY_MIN_RUN and _match_copy(loop) is not None:
             sch.tensorize(loop.var.name, COPY_F32_KERNEL)
-
-
-def _unswitch_padding(sch: Schedule) -> None:
-    """The padding test out of each innermost im2col copy loop where none of it changes there."""
-    for loop in _copy_loops(sch):
-        if not any(isinstance(n, Select) for n in walk(loop.body)):
-            continue
-        try:
-            trial = unswitch(sch.func, loop.var.name)
-        except ScheduleError:
-            continue
-        if not any(isinstance(n, Select) for n in walk(find_loop(trial, loop.var.name))):
-            sch.unswitch(loop.var.name)
 
 
 def schedule_conv2d_f32(func: PrimFunc, target=None, cols: int | None = None,
@@ -280,7 +256,7 @@ def schedule_conv2d_f32(func: PrimFunc, target=None, cols: int | None = None,
             if cols < pixels:
                 sch.split(p, cols)
         sch.cache_read("xv", at_cache)
-        _unswitch_padding(sch)
+        unswitch_padding(sch)
         _tensorize(sch, block)
         _copy_runs(sch)
     except ScheduleError:

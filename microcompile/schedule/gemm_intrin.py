@@ -33,13 +33,12 @@ import numpy as np
 from ..tir.intrinsics_copy import WIDEN_KERNEL
 from ..tir.intrinsics_gemm import (GEMM_DTYPES, GEMM_KERNELS, GEMM_PARAMS, GEMM_RQ_PARAMS, P4_KERNELS, P4X2_KERNELS,
                                    PANEL_ROWS, RQ_KERNELS, WIDEN_PAIRS_KERNEL, gemm_kernel_name, pack_panels4)
-from ..tir.nodes import (Address, Allocate, BinOp, Buffer, Call, Cast, Evaluate, For, IfThenElse, IntImm, LetStmt,
-                         Load, ParamStruct, PrimFunc, Select, SeqStmt, Store, Var, add, mul, rewrite, simplify, sub,
-                         substitute, walk)
+from ..tir.nodes import (Address, BinOp, Buffer, Call, Cast, Evaluate, For, IfThenElse, IntImm, LetStmt, Load,
+                         ParamStruct, PrimFunc, Select, Store, Var, add, mul, rewrite, simplify, sub, substitute, walk)
 from ..tir.verify import verify_primfunc
 from .epilogue import eval_int, requant_epilogue, unit_load
 from .primitives import ScheduleError, primitive, weights_name
-from .tensorize import affine, perfect_nest, tensor_intrin
+from .tensorize import accumulation_nest, affine, perfect_nest, tensor_intrin
 
 
 def _int32_load(e):
@@ -159,16 +158,11 @@ for _name, (_dt, _group) in P4_KERNELS.items():
 
 def _match_rq(dtype: str, group: int):
     def match(loop: For) -> dict | None:
-        chain, body = perfect_nest(loop)
-        if len(chain) not in (1, 2) or not isinstance(body, Allocate) or not isinstance(body.body, SeqStmt):
+        nest = accumulation_nest(loop, "int32")
+        if nest is None:
             return None
-        acc, stmts = body.buffer, body.body.stmts
-        if acc.dtype != "int32" or acc.shape != () or len(stmts) != 3:
-            return None
-        init, taps, out = stmts
+        chain, acc, init, taps, out = nest
         oc = chain[-1]
-        if not (isinstance(init, Store) and init.buffer is acc and isinstance(out, Store) and isinstance(taps, For)):
-            return None
         bias = unit_load(init.value, oc.var.name)
         if bias is None or bias[0].dtype != "int32" or bias[0].scope != "const" or eval_int(bias[1], {}) != 0:
             return None

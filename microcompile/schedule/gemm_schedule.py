@@ -183,11 +183,11 @@ def _variant(target) -> str:
     return kernel_set(target)
 
 
-def _unswitch_padding(sch: Schedule) -> None:
+def unswitch_padding(sch: Schedule) -> None:
     """Hoist the padding test of the im2col copy out of its innermost loop when none of it
     changes there (a run of channels), so the loop is a plain widening copy. A partial hoist
     (only the row test, one channel) measured no faster on kws_ref_model's first conv."""
-    for loop in _copy_loops(sch):
+    for loop in copy_loops(sch):
         if not any(isinstance(n, Select) for n in walk(loop.body)):
             continue
         try:
@@ -198,7 +198,7 @@ def _unswitch_padding(sch: Schedule) -> None:
             sch.unswitch(loop.var.name)
 
 
-def _copy_loops(sch: Schedule) -> list[For]:
+def copy_loops(sch: Schedule) -> list[For]:
     """Innermost loops that store into scratch (the im2col copy)."""
     return [n for n in walk(sch.func.body) if isinstance(n, For)
             and not any(isinstance(c, For) for c in walk(n.body))
@@ -206,7 +206,7 @@ def _copy_loops(sch: Schedule) -> list[For]:
 
 
 def _widen_runs(sch: Schedule, min_run: int) -> None:
-    for loop in _copy_loops(sch):
+    for loop in copy_loops(sch):
         if loop.extent >= min_run:
             try:
                 sch.tensorize(loop.var.name, WIDEN_KERNEL)
@@ -624,7 +624,7 @@ def _conv2d_gemm(func: PrimFunc, target, knobs: GemmKnobs, wide: bool, fused: bo
 
 def _finish_copies(sch: Schedule, target, widen_min_run: int, wide: bool) -> None:
     """The padding test out of the innermost copy loops; on DSP cores int16 runs widened by a call."""
-    _unswitch_padding(sch)
+    unswitch_padding(sch)
     if _variant(target) == "dsp" and wide:
         _widen_runs(sch, widen_min_run)
 

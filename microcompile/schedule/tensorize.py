@@ -39,8 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..tir.nodes import (Address, BinOp, Expr, For, IntImm, Load, PrimFunc, Stmt, Var, add, mul, rewrite, simplify,
-                         sub, walk)
+from ..tir.nodes import (Address, Allocate, BinOp, Expr, For, IntImm, Load, PrimFunc, SeqStmt, Stmt, Store, Var, add,
+                         mul, rewrite, simplify, sub, walk)
 from ..tir.verify import verify_primfunc
 from .primitives import primitive, ScheduleError, replace_loop, find_loop
 
@@ -112,6 +112,22 @@ def perfect_nest(loop: For) -> tuple[list[For], Stmt]:
         chain.append(node)
         node = node.body
     return chain, node
+
+
+def accumulation_nest(loop: For, dtype: str):
+    """The GEMM kernels' lowered form, one or two loops (columns, output channels) around one
+    scalar accumulator of `dtype`: acc = init; for k ... { acc += ... }; store(out). Returns
+    (the loops, acc, the init Store, the tap loop, the output Store), or None."""
+    chain, body = perfect_nest(loop)
+    if len(chain) not in (1, 2) or not isinstance(body, Allocate) or not isinstance(body.body, SeqStmt):
+        return None
+    acc, stmts = body.buffer, body.body.stmts
+    if acc.dtype != dtype or acc.shape != () or len(stmts) != 3:
+        return None
+    init, taps, out = stmts
+    if not (isinstance(init, Store) and init.buffer is acc and isinstance(taps, For) and isinstance(out, Store)):
+        return None
+    return chain, acc, init, taps, out
 
 
 def affine(e: Expr, nest_vars: set[str]) -> tuple[dict[str, int], Expr] | None:
