@@ -224,10 +224,8 @@ def test_int8_batch_matmuls_equal_litert_on_the_dsp_and_the_portable_kernel(boar
     """Every int8 case (all adj_x/adj_y and broadcast combinations, depths and column counts
     off the kernel's groups of four) and two attention-shaped ones in one firmware: the M4's
     SMLAD path and the M3's portable one of mc_matmul_s8, against LiteRT."""
-    from support.qemu_cases import deploy_graph, merge_graphs
+    from support.qemu_cases import deploy_graph, merge_graphs, merged_inputs
     graphs = INT8 + [_attention_int8(0, True), _attention_int8(1, False)]
-    inputs = {}
-    for k, sub in enumerate(graphs):
-        inputs.update({f"g{k}.{name}": x for name, x in _int8_inputs(sub, 20 + k).items()})
+    inputs = merged_inputs([_int8_inputs(sub, 20 + k) for k, sub in enumerate(graphs)])
     report = deploy_graph(merge_graphs(graphs, "bmm_int8"), inputs, board, tmp_path)
     assert report["verified"]

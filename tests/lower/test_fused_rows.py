@@ -13,7 +13,7 @@ import pytest
 from support import row_group_models as m
 from support.c_harness import run_on_host
 from support.inplace_check import check_in_place
-from support.qemu_cases import deploy_graph, merge_graphs
+from support.qemu_cases import deploy_graph, merge_graphs, merged_inputs
 from microcompile.compiler.compile import plan_model
 from microcompile.compiler.options import CompileOptions
 from microcompile.lower import lower_node
@@ -150,7 +150,7 @@ def test_the_output_written_over_its_input_is_exact():
 def test_the_int8_kernels_on_cortex_m_equal_litert(tmp_path, board):
     graphs = INT8[:6]
     g = merge_graphs(graphs, "fused_rows")
-    inputs = {f"g{k}.{n}": v for k, sub in enumerate(graphs) for n, v in _inputs(sub, k).items()}
+    inputs = merged_inputs([_inputs(sub, k) for k, sub in enumerate(graphs)])
     report = deploy_graph(g, inputs, board, tmp_path)
     assert report["verified"]
     code = (tmp_path / "project" / "model" / "model.c").read_text()

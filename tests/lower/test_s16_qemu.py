@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from support.lower_cases import build_graph, cases, random_inputs
-from support.qemu_cases import deploy_graph, merge_graphs
+from support.qemu_cases import deploy_graph, merge_graphs, merged_inputs
 
 OPS = {"conv2d": 6, "depthwise_conv2d": 6, "transpose_conv2d": 4, "fully_connected": 6, "softmax": 2,
        "logistic": 2, "tanh": 2}
@@ -21,9 +21,7 @@ OPS = {"conv2d": 6, "depthwise_conv2d": 6, "transpose_conv2d": 4, "fully_connect
 def test_int16_kernels_on_cortex_m_match_interpreter(board, tmp_path):
     graphs = [build_graph(dict(c, batch=1)) for op, n in OPS.items() for c in cases(op, "int16", n, seed=23)]
     g = merge_graphs(graphs, "s16_kernels")
-    inputs = {}
-    for k, sub in enumerate(graphs):
-        inputs.update({f"g{k}.{name}": a for name, a in random_inputs(sub, 40 + k).items()})
+    inputs = merged_inputs([random_inputs(sub, 40 + k) for k, sub in enumerate(graphs)])
     report = deploy_graph(g, inputs, board, tmp_path)
     assert report["verified"], report["outputs"]
 
@@ -40,9 +38,7 @@ def test_int16_and_recurrent_kernels_on_cortex_m0(tmp_path):
     graphs = [build_graph(dict(c, batch=1)) for op, n in SMALL.items() for c in cases(op, "int16", n, seed=29)]
     graphs += [build_graph(c) for op, dtype in RECURRENT for c in cases(op, dtype, 1, seed=31)]
     g = merge_graphs(graphs, "m0_kernels")
-    inputs = {}
-    for k, sub in enumerate(graphs):
-        inputs.update({f"g{k}.{name}": a for name, a in random_inputs(sub, 60 + k).items()})
+    inputs = merged_inputs([random_inputs(sub, 60 + k) for k, sub in enumerate(graphs)])
     report = deploy_graph(g, inputs, "microbit", tmp_path)
     assert report["board"] == "microbit" and report["state_bytes"] > 0
     assert report["verified"], report["outputs"]

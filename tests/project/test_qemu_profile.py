@@ -140,10 +140,10 @@ def test_plugin_sees_the_instructions_the_exact_counter_measures(tmp_path):
     assert sum(layer["estimated_cycles"] for layer in r["layers"]) == pytest.approx(r["estimated_cycles"], rel=0.01)
 
 
-@pytest.mark.qemu
-def test_a_qemu_that_refuses_the_plugin_still_runs_without_an_estimate(tmp_path, monkeypatch):
-    """A QEMU other than 7.2 may refuse the plugin (another API version): the run stands, with
-    a note and no estimate; a firmware failure would still raise."""
+@pytest.fixture
+def refused_plugin(tmp_path, monkeypatch):
+    """A QEMU that refuses the plugin (an empty .so stands for one of another API version), and
+    a small int8 model (dscnn) to run with it: the compiled model."""
     from support.multi_op_models import MODELS
     from microcompile.frontend.tflite.writer import write_tflite
     import microcompile as mc
@@ -153,26 +153,24 @@ def test_a_qemu_that_refuses_the_plugin_still_runs_without_an_estimate(tmp_path,
     monkeypatch.setattr(qemu_profile, "plugin_library", lambda cache_root=None: bogus)
     model = tmp_path / "dscnn_int8.tflite"
     model.write_bytes(write_tflite(MODELS["dscnn_int8"]()))
+    return mc.compile(model, "mps2-an386")
+
+
+@pytest.mark.qemu
+def test_a_qemu_that_refuses_the_plugin_still_runs_without_an_estimate(tmp_path, refused_plugin):
+    """A QEMU other than 7.2 may refuse the plugin (another API version): the run stands, with
+    a note and no estimate; a firmware failure would still raise."""
     notes = []
-    result = mc.compile(model, "mps2-an386").deploy(tmp_path / "p", emulate=True, progress=notes.append)
+    result = refused_plugin.deploy(tmp_path / "p", emulate=True, progress=notes.append)
     assert result.verified and result.report["instructions"] > 0
     assert "estimated_cycles" not in result.report
     assert any("refuses the profile plugin: qemu-system-arm: Could not load plugin" in n for n in notes)
 
 
 @pytest.mark.qemu
-def test_profile_without_the_plugin_has_no_estimate_column(tmp_path, monkeypatch):
-    from support.multi_op_models import MODELS
-    from microcompile.frontend.tflite.writer import write_tflite
-    import microcompile as mc
-
-    bogus = tmp_path / "bogus.so"
-    bogus.write_bytes(b"")
-    monkeypatch.setattr(qemu_profile, "plugin_library", lambda cache_root=None: bogus)
-    model = tmp_path / "dscnn_int8.tflite"
-    model.write_bytes(write_tflite(MODELS["dscnn_int8"]()))
+def test_profile_without_the_plugin_has_no_estimate_column(tmp_path, refused_plugin):
     notes = []
-    with mc.compile(model, "mps2-an386").emulate(tmp_path / "p", progress=notes.append) as dev:
+    with refused_plugin.emulate(tmp_path / "p", progress=notes.append) as dev:
         prof = dev.profile()
     assert prof.total > 0 and all(r.estimated_cycles is None for r in prof.rows)
     assert "est. cycles" not in prof.table() and "estimated_cycles" not in str(prof.report)

@@ -147,7 +147,7 @@ def test_rows_kernel_on_dsp_cores_matches_interpreter(board, tmp_path, monkeypat
     more than 8 channels run 8 channels per pass (several blocks and a partial last one); as
     planned today the 9-channel one sits 64 bytes before its input, not a whole number of
     pixels, so the kernel takes its pixel-by-pixel path (rows_direct) there."""
-    from support.qemu_cases import deploy_graph, merge_graphs
+    from support.qemu_cases import deploy_graph, merge_graphs, merged_inputs
     from microcompile.schedule import blocks, depthwise_intrin
 
     def block(f):
@@ -157,9 +157,7 @@ def test_rows_kernel_on_dsp_cores_matches_interpreter(board, tmp_path, monkeypat
     monkeypatch.setattr(blocks, "_larger_rows_block", lambda *args: None)     # keep the 8-channel passes
     graphs = [_graph(name, seed=11 + k) for k, name in enumerate(PLAN)]
     g = merge_graphs(graphs, "dw_rows")
-    inputs = {}
-    for k, sub in enumerate(graphs):
-        inputs.update({f"g{k}.{n}": a for n, a in random_inputs(sub, 70 + k).items()})
+    inputs = merged_inputs([random_inputs(sub, 70 + k) for k, sub in enumerate(graphs)])
     report = deploy_graph(g, inputs, board, tmp_path)
     assert report["verified"], report["outputs"]
     # The compiler keeps a layer's int8 loops where any wide variant would raise its arena (the

@@ -16,7 +16,7 @@ import pytest
 
 from support.f32_cases import CONV, COPIED, conv_graph, fc_graphs
 from support.lower_cases import matches, random_inputs, reference, run_lowered
-from support.qemu_cases import deploy_graph, merge_graphs
+from support.qemu_cases import deploy_graph, merge_graphs, merged_inputs
 
 from microcompile.lower import lower_node
 from microcompile.resources import resource_dir
@@ -166,9 +166,7 @@ def test_the_c_kernel_on_the_host_for_every_small_shape(tmp_path):
 
 def _merged():
     graphs = [conv_graph(k, over) for k, over in enumerate(CONV)] + fc_graphs()[:3]
-    inputs = {}
-    for k, sub in enumerate(graphs):
-        inputs.update({f"g{k}.{name}": a for name, a in random_inputs(sub, 50 + k).items()})
+    inputs = merged_inputs([random_inputs(sub, 50 + k) for k, sub in enumerate(graphs)])
     return merge_graphs(graphs, "f32_gemm"), inputs
 
 

@@ -44,6 +44,15 @@ def deploy_graph(g: Graph, inputs: dict[str, np.ndarray], board: str, work: Path
     return result.report
 
 
+def merged_inputs(per_graph: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The inputs of merge_graphs' graph: graph k's input `name` is "g<k>.<name>" there."""
+    return {_renamed(k, name): x for k, inputs in enumerate(per_graph) for name, x in inputs.items()}
+
+
+def _renamed(k: int, tensor: str) -> str:
+    return f"g{k}.{tensor}" if tensor else tensor
+
+
 def merge_graphs(graphs: list[Graph], name: str = "merged") -> Graph:
     """Independent graphs side by side in one Graph (tensor and node names prefixed "g<k>.")
     so that one firmware build and one QEMU run check all of them."""
@@ -51,13 +60,10 @@ def merge_graphs(graphs: list[Graph], name: str = "merged") -> Graph:
 
     tensors, nodes, inputs, outputs = {}, [], [], []
 
-    def ren(k, t):
-        return f"g{k}.{t}" if t else t
-
     for k, g in enumerate(graphs):
-        tensors.update({ren(k, n): t.replace(name=ren(k, n)) for n, t in g.tensors.items()})
-        nodes += [n.replace(name=ren(k, n.name), inputs=tuple(ren(k, i) for i in n.inputs),
-                            outputs=tuple(ren(k, o) for o in n.outputs)) for n in g.nodes]
-        inputs += [ren(k, i) for i in g.inputs]
-        outputs += [ren(k, o) for o in g.outputs]
+        tensors.update({_renamed(k, n): t.replace(name=_renamed(k, n)) for n, t in g.tensors.items()})
+        nodes += [n.replace(name=_renamed(k, n.name), inputs=tuple(_renamed(k, i) for i in n.inputs),
+                            outputs=tuple(_renamed(k, o) for o in n.outputs)) for n in g.nodes]
+        inputs += [_renamed(k, i) for i in g.inputs]
+        outputs += [_renamed(k, o) for o in g.outputs]
     return verify(Graph(name, tensors, tuple(nodes), tuple(inputs), tuple(outputs)))
