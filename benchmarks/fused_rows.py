@@ -26,13 +26,14 @@ sys.path[:0] = [str(ROOT)]
 
 import microcompile as mc  # noqa: E402
 from microcompile.compiler.options import CompileOptions  # noqa: E402
-
-FIXTURES = ROOT / "tests" / "fixtures" / "pytorch"
+from pytorch_models import FIXTURES, transformer_int8  # noqa: E402   (this folder's)
 
 
 def measure(model, board: str, x: np.ndarray, fuse: bool, work: Path) -> dict:
     cm = mc.compile(model, board, name="m", options=CompileOptions(fuse_rows=fuse))
-    groups = [n for n in mc.compile(model, "host", name="m").graph.nodes if n.op in ("layer_norm", "attention")]
+    # the fused nodes: this compilation's, or (ops kept apart) a fused one's, for their bodies
+    fused = cm.graph if fuse else mc.compile(model, "host", name="m").graph
+    groups = [n for n in fused.nodes if n.op in ("layer_norm", "attention")]
     # a kernel of a layer norm or attention head: the fused node, or one of its ops
     owner = {n.name: n.op for n in groups} if fuse else \
         {m.name: n.op for n in groups for m in n.attrs["body"].graph.nodes}
@@ -57,10 +58,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for name in ("kws_transformer", "tiny_vit"):
-            x = np.load(FIXTURES / f"{name}.npz")["x"]
-            rng = np.random.default_rng(0)
-            calibration = rng.normal(float(x.mean()), float(x.std()), (32, *x.shape[1:])).astype(np.float32)
-            int8 = mc.quantize(FIXTURES / f"{name}.pt2", calibration, keep_float=("div", "sqrt"))
+            x, int8 = transformer_int8(name)
             for label, model in (("float", FIXTURES / f"{name}.pt2"), ("int8", int8)):
                 for fuse in (False, True):
                     m = measure(model, args.board, x, fuse, work)

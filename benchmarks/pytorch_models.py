@@ -39,6 +39,16 @@ def sqnr(reference, x) -> float:
     return float(10 * np.log10((reference ** 2).sum() / ((reference - x) ** 2).sum()))
 
 
+def transformer_int8(name: str):
+    """A transformer fixture's input and its int8 model as the benchmarks quantize it:
+    `mc.quantize` on 32 samples of the input's mean and spread, the layer norms' div and sqrt
+    kept float."""
+    x = np.load(FIXTURES / f"{name}.npz")["x"]
+    rng = np.random.default_rng(0)
+    calibration = rng.normal(float(x.mean()), float(x.std()), (32, *x.shape[1:])).astype(np.float32)
+    return x, mc.quantize(FIXTURES / f"{name}.pt2", calibration, keep_float=("div", "sqrt"))
+
+
 def deploy_row(name: str, model, board: str, x: np.ndarray, work: Path, want=None) -> str:
     cm = mc.compile(model, board, name=name)
     r = cm.deploy(work / name, inputs=x, emulate=True)
@@ -69,10 +79,7 @@ def main() -> int:
         ours = mc.quantize(torch.export.load(FIXTURES / "mobilenet_v2.pt2"), calibration=pt2e["calibration"])
         print(deploy_row("mobilenet_v2 + mc.quantize", ours, args.board, pt2e["x"], work), flush=True)
         for name in ("kws_transformer", "tiny_vit"):
-            x = np.load(FIXTURES / f"{name}.npz")["x"]
-            rng = np.random.default_rng(0)
-            calibration = rng.normal(float(x.mean()), float(x.std()), (32, *x.shape[1:])).astype(np.float32)
-            q = mc.quantize(FIXTURES / f"{name}.pt2", calibration, keep_float=("div", "sqrt"))
+            x, q = transformer_int8(name)
             print(deploy_row(f"{name} + mc.quantize", q, args.board, x, work), flush=True)
         for name in ("kws_ref_model", "pretrainedResnet_quant"):
             path = ROOT.parent / "shared" / "models" / f"{name}.tflite"

@@ -112,7 +112,7 @@ def _layer_norm(g: Graph, m: Node, consumers, taken: set[str]) -> tuple[RowGroup
                 and any(c.op in ("sqrt", "rsqrt") for c in group) and leaving[0] == n.outputs[0]):
             out = leaving[0]
             # The scale and shift (and a quantize after float steps) that end the norm.
-            while (tail := _single_consumer(g, consumers, out, tuple(ops.REGISTRY))) is not None \
+            while (tail := _single_consumer(g, consumers, out)) is not None \
                     and tail.name not in taken and _rowwise(g, tail, lead) \
                     and all(i in (out, x) or g.tensors[i].is_const for i in tail.inputs if i):
                 group.append(tail)
@@ -123,11 +123,10 @@ def _layer_norm(g: Graph, m: Node, consumers, taken: set[str]) -> tuple[RowGroup
     return None
 
 
-def _single_consumer(g: Graph, consumers, t: str, op: str | tuple[str, ...]) -> Node | None:
+def _single_consumer(g: Graph, consumers, t: str) -> Node | None:
+    """The one node that reads `t` (not a graph output), else None."""
     users = consumers.get(t, [])
-    if len(users) != 1 or t in g.outputs:
-        return None
-    return users[0] if users[0].op in ((op,) if isinstance(op, str) else op) else None
+    return users[0] if len(users) == 1 and t not in g.outputs else None
 
 
 def _attention(g: Graph, qk: Node, consumers, taken: set[str]) -> tuple[RowGroup, list[Node]] | None:
@@ -142,17 +141,17 @@ def _attention(g: Graph, qk: Node, consumers, taken: set[str]) -> tuple[RowGroup
     lead = tuple(s.shape[:rank - 1])
     group, t = [qk], qk.outputs[0]
     while True:
-        n = _single_consumer(g, consumers, t, tuple(op for op in ops.REGISTRY
-                                                    if ops.get(op).layout == "elementwise") + ("softmax",))
-        if n is None or n.name in taken or not _rowwise(g, n, lead) \
+        n = _single_consumer(g, consumers, t)
+        if n is None or n.name in taken or (n.op != "softmax" and ops.get(n.op).layout != "elementwise") \
+                or not _rowwise(g, n, lead) \
                 or any(not g.tensors[i].is_const for i in n.inputs if i and i != t):
             return None
         group.append(n)
         t = n.outputs[0]
         if n.op == "softmax":
             break
-    pv = _single_consumer(g, consumers, t, "batch_matmul")
-    if pv is None or pv.name in taken or pv.inputs[0] != t or pv.attrs.get("adj_x") or pv.inputs[1] == t:
+    pv = _single_consumer(g, consumers, t)
+    if pv is None or pv.op != "batch_matmul" or pv.name in taken or pv.inputs[0] != t or pv.attrs.get("adj_x") or pv.inputs[1] == t:
         return None
     v = g.tensors[pv.inputs[1]]
     y = g.tensors[pv.outputs[0]]
