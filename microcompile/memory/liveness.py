@@ -23,13 +23,16 @@ ALIGNMENT = 16
 
 @dataclass(frozen=True)
 class BufferReq:
-    """One arena buffer to place: `size` bytes, live on steps first..last inclusive."""
+    """One arena buffer to place: `size` bytes, live on steps first..last inclusive. `given`:
+    a graph input, in the arena before step 0 (mc_input writes it), so the first kernel may
+    write over it as over any input it reads last."""
 
     name: str
     size: int
     first: int
     last: int
     align: int = ALIGNMENT
+    given: bool = False
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,8 @@ def analyze(g: Graph, scratch: dict[str, int] | None = None, alias: dict[str, Al
     for name in g.outputs:
         touch(name, end)
 
-    reqs = [BufferReq(b, g.tensors[b].nbytes, first[b], last[b]) for b in first]
+    given = {alias[i].root if i in alias else i for i in g.inputs}
+    reqs = [BufferReq(b, g.tensors[b].nbytes, first[b], last[b], given=b in given) for b in first]
     for step, n in enumerate(g.nodes):
         size = scratch.get(n.name, 0)
         if size:
@@ -116,11 +120,13 @@ def analyze(g: Graph, scratch: dict[str, int] | None = None, alias: dict[str, Al
 
 
 def valid_overlaps(reqs: list[BufferReq], overlaps) -> list[Overlap]:
-    """The overlaps that hold under these lifetimes: `src`, born earlier, dies at the step where
-    `out` is born. (So along a chain x -> y over x -> z over y, x and z are never live together.)"""
+    """The overlaps that hold under these lifetimes: `src`, born earlier (or a graph input),
+    dies at the step where `out` is born. (So along a chain x -> y over x -> z over y, x and z
+    are never live together.)"""
     by_name = {r.name: r for r in reqs}
     return [o for o in overlaps if o.out in by_name and o.src in by_name and o.out != o.src
-            and by_name[o.src].first < by_name[o.out].first == by_name[o.src].last]
+            and (by_name[o.src].first < by_name[o.out].first or by_name[o.src].given)
+            and by_name[o.out].first == by_name[o.src].last]
 
 
 def overlap_credit(src: BufferReq, out: BufferReq, max_shift: int) -> int:

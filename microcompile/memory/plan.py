@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from ..ir import Graph
 from .liveness import (ALIGNMENT, Alias, BufferReq, Overlap, aliases, analyze, live_bytes, scratch_name,
-                       valid_overlaps)
+                       overlap_credit, valid_overlaps)
 from .planner import PLANNERS, arena_end, branch_and_bound, check_no_overlap
 
 # The planners plan_memory tries, in order of preference on a tie.
@@ -95,8 +95,55 @@ def plan_memory(g: Graph, scratch: dict[str, int] | None = None, planner: str | 
     reqs = analyze(g, scratch, alias)
     rules = tuple(valid_overlaps(reqs, overlaps))
     end, offsets, name, tried = best_offsets(reqs, rules, planner)
+    if rules and planner is None:
+        end, offsets, name, tried = _fewer_rules(reqs, rules, (end, offsets, name, tried))
     state_offsets, state_bytes = plan_state(g)
     return MemoryPlan(tuple(reqs), offsets, alias, end, len(g.nodes), rules, name, tried, state_offsets, state_bytes)
+
+
+# In-place rules worth trying one by one (bytes they may share, at least) and how many.
+RULE_MIN_CREDIT = 2048
+RULE_TRIES = 6
+QUICK_PLANNERS = ("greedy_by_size", "greedy_by_conflict")
+
+
+def _fewer_rules(reqs: list[BufferReq], rules: tuple, best: tuple) -> tuple:
+    """The planners place a chain of in-place outputs as one rigid unit, each member where it
+    shares most with the one before; down a long chain whose kernels must write a little
+    below their input (window kernels), the unit drifts and can cost more than it shares.
+    Rules are permissions, not obligations: the same planners with fewer of them (those that
+    update exactly in place; those over no graph input), and from none, the rules that share
+    most added one at a time, each kept only if the arena shrinks. The smallest arena wins;
+    `best` is the plan with every rule."""
+    by_name = {r.name: r for r in reqs}
+
+    def credit(o):
+        return overlap_credit(by_name[o.src], by_name[o.out], o.max_shift)
+
+    exact = tuple(o for o in rules if o.max_shift >= 0 and credit(o) * 2 >= by_name[o.out].size)
+    given = {r.name for r in reqs if r.given}
+    kept = tuple(o for o in rules if o.src not in given)
+
+    # Each fast planner compares the subsets on its own (a greedy path that one planner likes may
+    # mislead the other); the best subset is then planned by all of them.
+    found = {}
+    for name in QUICK_PLANNERS:
+        def quick(subset):
+            return best_offsets(reqs, subset, name)[0]
+
+        # From no rule, the rules that share most, one at a time, each kept if the arena shrinks.
+        grown, at = (), quick(())
+        for o in sorted((o for o in rules if credit(o) >= RULE_MIN_CREDIT), key=lambda o: -credit(o))[:RULE_TRIES]:
+            end = quick(grown + (o,))
+            if end < at:
+                at, grown = end, grown + (o,)
+        for subset, end in [(grown, at)] + [(k, quick(k)) for k in (kept, exact) if k != rules]:
+            found[subset] = min(end, found.get(subset, end))
+    subset = min(found, key=lambda k: found[k])
+    if found[subset] >= best[0]:
+        return best
+    plan = best_offsets(reqs, subset)
+    return plan if plan[0] < best[0] else best
 
 
 def best_offsets(reqs: list[BufferReq], rules, planner: str | None = None):
