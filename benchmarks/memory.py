@@ -1,6 +1,6 @@
 """RAM and flash of the MLPerf Tiny int8 models against TFLite Micro, and the issue-12 targets.
 
-    PYTHONPATH=. python benchmarks/memory.py [--models DIR] [--skip-stm32]
+    PYTHONPATH=. python benchmarks/memory.py [--models DIR] [--skip-stm32] [--only-mobilenets]
 
 For each shared int8 model, deployed to QEMU mps2-an386 (the deterministic input of
 ../shared/BENCHMARK.md, output checked against the reference interpreter):
@@ -14,6 +14,12 @@ For each shared int8 model, deployed to QEMU mps2-an386 (the deterministic input
              model's own int8 tensors plus biases and requantization constants (int32
              multiplier and shift per output channel, as TFLM computes them)
   instr      instructions for one inference against the figures of 2025-12 (before issue 12)
+
+Then the MobileNet fixtures (tests/fixtures/mobilenets: MobileNetV1 0.25 and MobileNetV2 0.35,
+96x96x3 int8) on mps2-an386 with their own input, whole-tensor (--patch off) and with the
+patch stage auto picks: arena, its lower bound, instructions, bit-exact against the reference
+interpreter; beside the whole-tensor arena of 2026-12-05 (before the planner's rule subsets).
+Targets: patch-based at least 2x smaller than whole-tensor, at most 10% more instructions.
 
 Then every shared model on the stm32 twin (NUCLEO-F446RE limits: 512 KiB flash, 128 KiB RAM):
 does it build, fit and verify. Targets checked (exit 1 if one is missed): arena <= 0.8x TFLM
@@ -44,6 +50,89 @@ TODAY = {"kws_ref_model": (4_513_760, 32_400, 13_760, 59_184),
 # 220 KiB of arena there and ad01_fp32 1 MiB of weights, so neither fits TFLM either).
 STM32_MODELS = ["kws_ref_model", "pretrainedResnet_quant", "ad01_int8", "kws_ref_model_float32"]
 TARGETS = {"arena": 0.8, "arena_geomean": 0.65, "code": 0.35, "instructions": 1.03}
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "mobilenets"
+# The whole-tensor arena on mps2-an386 on 2026-12-05 (every in-place rule taken, none over the
+# graph input), before issue 27's patch stages.
+MOBILENETS = {"mobilenet_v1_025_96_int8": 64_160, "mobilenet_v2_035_96_int8": 191_280}
+PATCH_TARGETS = {"arena": 0.5, "instructions": 1.10}
+
+
+def recomputed_macs(g, first: str, last: str, grid: int) -> float:
+    """MACs of the layers first..last run as a grid x grid of patches that each recompute their
+    halo (MCUNetV2 without redistribution), against the layers run once: what caching the
+    overlap (our bands) saves."""
+    from microcompile.ir.ops_patch import WINDOW_OPS
+
+    names = [n.name for n in g.nodes]
+    chain = g.nodes[names.index(first):names.index(last) + 1]
+
+    def need(n, lo, hi, size, axis):      # the input rows (axis 1) or columns (axis 2) [lo, hi) reads
+        k, s, d, pad = 1, 1, 1, 0
+        if n.op in WINDOW_OPS:
+            k = n.attrs["filter"][axis - 1] if "filter" in n.attrs else g.tensors[n.inputs[1]].shape[axis]
+            s, d = n.attrs.get("stride", (1, 1))[axis - 1], n.attrs.get("dilation", (1, 1))[axis - 1]
+            pad = n.attrs.get("padding", (0, 0, 0, 0))[axis - 1]
+        return max(0, lo * s - pad), min(size, (hi - 1) * s - pad + (k - 1) * d + 1)
+
+    out = g.tensors[chain[-1].outputs[0]]
+    total = 0.0
+    for py in range(grid):
+        for px in range(grid):
+            ys = (py * out.shape[1] // grid, (py + 1) * out.shape[1] // grid)
+            xs = (px * out.shape[2] // grid, (px + 1) * out.shape[2] // grid)
+            for n in reversed(chain):
+                y, x = g.tensors[n.outputs[0]], g.tensors[n.inputs[0]]
+                total += ops.get(n.op).macs(g, n) / (y.shape[1] * y.shape[2]) * (ys[1] - ys[0]) * (xs[1] - xs[0])
+                ys, xs = need(n, *ys, x.shape[1], 1), need(n, *xs, x.shape[2], 2)
+    return total / sum(ops.get(n.op).macs(g, n) for n in chain)
+
+
+def mobilenet_rows(failures: list[str]) -> None:
+    """The MobileNet table (see the module docstring)."""
+    import numpy as np
+
+    print("\nMobileNets on mps2-an386: whole-tensor (--patch off) and patch-based (--patch auto)")
+    header = (f"{'model':<26} {'12-05':>8} {'whole':>8} {'bound':>8} {'patched':>8} {'bound':>8} {'ratio':>6} | "
+              f"{'instr whole':>12} {'instr patched':>13} {'ratio':>6} {'ok':>3}  stage")
+    print(header)
+    print("-" * len(header))
+    stages = []
+    for name, before in MOBILENETS.items():
+        path = FIXTURES / f"{name}.tflite"
+        data = np.load(FIXTURES / f"{name}.npz")
+        reports = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            np.save(Path(tmp) / "x.npy", data[list(data.keys())[0]])
+            for mode in ("off", "auto"):
+                cm = mc.compile(path, "mps2-an386", options=mc.CompileOptions(patch=mode))
+                reports[mode] = cm.deploy(Path(tmp) / mode, inputs=Path(tmp) / "x.npy", emulate=True).report
+        off, auto = reports["off"], reports["auto"]
+        ratio, instr = auto["arena_bytes"] / off["arena_bytes"], auto["instructions"] / off["instructions"]
+        ok = off["verified"] and auto["verified"]
+        print(f"{name:<26} {before:>8,} {off['arena_bytes']:>8,} {off['arena_lower_bound_bytes']:>8,} "
+              f"{auto['arena_bytes']:>8,} {auto['arena_lower_bound_bytes']:>8,} {ratio:>6.2f} | "
+              f"{off['instructions']:>12,} {auto['instructions']:>13,} {instr:>6.3f} {'yes' if ok else 'NO':>3}  "
+              f"{auto['patch_stage'] or 'none'}")
+        checks = [(ok, "not bit-exact"),
+                  (ratio <= PATCH_TARGETS["arena"], f"patch-based arena {ratio:.2f}x the whole-tensor plan"),
+                  (instr <= PATCH_TARGETS["instructions"], f"patch-based instructions {instr:.3f}x")]
+        failures += [f"{name}: {why}" for good, why in checks if not good]
+        stages.append((name, path, auto["patch_stage"]))
+    print("\nrecomputing the halo instead (MCUNetV2's grids), MACs of the stage's layers against once:")
+    from microcompile.compiler.compile import read_model
+    from microcompile.compiler.patches import ranked
+    from microcompile.transform import pipeline
+    for name, path, stage in stages:
+        g = pipeline.run(read_model(path))
+        spec = stage.split("@", 1)[1] if stage else "{}:{}".format(*_best_candidate(ranked(g)))
+        first, last = spec.split(":")
+        grids = ", ".join(f"{k}x{k} {recomputed_macs(g, first, last, k):.2f}x" for k in (2, 3, 4))
+        print(f"  {name:<26} {first}..{last}: {grids}")
+
+
+def _best_candidate(ranked_list) -> tuple[str, str]:
+    spec = ranked_list[0][1]
+    return spec.first, spec.last
 
 
 def model_tensor_bytes(path: Path) -> int:
@@ -59,7 +148,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", type=Path, default=Path(__file__).resolve().parent.parent.parent / "shared" / "models")
     ap.add_argument("--skip-stm32", action="store_true", help="skip the stm32 fit check")
+    ap.add_argument("--only-mobilenets", action="store_true", help="only the MobileNet fixtures' table")
     args = ap.parse_args(argv)
+    if args.only_mobilenets:
+        failures: list[str] = []
+        mobilenet_rows(failures)
+        print("\nall targets met" if not failures else "\ntargets missed:\n  " + "\n  ".join(failures))
+        return 0 if not failures else 1
     if not args.models.is_dir():
         print(f"no models at {args.models}; pass --models DIR", file=sys.stderr)
         return 2
@@ -76,7 +171,7 @@ def main(argv=None) -> int:
             continue
         with tempfile.TemporaryDirectory() as tmp:
             r = mc.compile(path, "mps2-an386").deploy(Path(tmp) / name, emulate=True).report
-        narrow = mc.compile(path, "mps2-an386", flash_budget=1).manifest["weights_bytes"]
+        narrow = mc.compile(path, "mps2-an386", options=mc.CompileOptions(flash_budget=1)).manifest["weights_bytes"]
         own = model_tensor_bytes(path)
         today = TODAY[name][0]
         # The target's "code" is all flash but the weights: our program plus "other" (the
@@ -98,6 +193,7 @@ def main(argv=None) -> int:
         print(f"\narena geometric mean {geo:.3f}x TFLM (target <= {TARGETS['arena_geomean']})")
         if geo > TARGETS["arena_geomean"]:
             failures.append(f"arena geometric mean {geo:.3f}")
+    mobilenet_rows(failures)
     if not args.skip_stm32:
         print("\nstm32 (NUCLEO-F446RE: 512 KiB flash, 128 KiB RAM), on its QEMU twin:")
         for name in STM32_MODELS:

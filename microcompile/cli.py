@@ -226,12 +226,14 @@ def _compiled(args):
 
 
 def _compile_options(args, dump_ir=None):
-    """--input-layout, --flash-budget, --dump-ir and --arena-region (a pin: one arena), where the command has them."""
+    """--input-layout, --flash-budget, --dump-ir, --arena-region (a pin: one arena) and --patch, where the command
+    has them."""
     from . import api
     budget = getattr(args, "flash_budget", None)
     return api.CompileOptions(input_layout=getattr(args, "input_layout", "nchw"),
                               flash_budget=parse_bytes(budget, "--flash-budget") if budget else None, dump_ir=dump_ir,
-                              arena_region=getattr(args, "arena_region", None))
+                              arena_region=getattr(args, "arena_region", None),
+                              patch=api.parse_patch(getattr(args, "patch", "auto")))
 
 
 def _link(args):
@@ -359,6 +361,14 @@ def _add_input_layout_arg(p) -> None:
                         "transpose at the edges)")
 
 
+def _add_patch_arg(p) -> None:
+    p.add_argument("--patch", default="auto", metavar="auto|off|Bx1@[FIRST:]LAST",
+                   help="run the first layers of a CNN band by band so that their large feature maps never "
+                        "exist whole: auto (default: the stage with the smallest arena within 10%% more "
+                        "instructions, or none), off, or Bx1@[FIRST:]LAST, the layers FIRST..LAST (FIRST: the "
+                        "start of LAST's chain) in B bands of full rows (`inspect --memory` names the layers)")
+
+
 def _add_records_arg(p) -> None:
     p.add_argument("--records", metavar="FILE.jsonl",
                    help="tuning records (microcompile tune): the fastest valid schedule per workload for this "
@@ -471,6 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --quantize: int16 quantizes 16x8 (int16 activations, int8 weights)")
     _add_records_arg(d)
     _add_input_layout_arg(d)
+    _add_patch_arg(d)
     d.set_defaults(fn=_cmd_deploy)
 
     e = sub.add_parser("export", help="write the model(s) as a library for your own firmware: CMake, Make, a "
@@ -499,6 +510,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "the weights still fit")
     _add_records_arg(e)
     _add_input_layout_arg(e)
+    _add_patch_arg(e)
     e.set_defaults(fn=_cmd_export)
 
     port_help = "the board's serial port, e.g. /dev/ttyACM0 (default: found by the board's USB VID:PID)"
@@ -517,6 +529,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--report", help="write a JSON report here")
     _add_records_arg(r)
     _add_input_layout_arg(r)
+    _add_patch_arg(r)
     r.set_defaults(fn=_cmd_run)
 
     pr = sub.add_parser("profile", help="per-kernel instructions (QEMU) or cycles (board) over the host agent",
@@ -531,6 +544,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--plot", help="write a bar chart of counts per layer here (.svg/.png; needs microcompile[plot])")
     _add_records_arg(pr)
     _add_input_layout_arg(pr)
+    _add_patch_arg(pr)
     pr.set_defaults(fn=_cmd_profile)
 
     from .autotune import COST_MODELS, STRATEGIES
@@ -576,6 +590,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="measure a candidate of every workload in one firmware (fewer builds; a failing "
                         "firmware's candidates are measured again one by one)")
     _add_input_layout_arg(t)
+    _add_patch_arg(t)
     t.set_defaults(fn=_cmd_tune)
 
     q = sub.add_parser("quantize", help="post-training int8 quantization of a float32 .tflite/.onnx model",
@@ -623,6 +638,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--report", help="write the per-layer comparison as JSON here")
     v.add_argument("-o", "--project-dir", help="where the trace project goes (default build/<model>-trace)")
     _add_input_layout_arg(v)
+    _add_patch_arg(v)
     v.set_defaults(fn=_cmd_verify)
 
     i = sub.add_parser("inspect", help="ops, shapes, quantization, MACs, params and tensor bytes per layer; "
@@ -637,6 +653,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--board", default="mps2-an386", help="board to plan for with --memory (default mps2-an386)")
     i.add_argument("--flash-budget", metavar="BYTES", help="as for deploy")
     _add_input_layout_arg(i)
+    _add_patch_arg(i)
     i.set_defaults(fn=_cmd_inspect)
 
     b = sub.add_parser("boards", help="list the boards microcompile knows: core, memory banks, kernel set, flash "

@@ -17,7 +17,7 @@ from ..target import Board
 from ..target.board import STACK_BYTES
 from ..transform import pipeline
 from .options import CompileOptions
-from .plan import schedule_and_plan
+from .patches import PatchChoice, plan_with_patches
 
 
 @dataclass
@@ -32,6 +32,7 @@ class Compiled:
     widened: dict = field(default_factory=dict)   # node name -> extra flash of its int16 weights
     tuned: dict = field(default_factory=dict)     # node name -> workload key of the record it replays
     stored_int4: dict = field(default_factory=dict)  # node name -> flash its packed int4 weights save
+    patch: PatchChoice | None = None              # the patch stage --patch chose (compiler/patches.py)
 
     @property
     def widened_weight_bytes(self) -> int:
@@ -54,12 +55,12 @@ def read_model(model, options: CompileOptions = CompileOptions()) -> Graph:
 def compile_graph(graph: Graph, board: Board, artifact_dir: Path, options: CompileOptions = CompileOptions()) -> Compiled:
     """Optimize, lower, schedule, order, plan and emit C for `graph` into `artifact_dir`."""
     graph = pipeline.run(graph, None if options.fuse_rows else pipeline.WITHOUT_FUSE_ROWS, dump=options.dump_ir)
-    kernels, plan, graph, widened, tuned_nodes, stored_int4 = schedule_and_plan(graph, board, options.flash_budget,
-                                                                                dict(options.tuned) or None)
+    planned, patch = plan_with_patches(graph, board, options)
+    kernels, plan, graph, widened, tuned_nodes, stored_int4 = planned
     plan = place_banks(plan, graph, board, options.arena_region)
     manifest = emit_artifact(graph, [(n, f) for n, f, _ in kernels], plan, artifact_dir,
                              traces=[t for _, _, t in kernels])
-    return Compiled(graph, plan, manifest, kernels, widened, tuned_nodes, stored_int4)
+    return Compiled(graph, plan, manifest, kernels, widened, tuned_nodes, stored_int4, patch)
 
 
 # Room left in the `ram` bank for .data and .bss (runtime, platform, main.c) when the arena is

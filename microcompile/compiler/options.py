@@ -28,6 +28,9 @@ class CompileOptions:
         (transform/fuse_rows.py); False keeps them apart, to compare.
     arena_region: the RAM bank the whole arena is pinned to (--arena-region): no multi-bank
         placement (compiler/compile.py place_banks).
+    patch: "auto" (the patch stage with the smallest arena within the instruction budget, or
+        none), "off", or a transform.patch_stage.StageSpec (--patch ROWS@FIRST[:LAST]);
+        compiler/patches.py.
     """
 
     input_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
@@ -37,6 +40,7 @@ class CompileOptions:
     dump_ir: Callable | None = None
     fuse_rows: bool = True
     arena_region: str | None = None
+    patch: object = "auto"
 
     def __post_init__(self):
         object.__setattr__(self, "input_shapes", _frozen(self.input_shapes))

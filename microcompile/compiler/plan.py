@@ -73,7 +73,11 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
     g0, p0 = planned(narrow, "greedy_by_size")
     live = dict(zip((n.name for n in g0.nodes), p0.timeline()))
     peak = p0.lower_bound
-    candidates = [c if c.name not in wide
+    # A patch stage is exempt: it is at the peak by design, its parts share one scratch region
+    # (a few bytes more for the wide parts), and its narrow form runs the depthwise parts as
+    # plain loops; compiler/patches.py compares the arenas of the plans with and without it.
+    stages = {n.name for n in graph.nodes if n.op == "patch_stage"}
+    candidates = [c if c.name not in wide or c.name in stages
                   or live[c.name] - narrow[c.name][0].scratch_bytes + wide[c.name][0].scratch_bytes <= peak
                   else replace(c, wide_bytes=c.narrow_bytes) for c in candidates]
     # Packed int4 weights (chosen only where the flash needs them), fastest first among the forms

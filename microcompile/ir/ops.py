@@ -96,7 +96,7 @@ class OpDef:
 
 QUANT_KINDS = (None, "weighted", "same", "shared", "fixed", "calibrated")
 LAYOUTS = (None, "elementwise", "axis")
-INPLACE_KINDS = (None, "elementwise", "window", "rows")
+INPLACE_KINDS = (None, "elementwise", "window", "rows", "bands")
 
 
 REGISTRY: dict[str, OpDef] = {}

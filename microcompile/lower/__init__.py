@@ -16,8 +16,9 @@ from .common import LOWERINGS, lowering_of
 # The op families, each registering its lowerings with @lowering.
 from . import (activation, binary, conv2d, dense, depthwise, elementwise, log_softmax, matmul, max_pool,  # noqa: F401,E402
                mean, movement, pad, pool, recurrent, reduce_max, resize, signal, softmax, transpose_conv, unary)
-# Fused row groups (layer norm, attention): the ops above, one row at a time.
-from . import fused  # noqa: F401,E402
+# Fused row groups (layer norm, attention): the ops above, one row at a time; patch stages
+# (patch_stage): the ops above, band by band.
+from . import fused, patch  # noqa: F401,E402
 # The int16 variants (16x8 quantization) of the ops above.
 from . import s16  # noqa: F401,E402
 

@@ -19,6 +19,9 @@ What an op's kernels allow is its OpDef's `inplace` trait (ir/ops.py, `ops.inpla
                  its output after its ops have read row r of an input, rows in increasing
                  order: the output may sit exactly on an input of its shape and element size
                  that the body reads row by row (RowGroup.written_over; not K or V).
+  "bands"        a patch stage (ir/ops_patch.py) reads its input's rows for a band before it
+                 writes the band's output rows, bands top to bottom: the window rule with a
+                 band for a pixel (PatchStage.write_shift).
 
 Offsets are bytes, rounded down to the arena's alignment. Tests run every such kernel with
 its output aliased onto its input at max_shift and compare with the reference.
@@ -97,6 +100,10 @@ def node_shifts(g: Graph, node: Node) -> list[tuple[str, str, int | None]]:
     elif kind == "rows":
         body = node.attrs["body"]
         out += [(y, x, 0) for x in dict.fromkeys(node.inputs) if body.written_over(x)]
+    elif kind == "bands":
+        x = node.inputs[0]
+        if len(g.tensors[x].shape) == 4:
+            out.append((y, x, node.attrs["body"].write_shift()))
     elif kind == "window":
         x = node.inputs[0]
         xt = g.tensors[x]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import UserError, shown
 from ..escape import terminal
 from ..files import write_file
 from ..memory import MemoryPlan
@@ -89,7 +89,16 @@ def report_keys(compiled, sizes, project_dir: Path, fit=None) -> dict:
         "widened_bytes": _widened_bytes(compiled),
         "int4_kernels": int4_kernels(compiled),
         "int4_saved_bytes": sum(compiled.stored_int4.values()),
+        **patch_keys(compiled),
     }
+
+
+def patch_keys(compiled) -> dict:
+    """The report's patch stage keys: the stage as --patch spells it (None: none) and the
+    arena the plan without it needs (None when it was not planned)."""
+    choice = getattr(compiled, "patch", None)
+    return {"patch_stage": str(choice.spec) if choice is not None and choice.spec is not None else None,
+            "arena_without_patch_bytes": choice.arena_without if choice is not None else None}
 
 
 def _widened_bytes(compiled) -> int:
@@ -164,13 +173,35 @@ def gap_reason(plan: MemoryPlan) -> str:
             f"the arena); planners tried: " + ", ".join(f"{k} {v:,}" for k, v in plan.tried.items()))
 
 
+def patch_lines(compiled) -> list[str]:
+    """What --patch did (compiler/patches.py): the stage, its bands, the arena with and without."""
+    choice = getattr(compiled, "patch", None)
+    if choice is None:
+        return []
+    if choice.spec is None:
+        why = "--patch off" if choice.mode == "off" else "auto: no stage makes the arena smaller"
+        return [f"patch stage: none ({why})"]
+    node = next(n for n in compiled.graph.nodes if n.op == "patch_stage")
+    body = node.attrs["body"]
+    first, last = body.nodes[0].name, body.nodes[-1].name
+    line = (f"patch stage ({'--patch ' + choice.mode if choice.mode != 'auto' else 'auto'}): "
+            f"{shown(first)}..{shown(last)} ({len(body.nodes)} layers) in {len(body.bands)} bands of {body.rows} "
+            f"output row(s), windows {body.window_bytes():,} bytes, estimated {choice.extra_instructions:+,} "
+            f"instructions")
+    out = [line]
+    if choice.arena_without is not None:
+        out.append(f"  arena {compiled.plan.arena_bytes:,} bytes with the stage, {choice.arena_without:,} without "
+                   f"({choice.arena_without / max(compiled.plan.arena_bytes, 1):.2f}x)")
+    return out
+
+
 def format_memory(compiled, top: int = 3) -> str:
     """`inspect --memory` text: the arena, its bound, the timeline, the in-place rules used."""
     plan, graph = compiled.plan, compiled.graph
     width = max(plan.timeline(), default=0) or 1
     out = [f"arena {plan.arena_bytes:,} bytes, lower bound {plan.lower_bound:,} bytes "
            f"(planner {plan.planner}; {', '.join(f'{k} {v:,}' for k, v in plan.tried.items())})",
-           gap_reason(plan), "",
+           gap_reason(plan), *patch_lines(compiled), "",
            f"{'step':>4}  {'layer':<28} {'op':<18} {'live':>8}  timeline / largest buffers"]
     for r in timeline_rows(plan, graph, top):
         bar = "#" * max(1, round(24 * r["live"] / width)) if r["live"] else ""

@@ -16,7 +16,7 @@ from ..tir.nodes import PrimFunc
 from .depthwise_intrin import ROWS_BLOCK_DOMAIN
 from .gemm_schedule import COL_BYTES_DOMAIN
 from .spaces import apply_config, default_config, family_of
-from .trace import Trace
+from .trace import Schedule, Trace
 
 
 def col_bytes_max(trace: Trace) -> int | None:
@@ -53,6 +53,8 @@ def larger_block(func: PrimFunc, target, wide: bool, scheduled: PrimFunc, trace:
     above its current one whose scratch grows by at most `slack` bytes, or None when no larger
     cap changes the block within the slack (a depthwise layer on the whole-layer kernel: its
     ring's channels per pass likewise). `scheduled`, `trace`: its current schedule."""
+    if "scratch_union" in func.attrs:
+        return _larger_part_blocks(func, target, wide, scheduled, trace, slack)
     if slack > 0 and family_of(func, target).name == "depthwise_conv2d":
         return _larger_rows_block(func, target, wide, scheduled, trace, slack)
     cap = col_bytes_max(trace)
@@ -65,3 +67,29 @@ def larger_block(func: PrimFunc, target, wide: bool, scheduled: PrimFunc, trace:
         if 0 < extra <= slack:
             return f, t
     return None
+
+
+def _larger_part_blocks(func: PrimFunc, target, wide: bool, scheduled: PrimFunc, trace: Trace,
+                        slack: int) -> tuple[PrimFunc, Trace] | None:
+    """A patch stage (lower/patch.py): each part's block grown as a layer's is, within the
+    region the parts share (its largest part's scratch, free for the others) plus `slack`."""
+    decision = next((d for d in trace.decisions if d.primitive == "schedule_parts"), None)
+    if decision is None:
+        return None
+    parts = func.attrs["row_parts"].parts
+    traces = [Trace.from_json(t) for t in decision.args[0]]
+    done = [t.apply(p) for p, t in zip(parts, traces)]
+    region = max((f.scratch_bytes for f in done), default=0)
+    grown, changed = [], False
+    for p, f, t in zip(parts, done, traces):
+        knob = _knob(t, "wide_weights")      # each part as it was scheduled (no int16 on MVE)
+        bigger = larger_block(p, target, wide if knob is None else bool(knob), f, t, region + slack - f.scratch_bytes)
+        grown.append((bigger or (f, t))[1])
+        changed = changed or bigger is not None
+    if not changed:
+        return None
+    sch = Schedule(func)
+    sch._apply("schedule_parts", [t.to_json() for t in grown])
+    if sch.func.scratch_bytes - scheduled.scratch_bytes > slack:
+        return None
+    return sch.func, sch.trace

@@ -10,7 +10,6 @@ board's flash by schedule/widening.py)."""
 
 from __future__ import annotations
 
-from ..tir.compose import compose_rows
 from ..tir.nodes import For, PrimFunc, walk
 from ..tir.verify import verify_primfunc
 from .depthwise_intrin import DEPTHWISE_SCHEDULES
@@ -62,13 +61,16 @@ def _schedule_parts_by_default(func: PrimFunc, target, unroll_max_extent: int | 
 
 @primitive("schedule_parts")
 def schedule_parts(f: PrimFunc, traces: list) -> PrimFunc:
-    """Replay `traces` (one per part, as JSON) on the parts of fused row group `f` and compose
-    them again (tir/compose.py)."""
+    """Replay `traces` (one per part, as JSON) on the parts of fused row group or patch stage
+    `f` and compose them again (tir/compose.py)."""
     rp = f.attrs["row_parts"]
     if len(traces) != len(rp.parts):
         raise ScheduleError(f"schedule_parts: {len(traces)} traces for {len(rp.parts)} parts")
-    body, buffers = compose_rows([Trace.from_json(t).apply(p) for p, t in zip(rp.parts, traces)], rp.nest)
-    return verify_primfunc(PrimFunc(f.name, buffers, body, dict(f.attrs)))
+    body, buffers = rp.compose([Trace.from_json(t).apply(p) for p, t in zip(rp.parts, traces)])
+    attrs = dict(f.attrs)
+    if "scratch_union" in attrs:
+        attrs["scratch_union"] = rp.scratch_union(buffers)
+    return verify_primfunc(PrimFunc(f.name, buffers, body, attrs))
 
 
 def unroll_short_loops(sch: Schedule, max_extent: int) -> None:

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .nodes import (Address, Allocate, Buffer, Call, Evaluate, Expr, Load, PrimFunc, Stmt, Store, Var, add, loops,
-                    rewrite, seq)
+from .intrinsics_copy import MOVE_KERNEL
+from .nodes import (Address, Allocate, Buffer, Call, Evaluate, Expr, IntImm, Load, PrimFunc, Stmt, Store, Var, add,
+                    loops, rewrite, seq)
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,6 +41,9 @@ class RowParts:
 
     parts: tuple[PrimFunc, ...]
     nest: RowNest
+
+    def compose(self, parts: list[PrimFunc]) -> tuple[Stmt, tuple[Buffer, ...]]:
+        return compose_rows(parts, self.nest)
 
     def __str__(self) -> str:
         return f"{len(self.parts)} parts: {', '.join(p.attrs.get('op', p.name) for p in self.parts)}"
@@ -96,3 +100,95 @@ def compose_rows(parts: list[PrimFunc], nest: RowNest) -> tuple[Stmt, tuple[Buff
     k = nest.head
     body = loops(list(zip(nest.rows[k:], nest.extents[k:])), seq(*per_row))
     return loops(list(zip(nest.rows[:k], nest.extents[:k])), seq(*heads, body)), tuple(buffers.values())
+
+
+# ------------------------------------------------------------------ patch stages (bands)
+
+@dataclass(frozen=True, eq=False)
+class BandRun:
+    """Bands in a row that run the same kernels (lower/patch.py): `count` of them, `var`
+    counting them; `places[i]`: tensor -> (buffer, flat index of the band's first element,
+    in `var`) for part i's arena buffers; `moves`: (window, from element, elements) copies to
+    the window's top before the band's parts."""
+
+    count: int
+    var: Var
+    places: tuple[dict, ...]
+    moves: tuple[tuple[Buffer, int, int], ...]
+
+
+@dataclass(frozen=True, eq=False)
+class BandParts:
+    """A patch stage's parts (one kernel per op and run of bands, unscheduled, in run order,
+    None where the op rests in that run) and its runs: kept in the PrimFunc's attrs so that the
+    schedule stage can schedule each part and compose again (schedule_parts)."""
+
+    parts: tuple[PrimFunc, ...]
+    runs: tuple[BandRun, ...]
+    slots: tuple[tuple[int | None, ...], ...]     # per run, per op: index into parts or None
+    windows: tuple[Buffer, ...]
+
+    def compose(self, parts: list[PrimFunc]) -> tuple[Stmt, tuple[Buffer, ...]]:
+        return compose_bands(parts, self)
+
+    def scratch_union(self, buffers: tuple[Buffer, ...]) -> tuple[tuple[str, ...], ...]:
+        """The scratch buffers of each placed part, by name (b<run>_<op>_...): one group per
+        part. The parts run one after another, so their groups share one region
+        (tir/nodes.py scratch_layout); the windows are outside it."""
+        groups: dict[tuple[int, int], list[str]] = {}
+        windows = {w.name for w in self.windows}
+        for b in buffers:
+            if b.scope == "scratch" and b.name not in windows:
+                r, i, _ = b.name.split("_", 2)
+                groups.setdefault((int(r[1:]), int(i)), []).append(b.name)
+        return tuple(tuple(v) for _, v in sorted(groups.items()))
+
+    def __str__(self) -> str:
+        return f"{len(self.parts)} parts in {len(self.runs)} runs of bands"
+
+    __repr__ = __str__
+
+
+class _Place(_Rebase):
+    """A part's buffers in the stage: arena buffers where `places` puts them, the rest
+    renamed with the part's prefix; constants equal to one already placed are that one."""
+
+    def __init__(self, prefix: str, places: dict, consts: dict):
+        self.prefix, self.places, self.consts = prefix, places, consts
+        self.buffers = {}
+
+    def buffer(self, b: Buffer) -> tuple[Buffer, Expr | None]:
+        if b.scope == "arena":
+            return self.places[b.tensor]
+        if b not in self.buffers:
+            nb = replace(b, name=self.prefix + b.name)
+            if b.scope == "const" and b.data is not None:
+                key = (b.dtype, b.shape, b.data.tobytes())
+                nb = self.consts.setdefault(key, nb)
+            self.buffers[b] = nb
+        return self.buffers[b], None
+
+
+def compose_bands(parts: list[PrimFunc], bp: BandParts) -> tuple[Stmt, tuple[Buffer, ...]]:
+    """The stage's body (each run: a loop over its bands, each band its window moves and then
+    its parts) and every buffer it touches (BandParts.scratch_union groups the parts' scratch)."""
+    buffers = {id(w): w for w in bp.windows}
+    consts: dict = {}
+    body = []
+    for r, run in enumerate(bp.runs):
+        stmts = []
+        for w, src, n in run.moves:
+            size = {"int8": 1, "uint8": 1, "int16": 2, "int32": 4, "float32": 4}[w.dtype]
+            stmts.append(Evaluate(Call(MOVE_KERNEL, (Address(w, IntImm(0)), Address(w, IntImm(src)),
+                                                     IntImm(n * size)), "void")))
+        for i, slot in enumerate(bp.slots[r]):
+            if slot is None:
+                continue
+            place = _Place(f"b{r}_{i}_", run.places[i], consts)
+            stmts.append(rewrite(parts[slot].body, place))
+            for b in parts[slot].buffers:
+                nb = place.buffer(b)[0]
+                buffers.setdefault(id(nb), nb)
+        body.append(loops([(run.var, run.count)], seq(*stmts)))
+    return seq(*body), tuple(buffers.values())
+

@@ -4,6 +4,7 @@
     mc_unpack_s4_s8(dst, src, n):       dst[i] = the i-th int4 value packed in src, for i < n
     mc_unpack_s4_s16(dst, src, n):      the same into int16 (the depthwise kernels' weights)
                                         (every core: runtime_c/kernels/mc_copy.c)
+    mc_move_bytes(dst, src, n):         memmove of n bytes (a patch stage's kept window rows)
 """
 
 from __future__ import annotations
@@ -34,3 +35,13 @@ def _unpack_s4_impl(dst_ptr, src_ptr, n):
 
 for _name in UNPACK_S4_KERNELS.values():
     intrinsic(_name, ("handle", "handle", "int32"), "void", "mc_copy.h", extern=True, writes=(0,))(_unpack_s4_impl)
+
+
+MOVE_KERNEL = "mc_move_bytes"
+
+
+@intrinsic(MOVE_KERNEL, ("handle", "handle", "int32"), "void", "mc_copy.h", extern=True, writes=(0,))
+def _move_impl(dst_ptr, src_ptr, n):
+    (da, do), (sa, so) = dst_ptr, src_ptr
+    items = n // da.itemsize
+    da[do:do + items] = sa[so:so + items].copy()

@@ -432,13 +432,28 @@ SCRATCH_ALIGN = 16
 def scratch_layout(f: PrimFunc) -> tuple[dict[str, int], int]:
     """Offsets of `f`'s scratch buffers inside its one scratch region (16-byte aligned, in
     buffer order) and the region's size: the bytes to request from the memory planner for
-    this kernel, and where codegen places each buffer."""
+    this kernel, and where codegen places each buffer. The groups of the attribute
+    `scratch_union` (the parts of a patch stage, which run one after another) share one
+    region after the other buffers, each group laid out in order from its start."""
+    def size(b: Buffer) -> int:
+        return -(-b.nbytes // SCRATCH_ALIGN) * SCRATCH_ALIGN
+
+    groups = f.attrs.get("scratch_union", ())
+    grouped = {name for g in groups for name in g}
     offsets, end = {}, 0
     for b in f.buffers:
-        if b.scope == "scratch":
+        if b.scope == "scratch" and b.name not in grouped:
             offsets[b.name] = end
-            end += -(-b.nbytes // SCRATCH_ALIGN) * SCRATCH_ALIGN
-    return offsets, end
+            end += size(b)
+    by_name = {b.name: b for b in f.buffers if b.scope == "scratch"}
+    union = 0
+    for g in groups:
+        at = end
+        for name in g:
+            offsets[name] = at
+            at += size(by_name[name])
+        union = max(union, at - end)
+    return offsets, end + union
 
 
 def _fold(n: Node) -> Node | None:

@@ -11,7 +11,12 @@
  *   mc_unpack_s4_s16(dst, src, n):      the same into int16
  *
  * expands weights stored as packed int4 (two per byte, the first in the low nibble) into
- * scratch at the start of a kernel (the schedule primitive store_int4); every core. */
+ * scratch at the start of a kernel (the schedule primitive store_int4); every core.
+ *
+ *   mc_move_bytes(dst, src, n):         memmove(dst, src, n)
+ *
+ * moves the rows a patch stage's window keeps from one band to the next to the window's
+ * top (the regions overlap when more rows are kept than dropped); every core. */
 #ifndef MC_COPY_H
 #define MC_COPY_H
 
@@ -24,6 +29,7 @@ extern "C" {
 void mc_widen_dsp_s8_s16(int16_t *dst, const int8_t *src, int32_t n);
 void mc_unpack_s4_s8(int8_t *dst, const uint8_t *src, int32_t n);
 void mc_unpack_s4_s16(int16_t *dst, const uint8_t *src, int32_t n);
+void mc_move_bytes(void *dst, const void *src, int32_t n);
 
 #ifdef __cplusplus
 }

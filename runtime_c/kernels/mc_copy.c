@@ -1,6 +1,8 @@
 /* Copy micro-kernels (mc_copy.h) for every core. */
 #include "mc_copy.h"
 
+#include <string.h>
+
 #define MC_UNPACK_S4(name, type)                                                \
     void name(type *dst, const uint8_t *src, int32_t n)                         \
     {                                                                           \
@@ -23,3 +25,10 @@
 MC_UNPACK_S4(mc_unpack_s4_s8, int8_t)
 /* The same into int16: the depthwise kernels' weights (mc_depthwise.h) are int16. */
 MC_UNPACK_S4(mc_unpack_s4_s16, int16_t)
+
+/* newlib's memmove copies words when it can, and handles the overlap of a window's kept rows
+ * with the rows they replace. */
+void mc_move_bytes(void *dst, const void *src, int32_t n)
+{
+    memmove(dst, src, (size_t)n);
+}

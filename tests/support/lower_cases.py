@@ -43,7 +43,9 @@ PLAIN_INT_OPS = ("cast", *SIGNAL_OPS)
 # Fused row groups, made by transform/fuse_rows.py out of the ops above (no op_cases plan: their
 # inputs are whole layer norms and attention heads): tests/lower/test_fused_rows.py (loop IR,
 # host C, in place, the M4 and M55 twins against LiteRT) and tests/transform/test_fuse_rows.py.
-FUSED_OPS = ("layer_norm", "attention")
+# Patch stages (chains of the vision ops above, band by band): tests/lower/test_patch_stage.py
+# (host C, in place, the M4 and M55 twins against LiteRT) and tests/memory/test_patch_choice.py.
+FUSED_OPS = ("layer_norm", "attention", "patch_stage")
 
 
 def hybrid_conv_graph(seed: int = 0, padding: str = "SAME", batch: int = 2) -> Graph:
