@@ -39,7 +39,9 @@ def vertical(g: Graph, n: Node) -> tuple[int, int, int, int]:
 
 
 def bandable(g: Graph, n: Node) -> bool:
-    """Whether `n` can be one op of a stage: batch-1 NHWC in and out, one non-constant input."""
+    """Whether `n` can be one op of a stage: batch-1 NHWC in and out, one non-constant input,
+    and no constant operand that differs from row to row (an ADD of a whole [1,H,W,C] constant,
+    a Keras PReLU's [H,W,C] alpha: a band would read the constant's first rows)."""
     x = [i for i in n.inputs if i and not g.tensors[i].is_const]
     if len(x) != 1 or len(n.outputs) != 1:
         return False
@@ -48,7 +50,9 @@ def bandable(g: Graph, n: Node) -> bool:
         return False
     if n.op in WINDOW_OPS:
         return n.op != "depthwise_conv2d" or n.attrs.get("depth_multiplier", 1) >= 1
-    return get(n.op).layout == "elementwise" and tuple(xt.shape) == tuple(yt.shape)
+    consts = [g.tensors[i] for i in n.inputs if i and g.tensors[i].is_const]
+    rowwise = any(len(c.shape) >= 3 and c.shape[-3] != 1 for c in consts)
+    return get(n.op).layout == "elementwise" and tuple(xt.shape) == tuple(yt.shape) and not rowwise
 
 
 @dataclass(frozen=True)

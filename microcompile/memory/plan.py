@@ -37,6 +37,9 @@ class MemoryPlan:
     # bank's arena bytes. Both empty for the one arena of a plan that fits one bank.
     banks: dict[str, str] = field(default_factory=dict)
     bank_bytes: dict[str, int] = field(default_factory=dict)
+    # The in-place rules the offsets use, when fewer than `overlaps` (memory/plan.py
+    # _fewer_rules); `overlaps`, every rule, still gives the lower bound.
+    used: tuple[Overlap, ...] | None = None
 
     def offset(self, tensor_name: str) -> int:
         a = self.alias.get(tensor_name)
@@ -77,7 +80,8 @@ class MemoryPlan:
                 "buffers": [{"name": b.name, "offset": self.offsets[b.name], "size": b.size,
                              "first": b.first, "last": b.last, **({"bank": self.banks[b.name]} if b.name in self.banks
                                                                   else {})} for b in self.buffers],
-                "in_place": [{"out": o.out, "src": o.src, "max_shift": o.max_shift} for o in self.overlaps],
+                "in_place": [{"out": o.out, "src": o.src, "max_shift": o.max_shift}
+                             for o in (self.overlaps if self.used is None else self.used)],
                 "timeline": self.timeline()}
 
 
@@ -95,10 +99,12 @@ def plan_memory(g: Graph, scratch: dict[str, int] | None = None, planner: str | 
     reqs = analyze(g, scratch, alias)
     rules = tuple(valid_overlaps(reqs, overlaps))
     end, offsets, name, tried = best_offsets(reqs, rules, planner)
+    used = None
     if rules and planner is None:
-        end, offsets, name, tried = _fewer_rules(reqs, rules, (end, offsets, name, tried))
+        (end, offsets, name, tried), used = _fewer_rules(reqs, rules, (end, offsets, name, tried))
     state_offsets, state_bytes = plan_state(g)
-    return MemoryPlan(tuple(reqs), offsets, alias, end, len(g.nodes), rules, name, tried, state_offsets, state_bytes)
+    return MemoryPlan(tuple(reqs), offsets, alias, end, len(g.nodes), rules, name, tried, state_offsets, state_bytes,
+                      used=used)
 
 
 # In-place rules worth trying one by one (bytes they may share, at least) and how many.
@@ -114,7 +120,7 @@ def _fewer_rules(reqs: list[BufferReq], rules: tuple, best: tuple) -> tuple:
     Rules are permissions, not obligations: the same planners with fewer of them (those that
     update exactly in place; those over no graph input), and from none, the rules that share
     most added one at a time, each kept only if the arena shrinks. The smallest arena wins;
-    `best` is the plan with every rule."""
+    `best` is the plan with every rule. Returns (plan, the rules it uses; None: every rule)."""
     by_name = {r.name: r for r in reqs}
 
     def credit(o):
@@ -141,9 +147,9 @@ def _fewer_rules(reqs: list[BufferReq], rules: tuple, best: tuple) -> tuple:
             found[subset] = min(end, found.get(subset, end))
     subset = min(found, key=lambda k: found[k])
     if found[subset] >= best[0]:
-        return best
+        return best, None
     plan = best_offsets(reqs, subset)
-    return plan if plan[0] < best[0] else best
+    return (plan, subset) if plan[0] < best[0] else (best, None)
 
 
 def best_offsets(reqs: list[BufferReq], rules, planner: str | None = None):

@@ -184,7 +184,8 @@ def patch_lines(compiled) -> list[str]:
     node = next(n for n in compiled.graph.nodes if n.op == "patch_stage")
     body = node.attrs["body"]
     first, last = body.nodes[0].name, body.nodes[-1].name
-    line = (f"patch stage ({'--patch ' + choice.mode if choice.mode != 'auto' else 'auto'}): "
+    how = "auto" if choice.mode == "auto" else f"--patch {len(body.bands)}x1@{shown(first)}:{shown(last)}"
+    line = (f"patch stage ({how}): "
             f"{shown(first)}..{shown(last)} ({len(body.nodes)} layers) in {len(body.bands)} bands of {body.rows} "
             f"output row(s), windows {body.window_bytes():,} bytes, estimated {choice.extra_instructions:+,} "
             f"instructions")
@@ -207,7 +208,7 @@ def format_memory(compiled, top: int = 3) -> str:
         bar = "#" * max(1, round(24 * r["live"] / width)) if r["live"] else ""
         names = ", ".join(f"{_short(n)} {s:,}" for n, s in r["largest"])
         out.append(f"{r['step']:>4}  {_short(r['node'], 28):<28} {r['op']:<18} {r['live']:>8,}  {bar:<24} {names}")
-    used = [o for o in plan.overlaps]
+    used = list(plan.used if plan.used is not None else plan.overlaps)
     if used:
         out += ["", "in place (output written over an input that dies with it, max shift in bytes):"]
         out += [f"  {_short(o.out, 40)} over {_short(o.src, 40)} ({o.max_shift:+,})" for o in used]

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
+from ..ir.graph import NP_DTYPES
 from .intrinsics_copy import MOVE_KERNEL
 from .nodes import (Address, Allocate, Buffer, Call, Evaluate, Expr, IntImm, Load, PrimFunc, Stmt, Store, Var, add,
                     loops, rewrite, seq)
@@ -178,7 +181,7 @@ def compose_bands(parts: list[PrimFunc], bp: BandParts) -> tuple[Stmt, tuple[Buf
     for r, run in enumerate(bp.runs):
         stmts = []
         for w, src, n in run.moves:
-            size = {"int8": 1, "uint8": 1, "int16": 2, "int32": 4, "float32": 4}[w.dtype]
+            size = np.dtype(NP_DTYPES[w.dtype]).itemsize
             stmts.append(Evaluate(Call(MOVE_KERNEL, (Address(w, IntImm(0)), Address(w, IntImm(src)),
                                                      IntImm(n * size)), "void")))
         for i, slot in enumerate(bp.slots[r]):

@@ -74,7 +74,7 @@ def make_stage(g: Graph, spec: StageSpec) -> Graph:
     if not 1 <= spec.bands <= g.tensors[y].shape[1]:
         raise ValueError(f"{spec.bands} bands: {y} has {g.tensors[y].shape[1]} rows")
     rows = rows_per_band(g.tensors[y].shape[1], spec.bands)
-    names = {i for n in nodes for i in (*n.inputs, *n.outputs) if i}
+    names = dict.fromkeys(i for n in nodes for i in (*n.inputs, *n.outputs) if i)   # in node order
     body = Graph(f"{g.name}:{spec}", {t: g.tensors[t] for t in names}, tuple(nodes), (x,), (y,))
     stage = Node("patch_stage", f"patches_{nodes[0].name}", (x,), (y,), {"body": PatchStage(body, rows)},
                  origin=tuple(o for n in nodes for o in (n.origin or (n.name,))))
