@@ -1,6 +1,7 @@
 """RAM and flash of the MLPerf Tiny int8 models against TFLite Micro, and the issue-12 targets.
 
     PYTHONPATH=. python benchmarks/memory.py [--models DIR] [--skip-stm32] [--only-mobilenets]
+                                             [--only-ram-weights]
 
 For each shared int8 model, deployed to QEMU mps2-an386 (the deterministic input of
 ../shared/BENCHMARK.md, output checked against the reference interpreter):
@@ -20,6 +21,9 @@ Then the MobileNet fixtures (tests/fixtures/mobilenets: MobileNetV1 0.25 and Mob
 patch stage auto picks: arena, its lower bound, instructions, bit-exact against the reference
 interpreter; beside the whole-tensor arena of 2026-12-05 (before the planner's rule subsets).
 Targets: patch-based at least 2x smaller than whole-tensor, at most 10% more instructions.
+
+Then --weights-in-ram: each shared int8 model's run on the M4 twin with none, 16 KiB and all of
+its weights copied to RAM, priced with the L4R5's memory system (the cycle model's estimate).
 
 Then every shared model on the stm32 twin (NUCLEO-F446RE limits: 512 KiB flash, 128 KiB RAM):
 does it build, fit and verify. Targets checked (exit 1 if one is missed): arena <= 0.8x TFLM
@@ -130,6 +134,30 @@ def mobilenet_rows(failures: list[str]) -> None:
         print(f"  {name:<26} {first}..{last}: {grids}")
 
 
+def ram_weight_rows(models: Path) -> None:
+    """Each shared int8 model run on the M4 twin with its weights in flash, 16 KiB of them in
+    RAM, and all of them, priced with the L4R5's memory system (5 flash wait states at 120 MHz):
+    the cycle model's estimate, not a measurement (docs/cycles.md)."""
+    from microcompile.deploy.estimate import run_estimated
+    from microcompile.target.board import load_board
+    from microcompile.target.cycles import memory_system
+
+    mem = memory_system(load_board("nucleo-l4r5zi"))
+    print("\n--weights-in-ram, estimated on the L4R5 (M4 twin's run, the L4R5's flash):")
+    print(f"  {'model':<24} {'in RAM':>8} {'est. cycles':>12} {'flash part':>11} {'est. ms':>8}")
+    for name in TFLM:
+        path = models / f"{name}.tflite"
+        if not path.is_file():
+            continue
+        for budget in ("off", 16 * 1024, 1 << 20):
+            with tempfile.TemporaryDirectory() as tmp:
+                cm = mc.compile(path, "mps2-an386", options=mc.CompileOptions(weights_in_ram=budget))
+                built = cm.build(Path(tmp) / name, emulate=True).built
+                _, est = run_estimated(built.project_dir, built.board, len(built.compiled.kernels), mem, timeout=600)
+            copied = sum(cm.manifest.get("ram_weights", {}).get("banks", {}).values())
+            print(f"  {name:<24} {copied:>8,} {est.cycles:>12,} {est.parts.get('flash', 0):>11,} {est.ms:>8.2f}")
+
+
 def _best_candidate(ranked_list) -> tuple[str, str]:
     spec = ranked_list[0][1]
     return spec.first, spec.last
@@ -149,7 +177,11 @@ def main(argv=None) -> int:
     ap.add_argument("--models", type=Path, default=Path(__file__).resolve().parent.parent.parent / "shared" / "models")
     ap.add_argument("--skip-stm32", action="store_true", help="skip the stm32 fit check")
     ap.add_argument("--only-mobilenets", action="store_true", help="only the MobileNet fixtures' table")
+    ap.add_argument("--only-ram-weights", action="store_true", help="only the --weights-in-ram estimates")
     args = ap.parse_args(argv)
+    if args.only_ram_weights:
+        ram_weight_rows(args.models)
+        return 0
     if args.only_mobilenets:
         failures: list[str] = []
         mobilenet_rows(failures)
@@ -194,6 +226,7 @@ def main(argv=None) -> int:
         if geo > TARGETS["arena_geomean"]:
             failures.append(f"arena geometric mean {geo:.3f}")
     mobilenet_rows(failures)
+    ram_weight_rows(args.models)
     if not args.skip_stm32:
         print("\nstm32 (NUCLEO-F446RE: 512 KiB flash, 128 KiB RAM), on its QEMU twin:")
         for name in STM32_MODELS:

@@ -226,14 +226,15 @@ def _compiled(args):
 
 
 def _compile_options(args, dump_ir=None):
-    """--input-layout, --flash-budget, --dump-ir, --arena-region (a pin: one arena) and --patch, where the command
-    has them."""
+    """--input-layout, --flash-budget, --dump-ir, --arena-region (a pin: one arena), --patch and --weights-in-ram,
+    where the command has them."""
     from . import api
     budget = getattr(args, "flash_budget", None)
     return api.CompileOptions(input_layout=getattr(args, "input_layout", "nchw"),
                               flash_budget=parse_bytes(budget, "--flash-budget") if budget else None, dump_ir=dump_ir,
                               arena_region=getattr(args, "arena_region", None),
-                              patch=api.parse_patch(getattr(args, "patch", "auto")))
+                              patch=api.parse_patch(getattr(args, "patch", "auto")),
+                              weights_in_ram=api.parse_weights_in_ram(getattr(args, "weights_in_ram", "off")))
 
 
 def _link(args):
@@ -362,6 +363,10 @@ def _add_input_layout_arg(p) -> None:
 
 
 def _add_patch_arg(p) -> None:
+    p.add_argument("--weights-in-ram", default="off", metavar="off|auto|BYTES",
+                   help="copy the weights of the kernels that read them most from flash to RAM at mc_init: "
+                        "off (default), auto (on a board whose flash has wait states, as much as the RAM "
+                        "left takes; tightly coupled banks first) or at most BYTES (e.g. 16K)")
     p.add_argument("--patch", default="auto", metavar="auto|off|Bx1@[FIRST:]LAST",
                    help="run the first layers of a CNN band by band so that their large feature maps never "
                         "exist whole: auto (default: the stage with the smallest arena within 10%% more "

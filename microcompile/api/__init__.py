@@ -3,6 +3,7 @@ boards, and the objects they return."""
 
 from ..compiler import CompileOptions  # noqa: F401
 from ..compiler.patches import parse_patch  # noqa: F401
+from .common import parse_weights_in_ram  # noqa: F401
 from ..deploy import BuildOptions, DeployResult, Link, SamplesResult, VerifyResult  # noqa: F401
 from ..autotune.run import TuneOptions  # noqa: F401
 from .boards import board, board_info, boards, check_build_options, check_link, flash  # noqa: F401

@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from ..errors import UserError, shown
 from ..escape import valid_text
 from ..frontend import torch_kind
 from ..progress import QUIET, Progress
@@ -33,3 +34,16 @@ def name_of(model) -> str:
     if kind is not None:
         return type(model).__name__.lower() if kind == "module" else "torch_model"
     return getattr(model, "name", None) or "model"
+
+
+def parse_weights_in_ram(text: str) -> str | int:
+    """--weights-in-ram: "off", "auto" or a number of bytes (K/KiB/M as --flash-budget), as
+    CompileOptions(weights_in_ram=...) takes it (compiler/ram_weights.py)."""
+    if text in ("off", "auto"):
+        return text
+    from ..report.memory import parse_bytes
+    try:
+        return parse_bytes(text, "--weights-in-ram")
+    except UserError:
+        raise UserError(f"--weights-in-ram {shown(text)} is not off, auto or a number of bytes",
+                        hint="e.g. --weights-in-ram auto, or --weights-in-ram 16K") from None

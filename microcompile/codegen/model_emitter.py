@@ -15,13 +15,13 @@ from .. import __version__
 from ..escape import c_comment, c_identifier
 from ..tir import intrinsics
 from ..ir.graph import Graph, Node
-from ..tir.nodes import Call, PrimFunc, walk
+from ..tir.nodes import PACKED_INT4, Call, PrimFunc, walk
 from ..resources import resource_dir
 from ..templating import environment, generated
-from .c_emitter import CEmitter, float_literal, kernel_arena_banks, kernel_arena_offsets, schedule_comment
+from .c_emitter import C_TYPES, CEmitter, float_literal, kernel_arena_banks, kernel_arena_offsets, schedule_comment
 from .manifest import ArtifactFiles, Figures, build_manifest, tensor_entry, write_manifest
 from .naming import Naming
-from .weights import ALIGN, WeightArray, weight_arrays, write_weights
+from .weights import ALIGN, ALIGN8_DTYPES, WeightArray, weight_arrays, write_weights
 
 _SYSTEM_HEADERS = {"math.h", "string.h"}
 _MC_DTYPES = {"int8": "MC_INT8", "float32": "MC_FLOAT32", "int32": "MC_INT32", "int16": "MC_INT16",
@@ -60,8 +60,9 @@ def weight_symbol(naming: Naming, kernel: str, buffer_name: str) -> str:
     return c_identifier(naming.symbol(f"{kernel}_{_ROLES.get(buffer_name, buffer_name)}"))
 
 
-def _collect_weights(kernels: list[tuple[Node, PrimFunc]], naming: Naming) -> list[WeightArray]:
-    out, used = [], set()
+def _collect_weights(kernels: list[tuple[Node, PrimFunc]], naming: Naming) -> tuple[list[WeightArray], list[str]]:
+    """Every constant of the kernels as a named array, and the node each belongs to."""
+    out, owners, used = [], [], set()
     for i, (node, f) in enumerate(kernels):
         for b in f.buffers:
             if b.scope == "const":
@@ -71,6 +72,22 @@ def _collect_weights(kernels: list[tuple[Node, PrimFunc]], naming: Naming) -> li
                     symbol, k = f"{base}_{k}", k + 1
                 used.add(symbol)
                 out.append(WeightArray(symbol, b))
+                owners.append(node.name)
+    return out, owners
+
+
+def _ram_copies(weights: list[WeightArray], owners: list[str], banks: dict) -> dict[str, dict]:
+    """{flash symbol: the template's row} for each constant of a kernel in `banks`."""
+    out = {}
+    for w, owner in zip(weights, owners):
+        if owner not in banks or w.buffer.dtype == PACKED_INT4:
+            continue
+        bank = banks[owner]
+        out[w.symbol] = {"flash": generated(w.symbol), "ram": generated(f"{w.symbol}_ram"),
+                         "type": generated(C_TYPES[w.buffer.dtype]), "size": w.buffer.size, "bytes": w.nbytes,
+                         "align": 8 if w.buffer.dtype in ALIGN8_DTYPES else ALIGN, "bank": generated(bank or "RAM"),
+                         "section": generated(f".bss.mc_weights.{bank}" if bank else ".bss.mc_weights_ram"),
+                         "comment": w.buffer.comment, "bank_name": bank}
     return out
 
 
@@ -121,7 +138,8 @@ def _memory_summary(plan) -> dict:
 
 
 def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: MemoryPlan, out_dir: str | Path,
-                  traces: list | None = None, naming: Naming = Naming(), weights_in_c: bool = False) -> dict:
+                  traces: list | None = None, naming: Naming = Naming(), weights_in_c: bool = False,
+                  ram_weights: dict | None = None) -> dict:
     """Write model.c, model.h, model_weights.c/.h/.bin and manifest.json into
     `out_dir` for the scheduled `kernels` (in execution order) and the arena `plan`.
     `traces` (one schedule Trace per kernel, optional) are printed in the kernel comments and
@@ -129,11 +147,17 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
     `weights_in_c`: the constants as C array initializers in model_weights.c (any compiler
     and build system takes them) instead of the .bin the assembler includes (fast to compile,
     but it needs the assembler's include path).
+    `ram_weights`: {node name: RAM bank} of the kernels whose constants mc_init copies from
+    flash to a static array of model.c in that bank (compiler/ram_weights.py; the bank's
+    section, .bss.mc_weights.<BANK>, is mapped by the project's linker script; "" for the
+    primary RAM bank, plain .bss).
     Returns the manifest. Output is byte-for-byte deterministic."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    weights = _collect_weights(kernels, naming)
-    emitter = CEmitter({id(w.buffer): w.symbol for w in weights}, naming.symbol("state"))
+    weights, owners = _collect_weights(kernels, naming)
+    copies = _ram_copies(weights, owners, ram_weights or {})
+    emitter = CEmitter({id(w.buffer): copies[w.symbol]["ram"] if w.symbol in copies else w.symbol for w in weights},
+                       naming.symbol("state"))
     rendered, headers = [], {"mc_fixedpoint.h"}   # min/max helpers of every kernel
     first_with: dict[str, _Kernel] = {}
     for i, (node, f) in enumerate(kernels):
@@ -169,7 +193,7 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
     state_inits = [{"name": name, "offset": plan.state_offset(name), "bytes": t.nbytes,
                     "fill": (t.quant.zero_point[0] & 0xFF) if t.dtype == "int8" and t.quant is not None else 0}
                    for name, t in graph.tensors.items() if t.variable]
-    if state_bytes:
+    if state_bytes or copies:
         headers.add("string.h")
     values = {
         "model": graph.name, "version": generated(__version__), "arena_bytes": int(plan.arena_bytes),
@@ -180,13 +204,16 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
         "sha256": generated(blob.sha256), "bin_name": generated(naming.bin_name), "align": ALIGN,
         "weights_in_c": weights_in_c, "arrays": [generated(a) for a in weight_arrays(weights)] if weights_in_c else [],
         "stem": generated(naming.stem), "macro": generated(naming.macro), "model_symbol": generated(naming.model_symbol),
-        "sym": {k: generated(naming.symbol(k)) for k in ("inputs", "outputs", "kernels", "state", "reset_state_fn")},
+        "sym": {k: generated(naming.symbol(k))
+                for k in ("inputs", "outputs", "kernels", "state", "reset_state_fn", "load_weights_fn")},
         "system_headers": [generated(h) for h in sorted(headers & _SYSTEM_HEADERS)],
         "headers": [generated(h) for h in sorted(headers - _SYSTEM_HEADERS)],
         "tensors": tensors, "inputs": inputs, "outputs": outputs,
         "kernel_tables": [rendered] if rendered else [],
         "kernels_ref": generated(naming.symbol("kernels") if rendered else "0"),
         "reset_state_ref": generated(naming.symbol("reset_state_fn") if state_bytes else "0"),
+        "ram_weights": list(copies.values()),
+        "load_weights_ref": generated(naming.symbol("load_weights_fn") if copies else "0"),
         "state_bytes": state_bytes, "state_inits": state_inits,
         # Multi-bank placement (memory/banks.py): the arena of each other bank, a static array of
         # model.c in a section the project's linker script maps to that bank.
@@ -211,6 +238,13 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
         blob.rows, _memory_summary(plan))
     if getattr(plan, "bank_bytes", None):
         manifest["arena_banks"] = dict(sorted(plan.bank_bytes.items()))
+    if copies:
+        # The RAM each bank gives the copied weights (the primary bank: ""), and which kernels.
+        per_bank: dict[str, int] = {}
+        for row in copies.values():
+            per_bank[row["bank_name"]] = per_bank.get(row["bank_name"], 0) + -(-row["bytes"] // 8) * 8
+        manifest["ram_weights"] = {"banks": dict(sorted(per_bank.items())),
+                                   "kernels": sorted({k for k in (ram_weights or {}) if k in set(owners)})}
     write_manifest(manifest, out_dir)
     return manifest
 

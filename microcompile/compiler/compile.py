@@ -17,6 +17,7 @@ from ..target import Board
 from ..target.board import STACK_BYTES
 from ..transform import pipeline
 from .options import CompileOptions
+from . import ram_weights
 from .patches import PatchChoice, plan_with_patches
 
 
@@ -33,6 +34,7 @@ class Compiled:
     tuned: dict = field(default_factory=dict)     # node name -> workload key of the record it replays
     stored_int4: dict = field(default_factory=dict)  # node name -> flash its packed int4 weights save
     patch: PatchChoice | None = None              # the patch stage --patch chose (compiler/patches.py)
+    ram_weights: ram_weights.RamWeights | None = None   # the weights mc_init copies to RAM
 
     @property
     def widened_weight_bytes(self) -> int:
@@ -58,9 +60,10 @@ def compile_graph(graph: Graph, board: Board, artifact_dir: Path, options: Compi
     planned, patch = plan_with_patches(graph, board, options)
     kernels, plan, graph, widened, tuned_nodes, stored_int4 = planned
     plan = place_banks(plan, graph, board, options.arena_region)
+    ram = ram_weights.choose(kernels, plan, board, options.weights_in_ram)
     manifest = emit_artifact(graph, [(n, f) for n, f, _ in kernels], plan, artifact_dir,
-                             traces=[t for _, _, t in kernels])
-    return Compiled(graph, plan, manifest, kernels, widened, tuned_nodes, stored_int4, patch)
+                             traces=[t for _, _, t in kernels], ram_weights=ram.banks)
+    return Compiled(graph, plan, manifest, kernels, widened, tuned_nodes, stored_int4, patch, ram)
 
 
 # Room left in the `ram` bank for .data and .bss (runtime, platform, main.c) when the arena is

@@ -31,6 +31,9 @@ class CompileOptions:
     patch: "auto" (the patch stage with the smallest arena within the instruction budget, or
         none), "off", or a transform.patch_stage.StageSpec (--patch ROWS@FIRST[:LAST]);
         compiler/patches.py.
+    weights_in_ram: "off" (default), "auto" (on a board whose flash has wait states, the
+        hottest kernels' constants copied to RAM at mc_init as far as RAM is left) or bytes
+        (at most that many, whatever the wait states); compiler/ram_weights.py.
     """
 
     input_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
@@ -41,6 +44,7 @@ class CompileOptions:
     fuse_rows: bool = True
     arena_region: str | None = None
     patch: object = "auto"
+    weights_in_ram: object = "off"
 
     def __post_init__(self):
         object.__setattr__(self, "input_shapes", _frozen(self.input_shapes))

@@ -61,7 +61,7 @@ def build(artifact: Artifact, project_dir: Path, options: BuildOptions, inputs: 
     ArenaBudgetError over `options.arena_budget`, and project.FitError when it does not fit."""
     compiled, board = artifact.compiled, artifact.board
     where = project.placement(board, options.arena_region, options.weights_region, emulated=options.emulate,
-                              arena_banks=tuple(compiled.manifest.get("arena_banks", {})))
+                              arena_banks=project.model_banks(compiled.manifest))
     check_arena(compiled, options.arena_budget)
     if not board.is_host:
         with _quantize_hint(compiled):

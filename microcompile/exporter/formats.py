@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import __version__
 from ..project.generate import bsp_files
+from ..project.placement import model_banks
 from ..templating import generated
 from . import arduino, cmsis_pack, library, measure, zephyr
 from .options import ExportOptions
@@ -40,7 +41,7 @@ def write_format(tree: LibraryTree, options: ExportOptions) -> dict:
     """Add the format's files, the board support when asked, README.md and microcompile.json
     to `tree`; returns microcompile.json's content."""
     if options.bsp:
-        banks = sorted({b for m in tree.models for b in m.manifest.get("arena_banks", {})})
+        banks = sorted({b for m in tree.models for b in model_banks(m.manifest)})
         files, sources, include_dirs, defines = bsp_files(tree.board, options.emulate, tuple(banks))
         for rel, data in files.items():
             tree.add(rel, data)

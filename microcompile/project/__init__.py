@@ -20,7 +20,7 @@ from microcompile.project.flash import FlashResult, flash
 from microcompile.project.generate import MARKER, check_fits, check_out_dir, generate, read_marker
 from microcompile.project.launch import host_agent, qemu_agent
 from microcompile.project.manifest import load_manifest
-from microcompile.project.placement import Placement, placement
+from microcompile.project.placement import Placement, model_banks, placement
 from microcompile.project.options import BuildOptions
 from microcompile.project.toolchain import toolchain_version
 from microcompile.project.run import RunResult, parse_output, qemu_command, run_emulated, run_host
@@ -28,5 +28,5 @@ from microcompile.project.trace import parse_trace, trace_entries
 
 __all__ = ["MARKER", "BuildOptions", "FitError", "FitReport", "FlashResult", "Placement", "RunResult", "SizeReport",
            "build", "check_fits", "check_manifest_fits", "check_out_dir", "fit_report", "flash", "generate",
-           "host_agent", "load_manifest", "parse_output", "parse_trace", "placement", "qemu_agent", "qemu_command",
-           "read_marker", "run_emulated", "run_host", "size_report", "trace_entries"]
+           "host_agent", "load_manifest", "model_banks", "parse_output", "parse_trace", "placement", "qemu_agent",
+           "qemu_command", "read_marker", "run_emulated", "run_host", "size_report", "trace_entries"]

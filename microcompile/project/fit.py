@@ -13,7 +13,8 @@ Where a part of the firmware goes (project/placement.py):
     flash bank (weights)  weights (.weights: model_weights.c)
     RAM bank (ram)        data, bss, heap reserve, stack (its need, at least the linker's reserve)
     RAM bank (arena)      arena (.arena: the activation arena)
-    other RAM banks       arena@BANK (.arena_BANK: a multi-bank arena's part in BANK)
+    other RAM banks       arena@BANK (.arena_BANK: a multi-bank arena's part in BANK),
+                          weights_ram@BANK (.weights_ram_BANK: weights mc_init copies there)
 """
 
 from __future__ import annotations
@@ -103,16 +104,16 @@ class FitReport:
 
 
 def _bank_keys(needs: dict[str, int]) -> tuple[str, ...]:
-    """The needs of a multi-bank arena's other banks: "arena@BANK"."""
-    return tuple(sorted(k for k in needs if k.startswith("arena@")))
+    """The needs in other RAM banks: a multi-bank arena's "arena@BANK", the copied weights'
+    "weights_ram@BANK"."""
+    return tuple(sorted(k for k in needs if "@" in k))
 
 
 def _bank_usage(board: Board, needs: dict[str, int], where: Placement) -> dict[str, dict[str, int]]:
     usage: dict[str, dict[str, int]] = {b.name: {} for b in board.mcu.banks}
     for key, n in needs.items():
         if n:
-            bank = key.split("@", 1)[1] if key.startswith("arena@") else getattr(where, WHERE[key])
-            item = "arena" if key.startswith("arena@") else key
+            item, bank = key.split("@", 1) if "@" in key else (key, getattr(where, WHERE[key]))
             usage.setdefault(bank, {})[item] = usage.get(bank, {}).get(item, 0) + n
     return usage
 
@@ -162,8 +163,8 @@ def _hints(board: Board, needs: dict[str, int], where: Placement, widened_bytes:
 
 def _one_arena(needs: dict[str, int]) -> dict[str, int]:
     """`needs` with a multi-bank arena counted as one (for another board's banks)."""
-    out = {k: v for k, v in needs.items() if not k.startswith("arena@")}
-    out["arena"] = needs.get("arena", 0) + sum(needs[k] for k in _bank_keys(needs))
+    out = {k: v for k, v in needs.items() if "@" not in k}
+    out["arena"] = needs.get("arena", 0) + sum(v for k, v in needs.items() if "@" in k)
     return out
 
 
@@ -234,6 +235,9 @@ def check_manifest_fits(manifest: dict, board: Board, where: Placement, widened_
     needs = {"weights": int(manifest["weights_bytes"]), "arena": int(manifest["arena_bytes"]),
              "bss": int(manifest.get("state_bytes", 0)), "stack": where.stack_bytes,
              **{f"arena@{b}": int(n) for b, n in manifest.get("arena_banks", {}).items()}}
+    for b, n in manifest.get("ram_weights", {}).get("banks", {}).items():   # --weights-in-ram
+        key = f"weights_ram@{b}" if b else "bss"
+        needs[key] = needs.get(key, 0) + int(n)
     report = _report(board, needs, where, widened_bytes, hint_needs={**needs, "code": CODE_ESTIMATE}, estimated=True)
     if not report.fits:
         raise FitError(report, manifest.get("model", "model"))
@@ -258,6 +262,8 @@ def _section_needs(image: ElfImage, board: Board, where: Placement | None) -> di
     for s in image.sections:
         if s.name.startswith(".arena_") and s.name[len(".arena_"):] in where_banks:
             needs[f"arena@{s.name[len('.arena_'):]}"] = s.size
+        elif s.name.startswith(".weights_ram_") and s.name[len(".weights_ram_"):] in where_banks:
+            needs[f"weights_ram@{s.name[len('.weights_ram_'):]}"] = s.size
         elif s.name in CODE_SECTIONS:
             needs[CODE_SECTIONS[s.name]] += s.size
         elif s.name in RAM_SECTIONS:

@@ -35,7 +35,7 @@ from microcompile.project.fit import check_manifest_fits
 from microcompile.project.flash_runners import make_command
 from microcompile.project.manifest import DTYPES, MANIFEST_NAME, load_manifest
 from microcompile.project.options import BuildOptions
-from microcompile.project.placement import Placement, placement
+from microcompile.project.placement import Placement, model_banks, placement
 from microcompile.project.staging import staged
 from microcompile.project.trace import template_rows as trace_rows
 from microcompile.resources import resource_dir
@@ -180,7 +180,7 @@ def generate(artifact_dir: str | Path, board: Board | str, out_dir: str | Path,
     if options.emulate and board.emulator is None and not board.is_host:
         raise BoardError(f"board {board.name} has no emulated twin", hint="drop --emulate and flash the board")
     where = placement(board, options.arena_region, options.weights_region, emulated=options.emulate,
-                      arena_banks=tuple(manifest.get("arena_banks", {})))
+                      arena_banks=model_banks(manifest))
     check_fits(manifest, board, where)
     if manifest.get("arena_banks") and options.trace:
         # trace.h reads every kernel's outputs at the primary arena's offset.

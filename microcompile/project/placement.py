@@ -31,6 +31,14 @@ class Placement:
                 "stack_reserve_bytes": self.stack_bytes, "heap_reserve_bytes": self.heap_bytes, **banks}
 
 
+def model_banks(manifest: dict) -> tuple[str, ...]:
+    """The banks other than the arena's where model.c puts static arrays (section
+    .bss.mc_bank.<BANK>, which the linker script maps): a multi-bank arena's other banks, and
+    those of weights copied to RAM (--weights-in-ram)."""
+    ram = [b for b in manifest.get("ram_weights", {}).get("banks", {}) if b]
+    return tuple(dict.fromkeys([*manifest.get("arena_banks", {}), *sorted(ram)]))
+
+
 def placement(board: Board, arena_region: str | None = None, weights_region: str | None = None,
               emulated: bool = False, arena_banks=()) -> Placement:
     """The placement for `board`, with the arena and weights moved where asked. A bank that does

@@ -90,7 +90,15 @@ def report_keys(compiled, sizes, project_dir: Path, fit=None) -> dict:
         "int4_kernels": int4_kernels(compiled),
         "int4_saved_bytes": sum(compiled.stored_int4.values()),
         **patch_keys(compiled),
+        **ram_weight_keys(compiled),
     }
+
+
+def ram_weight_keys(compiled) -> dict:
+    """The report's --weights-in-ram keys: the bytes copied to RAM at mc_init and the kernels."""
+    copied = compiled.manifest.get("ram_weights", {})
+    return {"weights_in_ram_bytes": sum(copied.get("banks", {}).values()),
+            "weights_in_ram_kernels": list(copied.get("kernels", []))}
 
 
 def patch_keys(compiled) -> dict:

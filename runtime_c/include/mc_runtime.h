@@ -69,6 +69,9 @@ typedef struct {
      * value. */
     uint32_t state_bytes;
     void (*reset_state)(void);
+    /* Weights copied from flash to RAM (--weights-in-ram): copies them; NULL without any.
+     * mc_init calls it. */
+    void (*load_weights)(void);
 } mc_model_t;
 
 typedef void (*mc_profile_hook)(void *user, uint32_t kernel_index, uint32_t cycles);

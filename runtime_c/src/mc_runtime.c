@@ -16,6 +16,8 @@ int mc_init(mc_ctx_t *ctx, const mc_model_t *model, uint8_t *arena, size_t arena
     ctx->arena = arena;
     ctx->hook = NULL;
     ctx->hook_user = NULL;
+    if (model->load_weights != NULL)
+        model->load_weights();
     mc_reset_state(ctx);
     return MC_OK;
 }

@@ -46,7 +46,7 @@ static const int32_t s8[2] = {1, 8}, s4[2] = {1, 4}, s40[2] = {1, 40};
 static const mc_tensor_t inputs[2] = {{"x", MC_INT8, 0, 8, 2, s8, 0.5f, 0}, {"y", MC_INT8, 8, 4, 2, s4, 1.0f, 1}};
 static const mc_tensor_t outputs[2] = {{"a", MC_INT8, 16, 8, 2, s8, 0.5f, 0}, {"b", MC_INT8, 24, 40, 2, s40, 1.0f, 0}};
 static const mc_kernel_t kernels[3] = {{"k0", "add", 8, k0}, {"k1", "xor", 8, k1}, {"k2", "mul", 40, k2}};
-static const mc_model_t model = {ARENA, 2, inputs, 2, outputs, 3, kernels, 0, 0};
+static const mc_model_t model = {ARENA, 2, inputs, 2, outputs, 3, kernels, 0, 0, 0};
 /* The last entry lies outside the arena on purpose: the agent must refuse to read it. */
 static const mc_agent_tensor_t tensors[4] = {
     {{"t0", MC_INT8, 16, 8, 2, s8, 0.5f, 0}, 0}, {{"t1", MC_INT8, 24, 8, 2, s8, 1.0f, 0}, 1},

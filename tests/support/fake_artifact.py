@@ -56,7 +56,7 @@ static const mc_kernel_t kernels[2] = {
     {"k0_add_one", "add", 16, k0_add_one},
     {"k1_sum", "sum", 16, k1_sum},
 };
-const mc_model_t mc_model = {48, 1, inputs, 2, outputs, 2, kernels, 0, 0};
+const mc_model_t mc_model = {48, 1, inputs, 2, outputs, 2, kernels, 0, 0, 0};
 """
 
 

@@ -120,4 +120,5 @@ const mc_model_t mc_model = {
     1u, mc_outputs,
     1u, mc_kernels,
     0u, 0,
+    0,
 };

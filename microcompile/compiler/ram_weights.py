@@ -1,0 +1,85 @@
+"""Which kernels' weights mc_init copies from flash to RAM: `--weights-in-ram`.
+
+  off (default)  every constant stays in flash
+  auto           on a board whose flash has wait states at its clock (target/cycles.py
+                 memory_system: the wait states its platform code programs), as many kernels as
+                 the RAM left over takes, hottest first
+  BYTES          at most BYTES of them, whatever the wait states (a board that has none gains
+                 nothing; the QEMU twins have none)
+
+A kernel is hot when it reads each byte of its constants often: its MACs per constant byte (a
+convolution over many pixels reads its filter once per block of pixels; a fully connected layer
+reads each weight once and gains least per byte of RAM). Its constants go, whole, to the first
+RAM bank with room: the tightly coupled (`fast`) banks first, then the other banks, then the
+bank of the arena, which keeps the stack's reserve, the state buffer and RAM_MARGIN free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..target.board import STACK_BYTES
+from ..target.cycles import memory_system
+from ..tir.nodes import PACKED_INT4
+
+RAM_MARGIN = 2048          # as compile.RAM_MARGIN: .data and .bss of the runtime, platform and main.c
+ALIGN = 8
+
+
+@dataclass(frozen=True)
+class RamWeights:
+    """What --weights-in-ram chose: {node name: bank ("" for the arena's bank)}, the bytes,
+    and why nothing was chosen when nothing was."""
+
+    banks: dict
+    bytes: int = 0
+    reason: str = ""
+
+
+def _room(board, plan) -> list[tuple[str, int]]:
+    """(bank, free bytes) of each RAM bank, fast ones first and the arena's own last ("" names
+    it): what the arena (and, in its own bank, the stack, the state and the runtime) leaves."""
+    mcu = board.mcu
+    if mcu.ram is None or board.is_host:
+        return []
+    banks = getattr(plan, "bank_bytes", {}) or {}
+    out = []
+    for b in sorted((b for b in mcu.banks if b.kind == "ram"), key=lambda b: (not b.fast, b.name == mcu.ram.name)):
+        if b.name == mcu.ram.name:
+            free = b.size - plan.arena_bytes - plan.state_bytes - STACK_BYTES - RAM_MARGIN
+        else:
+            free = b.size - banks.get(b.name, 0)
+        if free > 0:
+            out.append(("" if b.name == mcu.ram.name else b.name, free))
+    return out
+
+
+def _const_bytes(f) -> int:
+    return sum(-(-b.nbytes // ALIGN) * ALIGN for b in f.buffers if b.scope == "const" and b.dtype != PACKED_INT4)
+
+
+def choose(kernels, plan, board, mode) -> RamWeights:
+    """The kernels (node, func, trace) whose constants go to RAM under `mode`."""
+    if mode == "off":
+        return RamWeights({}, 0, "--weights-in-ram off")
+    room = _room(board, plan)
+    if not room:
+        return RamWeights({}, 0, f"{board.name} has no RAM bank to copy weights to")
+    wait = memory_system(board).flash_wait_states
+    if mode == "auto" and wait == 0:
+        return RamWeights({}, 0, f"{board.name}'s flash has no wait states at its clock: nothing to gain")
+    budget = sum(free for _, free in room) if mode == "auto" else min(int(mode), sum(free for _, free in room))
+    hot = sorted(((int(f.attrs.get("macs", 0)) / max(_const_bytes(f), 1), n.name, _const_bytes(f))
+                  for n, f, _ in kernels if _const_bytes(f)), key=lambda h: (-h[0], h[1]))
+    left = dict(room)
+    chosen, total = {}, 0
+    for _, name, size in hot:
+        if total + size > budget:
+            continue
+        bank = next((b for b, free in room if left[b] >= size), None)
+        if bank is None:
+            continue
+        left[bank] -= size
+        chosen[name] = bank
+        total += size
+    return RamWeights(chosen, total, "" if chosen else "no kernel's constants fit the RAM left")
