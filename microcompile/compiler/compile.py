@@ -60,7 +60,7 @@ def compile_graph(graph: Graph, board: Board, artifact_dir: Path, options: Compi
     planned, patch = plan_with_patches(graph, board, options)
     kernels, plan, graph, widened, tuned_nodes, stored_int4 = planned
     plan = place_banks(plan, graph, board, options.arena_region)
-    ram = ram_weights.choose(kernels, plan, board, options.weights_in_ram)
+    ram = ram_weights.choose(kernels, plan, board, options.weights_in_ram, options.arena_region)
     manifest = emit_artifact(graph, [(n, f) for n, f, _ in kernels], plan, artifact_dir,
                              traces=[t for _, _, t in kernels], ram_weights=ram.banks)
     return Compiled(graph, plan, manifest, kernels, widened, tuned_nodes, stored_int4, patch, ram)

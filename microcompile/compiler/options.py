@@ -47,5 +47,10 @@ class CompileOptions:
     weights_in_ram: object = "off"
 
     def __post_init__(self):
+        w = self.weights_in_ram
+        if not (w in ("off", "auto") or (isinstance(w, int) and not isinstance(w, bool) and w > 0)):
+            from ..errors import UserError
+            raise UserError(f"weights_in_ram={w!r} is not \"off\", \"auto\" or a number of bytes",
+                            hint="e.g. CompileOptions(weights_in_ram=16384); the CLI takes 16K")
         object.__setattr__(self, "input_shapes", _frozen(self.input_shapes))
         object.__setattr__(self, "tuned", _frozen(self.tuned))

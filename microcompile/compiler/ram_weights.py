@@ -11,7 +11,7 @@ A kernel is hot when it reads each byte of its constants often: its MACs per con
 convolution over many pixels reads its filter once per block of pixels; a fully connected layer
 reads each weight once and gains least per byte of RAM). Its constants go, whole, to the first
 RAM bank with room: the tightly coupled (`fast`) banks first, then the other banks, then the
-bank of the arena, which keeps the stack's reserve, the state buffer and RAM_MARGIN free.
+`ram` bank, which keeps the stack's reserve, the state buffer and RAM_RESERVE free.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from ..target.board import STACK_BYTES
 from ..target.cycles import memory_system
 from ..tir.nodes import PACKED_INT4
 
-RAM_MARGIN = 2048          # as compile.RAM_MARGIN: .data and .bss of the runtime, platform and main.c
+# Kept free in the `ram` bank beyond the stack and the state: .data and .bss of the runtime, the
+# platform and main.c, and the agent's frame buffers (about 3 KiB) in run/profile/tune builds.
+RAM_RESERVE = 8192
 ALIGN = 8
 
 
@@ -36,19 +38,28 @@ class RamWeights:
     reason: str = ""
 
 
-def _room(board, plan) -> list[tuple[str, int]]:
-    """(bank, free bytes) of each RAM bank, fast ones first and the arena's own last ("" names
-    it): what the arena (and, in its own bank, the stack, the state and the runtime) leaves."""
+def _room(board, plan, pin: str | None) -> list[tuple[str, int]]:
+    """(bank, free bytes) of each RAM bank that can take copies, in the order they are filled
+    ("" names the `ram` bank, whose copies are plain .bss): tightly coupled ones first, the
+    `ram` bank last, the others largest first. What the arena leaves (in the bank `pin`
+    (--arena-region) or, split, in each bank), and in the `ram` bank the stack's reserve, the
+    state buffer and RAM_RESERVE. Not a bank at address 0 (no C object may sit there: the
+    Cortex-M7's ITCM), nor one the board's QEMU twin does not emulate (its builds could not
+    link)."""
     mcu = board.mcu
     if mcu.ram is None or board.is_host:
         return []
-    banks = getattr(plan, "bank_bytes", {}) or {}
+    split = getattr(plan, "bank_bytes", {}) or {}
+    arena_bank = pin or mcu.ram.name
+    unmapped = set(board.emulator.unmapped) if board.emulator is not None else set()
     out = []
-    for b in sorted((b for b in mcu.banks if b.kind == "ram"), key=lambda b: (not b.fast, b.name == mcu.ram.name)):
+    for b in sorted((b for b in mcu.banks if b.kind == "ram"),
+                    key=lambda b: (not b.fast, b.name == mcu.ram.name, -b.size, b.name)):
+        if b.origin == 0 or b.name in unmapped:
+            continue
+        free = b.size - split.get(b.name, 0) - (plan.arena_bytes if b.name == arena_bank else 0)
         if b.name == mcu.ram.name:
-            free = b.size - plan.arena_bytes - plan.state_bytes - STACK_BYTES - RAM_MARGIN
-        else:
-            free = b.size - banks.get(b.name, 0)
+            free -= plan.state_bytes + STACK_BYTES + RAM_RESERVE
         if free > 0:
             out.append(("" if b.name == mcu.ram.name else b.name, free))
     return out
@@ -58,11 +69,12 @@ def _const_bytes(f) -> int:
     return sum(-(-b.nbytes // ALIGN) * ALIGN for b in f.buffers if b.scope == "const" and b.dtype != PACKED_INT4)
 
 
-def choose(kernels, plan, board, mode) -> RamWeights:
-    """The kernels (node, func, trace) whose constants go to RAM under `mode`."""
+def choose(kernels, plan, board, mode, pin: str | None = None) -> RamWeights:
+    """The kernels (node, func, trace) whose constants go to RAM under `mode`; `pin`: the bank
+    --arena-region put the arena in."""
     if mode == "off":
         return RamWeights({}, 0, "--weights-in-ram off")
-    room = _room(board, plan)
+    room = _room(board, plan, pin)
     if not room:
         return RamWeights({}, 0, f"{board.name} has no RAM bank to copy weights to")
     wait = memory_system(board).flash_wait_states

@@ -83,7 +83,8 @@ def _model_files(m: ExportModel, work: Path) -> ModelFiles:
     c = m.compiled
     naming = Naming.exported(m.name)
     manifest = emit_artifact(c.graph, [(n, f) for n, f, _ in c.kernels], c.plan, work,
-                             traces=[t for _, _, t in c.kernels], naming=naming, weights_in_c=True)
+                             traces=[t for _, _, t in c.kernels], naming=naming, weights_in_c=True,
+                             ram_weights=c.ram_weights.banks if c.ram_weights is not None else None)
     header, weights_header = naming.headers
     files = {f"include/{header}": (work / header).read_bytes(),
              f"models/{m.name}/{weights_header}": (work / weights_header).read_bytes()}

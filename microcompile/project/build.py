@@ -98,7 +98,8 @@ def _overflow_error(project_dir: Path, lines: list[str], marker: dict, jobs: int
                           hint="pick a board with more memory, or a smaller model")
     where = Placement(**{k: v for k, v in marker["placement"].items() if k in ("code", "ram", "weights", "arena")},
                       stack_bytes=marker["placement"]["stack_reserve_bytes"],
-                      heap_bytes=marker["placement"]["heap_reserve_bytes"])
+                      heap_bytes=marker["placement"]["heap_reserve_bytes"],
+                      arena_banks=tuple(marker["placement"].get("arena_banks", ())))
     platform = (project_dir / "build" / "platform").read_text().strip()
     report = fit_report(project_dir / "build" / "measure.elf", board, where, project_dir / "build" / platform)
     if report.fits:   # the linker saw an overflow the report cannot place: say what it said

@@ -38,7 +38,8 @@ def _placement(marker: dict) -> Placement | None:
     p = marker.get("placement")
     if not p:
         return None
-    return Placement(p["code"], p["ram"], p["weights"], p["arena"], p["stack_reserve_bytes"], p["heap_reserve_bytes"])
+    return Placement(p["code"], p["ram"], p["weights"], p["arena"], p["stack_reserve_bytes"], p["heap_reserve_bytes"],
+                     tuple(p.get("arena_banks", ())))
 
 
 def _board_of_project(project_dir: Path, board: Board | str | None) -> tuple[Board, dict]:

@@ -74,4 +74,4 @@ def placement(board: Board, arena_region: str | None = None, weights_region: str
     return Placement(code=mcu.flash.name, ram=mcu.ram.name,
                      weights=pick(weights_region, "flash", "--weights-region", mcu.flash.name),
                      arena=pick(arena_region, "ram", "--arena-region", mcu.ram.name),
-                     arena_banks=tuple(pick(b, "ram", "the arena's bank", b) for b in arena_banks))
+                     arena_banks=tuple(pick(b, "ram", "the model's bank", b) for b in arena_banks))

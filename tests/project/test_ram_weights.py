@@ -5,6 +5,7 @@ estimated cycles when the same run is priced with a flash that has wait states (
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -65,6 +66,38 @@ def test_a_byte_budget_takes_the_kernels_that_read_their_weights_most():
     assert all(ram_weights._const_bytes(f) > left for n, f, _ in full.kernels if n.name in skipped)
 
 
+def test_the_arena_s_pinned_bank_and_unemulated_banks_are_respected():
+    """--arena-region BLOCKRAM: the copies take only what the arena leaves of BLOCKRAM;
+    netduinoplus2's CCM, which QEMU does not emulate, takes no copies; the RAM bank keeps the
+    stack, the state and RAM_RESERVE."""
+    an386 = load_board("mps2-an386")
+    pinned = plan_model(_kws(), an386, CompileOptions(weights_in_ram=16 * 1024, arena_region="BLOCKRAM"))
+    in_blockram = pinned.manifest["ram_weights"]["banks"].get("BLOCKRAM", 0)
+    assert in_blockram + pinned.plan.arena_bytes <= 16 * 1024      # what the arena leaves there
+    assert pinned.manifest["ram_weights"]["banks"].get("", 0) > 0  # the rest in the RAM bank
+    netduino = load_board("netduinoplus2")
+    assert "CCM" in netduino.emulator.unmapped
+    cm = plan_model(_kws(), netduino, CompileOptions(weights_in_ram=4096))
+    assert "CCM" not in cm.ram_weights.banks.values()
+    room = dict(ram_weights._room(netduino, cm.plan, None))
+    ram = netduino.mcu.ram
+    assert room[""] == ram.size - cm.plan.arena_bytes - cm.plan.state_bytes - 4096 - ram_weights.RAM_RESERVE
+
+
+def test_options_refuse_a_budget_that_is_not_bytes():
+    for bad in ("16K", 0, -5, True, 1.5):
+        with pytest.raises(UserError, match="weights_in_ram"):
+            CompileOptions(weights_in_ram=bad)
+
+
+def test_an_exported_library_copies_the_same_weights(tmp_path):
+    cm = mc.compile(_kws(), "mps2-an386", options=mc.CompileOptions(weights_in_ram=16 * 1024))
+    out = cm.export(tmp_path / "lib")
+    sources = "".join(p.read_text() for p in (tmp_path / "lib").rglob("*.c") if "models" in p.parts)
+    assert "load_weights" in sources and ".bss.mc_weights.BLOCKRAM" in sources
+    assert out is not None
+
+
 @pytest.mark.parametrize("text", ["fast", "12Q", "-1"])
 def test_a_malformed_budget_is_refused_with_exit_2(text):
     with pytest.raises(UserError, match="--weights-in-ram"):
@@ -90,9 +123,13 @@ def test_the_copies_are_exact_and_save_flash_cycles(tmp_path):
             report = result.report
             assert report["weights_in_ram_bytes"] == cm.manifest["ram_weights"]["banks"]["BLOCKRAM"] > 8192
             code = (tmp_path / str(budget) / "model" / "model.c").read_text()
-            assert code.count("memcpy(") == len([r for r in cm.manifest["constants"]
-                                                 if f"{r['symbol']}_ram" in code])
             assert "__attribute__((section(\".bss.mc_weights.BLOCKRAM\")" in code
+            # each chosen kernel reads its RAM copies; its flash constants only the copy reads
+            copied = [r["symbol"] for r in cm.manifest["constants"] if f"{r['symbol']}_ram[" in code]
+            assert copied
+            for sym in copied:
+                assert code.count(f"{sym}_ram") >= 3            # defined, copied, read by its kernel
+                assert len(re.findall(rf"\b{sym}\b", code)) == 1  # the flash image: the copy only
         with tempfile.TemporaryDirectory() as tmp:
             built = cm.build(Path(tmp) / "p", emulate=True).built
             _, est = run_estimated(built.project_dir, built.board, len(built.compiled.kernels), mem, timeout=600)
