@@ -65,17 +65,13 @@ def recomputed_macs(g, first: str, last: str, grid: int) -> float:
     """MACs of the layers first..last run as a grid x grid of patches that each recompute their
     halo (MCUNetV2 without redistribution), against the layers run once: what caching the
     overlap (our bands) saves."""
-    from microcompile.ir.ops_patch import WINDOW_OPS
+    from microcompile.ir.ops_patch import vertical
 
     names = [n.name for n in g.nodes]
     chain = g.nodes[names.index(first):names.index(last) + 1]
 
     def need(n, lo, hi, size, axis):      # the input rows (axis 1) or columns (axis 2) [lo, hi) reads
-        k, s, d, pad = 1, 1, 1, 0
-        if n.op in WINDOW_OPS:
-            k = n.attrs["filter"][axis - 1] if "filter" in n.attrs else g.tensors[n.inputs[1]].shape[axis]
-            s, d = n.attrs.get("stride", (1, 1))[axis - 1], n.attrs.get("dilation", (1, 1))[axis - 1]
-            pad = n.attrs.get("padding", (0, 0, 0, 0))[axis - 1]
+        k, s, d, pad = vertical(g, n, axis)
         return max(0, lo * s - pad), min(size, (hi - 1) * s - pad + (k - 1) * d + 1)
 
     out = g.tensors[chain[-1].outputs[0]]

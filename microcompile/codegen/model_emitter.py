@@ -244,7 +244,7 @@ def emit_artifact(graph: Graph, kernels: list[tuple[Node, PrimFunc]], plan: Memo
         for row in copies.values():
             per_bank[row["bank_name"]] = per_bank.get(row["bank_name"], 0) + -(-row["bytes"] // 8) * 8
         manifest["ram_weights"] = {"banks": dict(sorted(per_bank.items())),
-                                   "kernels": sorted({k for k in (ram_weights or {}) if k in set(owners)})}
+                                   "kernels": sorted(set(ram_weights or {}) & set(owners))}
     write_manifest(manifest, out_dir)
     return manifest
 

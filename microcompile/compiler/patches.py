@@ -109,9 +109,8 @@ def candidates(g: Graph) -> list[StageSpec]:
     for chain in chains(g):
         if max(g.tensors[n.outputs[0]].nbytes for n in chain) < STAGE_MIN_BYTES:
             continue
-        for j, n in enumerate(chain[1:], 1):
-            x = g.tensors[chain[j].inputs[0]]
-            if g.tensors[n.outputs[0]].nbytes >= x.nbytes:
+        for n in chain[1:]:
+            if g.tensors[n.outputs[0]].nbytes >= g.tensors[n.inputs[0]].nbytes:
                 continue
             h = g.tensors[n.outputs[0]].shape[1]
             for bands in dict.fromkeys(-(-h // rows) for rows in BAND_ROWS if rows <= h // 2):
@@ -133,11 +132,9 @@ def estimated_extra(body: PatchStage) -> int:
             if body.nodes[j].op == "depthwise_conv2d":
                 y = body.graph.tensors[body.tensor(j + 1)]
                 total += DEPTHWISE_COST_PER_MAC * (o1 - o0) * (y.size // y.shape[1]) * kh * kh
-        if i:
-            prev = body.bands[i - 1]
-            for t in range(1, len(body.nodes)):
-                if b.start[t - 1] > prev.start[t - 1]:
-                    total += MOVE_COST_PER_BYTE * max(0, prev.out[t - 1][1] - b.start[t - 1]) * body.row_bytes(t)
+        for t, move in enumerate(body.moves(i), 1):
+            if move is not None:
+                total += MOVE_COST_PER_BYTE * move[1] * body.row_bytes(t)
     return int(total)
 
 
@@ -146,8 +143,9 @@ def _bound(g: Graph, scratch: dict[str, int]) -> int:
     return memory.lower_bound(memory.liveness.analyze(g, scratch, alias), memory.overlap_rules(g, alias))
 
 
-def _stage_body(g: Graph) -> PatchStage | None:
-    return next((n.attrs["body"] for n in g.nodes if n.op == "patch_stage"), None)
+def _stage(g: Graph):
+    """The patch_stage node of a graph make_stage made."""
+    return next(n for n in g.nodes if n.op == "patch_stage")
 
 
 def ranked(g: Graph) -> list[tuple[int, StageSpec, Graph, int]]:
@@ -158,11 +156,11 @@ def ranked(g: Graph) -> list[tuple[int, StageSpec, Graph, int]]:
     out = []
     for spec in candidates(g):
         staged = make_stage(g, spec)
-        body = _stage_body(staged)
-        extra = estimated_extra(body)
+        stage = _stage(staged)
+        extra = estimated_extra(stage.attrs["body"])
         if extra > budget:
             continue
-        bound = _bound(staged, {f"patches_{spec.first}": body.window_bytes()})
+        bound = _bound(staged, {stage.name: stage.attrs["body"].window_bytes()})
         if bound < base:
             out.append((bound, spec, staged, extra))
     out.sort(key=lambda c: (c[0], c[1].bands))
@@ -182,16 +180,13 @@ def plan_with_patches(graph: Graph, board, options):
         return plan(graph), PatchChoice(None, mode="off")
     if isinstance(mode, StageSpec):
         staged = user_stage(graph, mode)
-        body = _stage_body(staged)
         spec = complete(graph, mode)
-        return plan(staged), PatchChoice(spec, None, None, estimated_extra(body), mode=str(spec))
-    best = ranked(graph)[:FULL_PLANS]
+        return plan(staged), PatchChoice(spec, None, None, estimated_extra(_stage(staged).attrs["body"]),
+                                         mode=str(spec))
     base = plan(graph)
-    if not best:
-        return base, PatchChoice(None, base[1].arena_bytes, None)
     chosen, choice = base, PatchChoice(None, base[1].arena_bytes, None)
-    for _, spec, staged, extra in best:
+    for _, spec, staged, extra in ranked(graph)[:FULL_PLANS]:
         r = plan(staged)
-        if r[1].arena_bytes < (chosen[1].arena_bytes if chosen is not base else base[1].arena_bytes):
+        if r[1].arena_bytes < chosen[1].arena_bytes:
             chosen, choice = r, PatchChoice(spec, base[1].arena_bytes, r[1].arena_bytes, extra)
     return chosen, choice

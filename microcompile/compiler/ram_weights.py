@@ -30,8 +30,8 @@ ALIGN = 8
 
 @dataclass(frozen=True)
 class RamWeights:
-    """What --weights-in-ram chose: {node name: bank ("" for the arena's bank)}, the bytes,
-    and why nothing was chosen when nothing was."""
+    """What --weights-in-ram chose: {node name: bank ("" for the `ram` bank)}, the bytes, and
+    why nothing was chosen when something was asked for ("" when it was off)."""
 
     banks: dict
     bytes: int = 0
@@ -73,7 +73,7 @@ def choose(kernels, plan, board, mode, pin: str | None = None) -> RamWeights:
     """The kernels (node, func, trace) whose constants go to RAM under `mode`; `pin`: the bank
     --arena-region put the arena in."""
     if mode == "off":
-        return RamWeights({}, 0, "--weights-in-ram off")
+        return RamWeights({})
     room = _room(board, plan, pin)
     if not room:
         return RamWeights({}, 0, f"{board.name} has no RAM bank to copy weights to")

@@ -72,25 +72,33 @@ class RowGroup:
     __repr__ = __str__
 
 
-def _infer(g: Graph, n: Node):
-    body: RowGroup = n.attrs["body"]
-    return [(tuple(body.graph.tensors[o].shape), body.graph.tensors[o].dtype) for o in body.graph.outputs]
+# What every op with a body (a graph of the ops it stands for, in attrs["body"].graph: these and
+# ops_patch.py's patch_stage) infers, counts and checks the same way.
+
+def body_infer(g: Graph, n: Node):
+    body = n.attrs["body"].graph
+    return [(tuple(body.tensors[o].shape), body.tensors[o].dtype) for o in body.outputs]
 
 
-def _macs(g: Graph, n: Node) -> int:
-    body: RowGroup = n.attrs["body"]
-    return sum(int(get(m.op).macs(body.graph, m)) for m in body.graph.nodes)
+def body_macs(g: Graph, n: Node) -> int:
+    body = n.attrs["body"].graph
+    return sum(int(get(m.op).macs(body, m)) for m in body.nodes)
 
 
-def _check(g: Graph, n: Node) -> str | None:
+def body_problem(n: Node, kind: type) -> str | None:
+    """Why `n`'s body is not a `kind` standing for exactly `n`'s inputs and outputs, or None."""
     body = n.attrs.get("body")
-    if not isinstance(body, RowGroup):
-        return "its body is not a RowGroup"
+    if not isinstance(body, kind):
+        return f"its body is not a {kind.__name__}"
     if tuple(n.inputs) != tuple(body.graph.inputs) or tuple(n.outputs) != tuple(body.graph.outputs):
         return "its inputs and outputs are not its body's"
     return None
 
 
+def _check(g: Graph, n: Node) -> str | None:
+    return body_problem(n, RowGroup)
+
+
 for _name in ("layer_norm", "attention"):
-    register(OpDef(_name, ("input",), attrs={"body": None}, infer=_infer, macs=_macs, check=_check, variadic=True,
+    register(OpDef(_name, ("input",), attrs={"body": None}, infer=body_infer, macs=body_macs, check=_check, variadic=True,
                    inplace="rows"))

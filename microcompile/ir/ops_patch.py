@@ -24,17 +24,20 @@ from functools import cached_property
 
 from .graph import Graph, Node
 from .ops import OpDef, get, register
+from .ops_fused import body_infer, body_macs, body_problem
 
 # Ops a band can run: one non-constant NHWC input, rows of the output from a window of rows of
 # the input (conv2d, depthwise_conv2d, pools) or row for row (elementwise).
 WINDOW_OPS = ("conv2d", "depthwise_conv2d", "max_pool2d", "average_pool2d")
 
 
-def vertical(g: Graph, n: Node) -> tuple[int, int, int, int]:
-    """(filter rows, stride, dilation, top padding) of `n` along the image's rows."""
+def vertical(g: Graph, n: Node, axis: int = 1) -> tuple[int, int, int, int]:
+    """(filter size, stride, dilation, leading padding) of `n` along the image's rows (axis 1) or
+    columns (axis 2)."""
     if n.op in WINDOW_OPS:
-        kh = n.attrs["filter"][0] if "filter" in n.attrs else g.tensors[n.inputs[1]].shape[1]
-        return kh, n.attrs.get("stride", (1, 1))[0], n.attrs.get("dilation", (1, 1))[0], n.attrs.get("padding", (0,))[0]
+        k = n.attrs["filter"][axis - 1] if "filter" in n.attrs else g.tensors[n.inputs[1]].shape[axis]
+        return (k, n.attrs.get("stride", (1, 1))[axis - 1], n.attrs.get("dilation", (1, 1))[axis - 1],
+                n.attrs.get("padding", (0, 0, 0, 0))[axis - 1])
     return 1, 1, 1, 0
 
 
@@ -125,6 +128,19 @@ class PatchStage:
                 done[j + 1] = max(done[j + 1], out[j][1])
         return tuple(bands)
 
+    def moves(self, i: int) -> tuple[tuple[int, int] | None, ...]:
+        """Before band i, for each tensor t between two ops (1..k-1): (rows the window's top
+        moves down, rows it keeps, which move to its top), or None when nothing moves."""
+        if i == 0:
+            return (None,) * (len(self.nodes) - 1)
+        b, prev = self.bands[i], self.bands[i - 1]
+        out = []
+        for t in range(1, len(self.nodes)):
+            top, old = b.start[t - 1], prev.start[t - 1]
+            kept = prev.out[t - 1][1] - top          # rows of t made up to now, below the new top
+            out.append((top - old, kept) if top > old and kept > 0 else None)
+        return tuple(out)
+
     def window_rows(self, t: int) -> int:
         """Rows of the window of tensor t (1..k-1): the most any band holds."""
         return max(b.out[t - 1][1] - b.start[t - 1] for b in self.bands)
@@ -153,27 +169,12 @@ class PatchStage:
     __repr__ = __str__
 
 
-def _infer(g: Graph, n: Node):
-    body: PatchStage = n.attrs["body"]
-    t = body.graph.tensors[body.graph.outputs[0]]
-    return [(tuple(t.shape), t.dtype)]
-
-
-def _macs(g: Graph, n: Node) -> int:
-    body: PatchStage = n.attrs["body"]
-    return sum(int(get(m.op).macs(body.graph, m)) for m in body.nodes)
-
-
 def _check(g: Graph, n: Node) -> str | None:
-    body = n.attrs.get("body")
-    if not isinstance(body, PatchStage):
-        return "its body is not a PatchStage"
-    if tuple(n.inputs) != tuple(body.graph.inputs) or tuple(n.outputs) != tuple(body.graph.outputs):
-        return "its inputs and outputs are not its body's"
-    if body.rows < 1:
-        return f"{body.rows} rows per band"
-    return None
+    problem = body_problem(n, PatchStage)
+    if problem is None and n.attrs["body"].rows < 1:
+        return f"{n.attrs['body'].rows} rows per band"
+    return problem
 
 
-register(OpDef("patch_stage", ("input",), attrs={"body": None}, infer=_infer, macs=_macs, check=_check,
+register(OpDef("patch_stage", ("input",), attrs={"body": None}, infer=body_infer, macs=body_macs, check=_check,
                inplace="bands"))

@@ -28,9 +28,9 @@ from ..tir.nodes import Buffer, Expr, IntImm, Var, add, mul
 from .common import arena, describe, lowering, lowering_of, make_func
 
 
-def _signature(body: PatchStage, b, prev) -> tuple:
-    """What a band's kernels and moves are, apart from where the band starts."""
-    k = len(body.nodes)
+def _signature(body: PatchStage, i: int) -> tuple:
+    """What band i's kernels and moves are, apart from where the band starts."""
+    b, k = body.bands[i], len(body.nodes)
     ops = []
     for j in range(k):
         (o0, o1), (n0, n1) = b.out[j], b.need[j]
@@ -40,13 +40,7 @@ def _signature(body: PatchStage, b, prev) -> tuple:
         src = n0 - b.start[j - 1] if j > 0 else None
         dst = o0 - b.start[j] if j < k - 1 else None
         ops.append((n1 - n0, o1 - o0, b.pads[j], src, dst))
-    moves = []
-    for t in range(1, k):
-        top = b.start[t - 1]
-        old = prev.start[t - 1] if prev is not None else top
-        kept = prev.out[t - 1][1] - top if prev is not None else 0   # rows of t made up to now
-        moves.append((top - old, kept) if top > old and kept > 0 else None)
-    return tuple(ops), tuple(moves)
+    return tuple(ops), body.moves(i)
 
 
 def band_runs(body: PatchStage) -> list[tuple[int, int, tuple]]:
@@ -54,10 +48,8 @@ def band_runs(body: PatchStage) -> list[tuple[int, int, tuple]]:
     first input row and first output row move by the same step from band to band."""
     k = len(body.nodes)
     runs: list[list] = []            # [first band, count, signature, step]
-    prev = None
     for i, b in enumerate(body.bands):
-        sig = _signature(body, b, prev)
-        prev = b
+        sig = _signature(body, i)
         at = (b.need[0][0], b.out[k - 1][0])
         if runs and runs[-1][2] == sig:
             first, count, _, step = runs[-1]
@@ -111,7 +103,8 @@ def lower_patch_stage(g: Graph, node: Node, target=None):
                          comment=f"{body.window_rows(t)} rows of {describe(body.graph.tensors[body.tensor(t)])}")
                for t in range(1, k)}
     parts, runs, slots = [], [], []
-    for r, (first, count, (ops, moves)) in enumerate(band_runs(body)):
+    runs_of_bands = band_runs(body)
+    for r, (first, count, (ops, moves)) in enumerate(runs_of_bands):
         var = Var(f"band{r}")
         b0 = body.bands[first]
         b1 = body.bands[first + 1] if count > 1 else b0
@@ -141,4 +134,4 @@ def lower_patch_stage(g: Graph, node: Node, target=None):
     stmt, buffers = compose_bands(list(parts), bp)
     return make_func(g, node, list(buffers), stmt, row_parts=bp, scratch_union=bp.scratch_union(buffers),
                      fused=f"{', '.join(m.op for m in body.nodes)}; {len(body.bands)} bands of {body.rows} output "
-                           f"rows ({' + '.join(str(c) for _, c, _ in band_runs(body))})")
+                           f"rows ({' + '.join(str(c) for _, c, _ in runs_of_bands)})")

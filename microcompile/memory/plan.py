@@ -129,6 +129,7 @@ def _fewer_rules(reqs: list[BufferReq], rules: tuple, best: tuple) -> tuple:
     exact = tuple(o for o in rules if o.max_shift >= 0 and credit(o) * 2 >= by_name[o.out].size)
     given = {r.name for r in reqs if r.given}
     kept = tuple(o for o in rules if o.src not in given)
+    strongest = sorted((o for o in rules if credit(o) >= RULE_MIN_CREDIT), key=lambda o: -credit(o))[:RULE_TRIES]
 
     # Each fast planner compares the subsets on its own (a greedy path that one planner likes may
     # mislead the other); the best subset is then planned by all of them.
@@ -139,7 +140,7 @@ def _fewer_rules(reqs: list[BufferReq], rules: tuple, best: tuple) -> tuple:
 
         # From no rule, the rules that share most, one at a time, each kept if the arena shrinks.
         grown, at = (), quick(())
-        for o in sorted((o for o in rules if credit(o) >= RULE_MIN_CREDIT), key=lambda o: -credit(o))[:RULE_TRIES]:
+        for o in strongest:
             end = quick(grown + (o,))
             if end < at:
                 at, grown = end, grown + (o,)

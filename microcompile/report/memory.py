@@ -227,8 +227,7 @@ def format_memory(compiled, top: int = 3) -> str:
         banks = ", ".join(f"{n:,} bytes in {shown(b) or 'the RAM bank'}" for b, n in copied["banks"].items())
         out += ["", f"weights copied to RAM at mc_init (--weights-in-ram): {banks}; "
                     + ", ".join(shown(k) for k in copied["kernels"])]
-    elif getattr(compiled, "ram_weights", None) is not None and compiled.ram_weights.reason \
-            and "off" not in compiled.ram_weights.reason:
+    elif getattr(compiled, "ram_weights", None) is not None and compiled.ram_weights.reason:
         out += ["", f"weights in RAM: none ({compiled.ram_weights.reason})"]
     if compiled.stored_int4:
         out += ["", "packed int4 weights (flash is short; unpacked into scratch as each kernel runs, or read in "
