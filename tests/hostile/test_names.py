@@ -226,6 +226,44 @@ def test_many_more_names(suffix, tmp_path_factory):
     _run_reader(make, suffix, SLOW_NAMES_PER_READER, tmp_path_factory)
 
 
+def _staged(model: Path, tmp: Path, tag: str) -> tuple[dict, str]:
+    """`model` compiled for the M4 twin with its first chain of layers as a patch stage (named
+    by its layers' own names) and weights copied to RAM: the project's code tokens and the
+    memory report."""
+    from microcompile.compiler.compile import compile_graph, read_model
+    from microcompile.compiler.options import CompileOptions
+    from microcompile.report.memory import format_memory
+    from microcompile.transform import pipeline
+    from microcompile.transform.patch_stage import StageSpec, chains
+
+    board = load_board("mps2-an386")
+    g = pipeline.run(read_model(model))
+    chain = next(c for c in chains(g) if len(c) >= 2)
+    spec = StageSpec(chain[0].name, chain[-1].name, g.tensors[chain[-1].outputs[0]].shape[1])
+    art = tmp / f"art-{tag}"
+    compiled = compile_graph(g, board, art, CompileOptions(patch=spec, weights_in_ram=2048))
+    assert sum(n.op == "patch_stage" for n in compiled.graph.nodes) == 1 and compiled.ram_weights.banks
+    proj = tmp / f"proj-{tag}"
+    project.generate(art, board, proj, None, project.BuildOptions(agent=True, emulate=True))
+    return _code_tokens(proj), format_memory(compiled)
+
+
+def test_names_in_a_patch_stage_and_weights_in_ram_never_become_code(tmp_path):
+    """The stage's layer names (its node, the kernel comment, inspect --memory's stage line) and
+    the copied weights' comments: the same code as with plain names, nothing raw on the terminal."""
+    for seed in range(3):
+        # ONNX: the layers are named by the model's node names (TFLite's are ours, conv_2d_3)
+        data, placeholders = _onnx_model(20 + seed)
+        plain, evil = tmp_path / f"plain{seed}.onnx", tmp_path / f"evil{seed}.onnx"
+        plain.write_bytes(data)
+        evil.write_bytes(patch(data, dict(zip(placeholders, hostile_names(random.Random(seed), len(placeholders))))))
+        plain_code, _ = _staged(plain, tmp_path, f"plain{seed}")
+        evil_code, report = _staged(evil, tmp_path, f"evil{seed}")
+        assert evil_code == plain_code, "hostile names changed the code outside comments and string literals"
+        assert "patch stage (--patch" in report and "weights copied to RAM" in report
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]", report)
+
+
 # --- built and run ---------------------------------------------------------------------------------
 
 def _file_name(rng: random.Random) -> str:
