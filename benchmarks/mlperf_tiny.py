@@ -2,6 +2,10 @@
 
     python benchmarks/mlperf_tiny.py [--models DIR] [--board mps2-an386] [--layers] [--only NAME ...]
 
+With --board mps2-an500 (M7), mps2-an505 (M33) or mps3-an547 (M55, CMSIS-NN's Helium kernels)
+the TFLM+CMSIS-NN column is that core's figure from BENCHMARK.md (instructions; the arena too on
+the M55), and the portable-reference and code columns are left empty.
+
 Each model is deployed with `microcompile deploy --emulate` on the deterministic input of
 ../shared/BENCHMARK.md; the instruction count comes from the CMSDK timer under
 `-icount shift=0` (one warm-up inference, then one counted). Every output is checked
@@ -36,6 +40,27 @@ PEER = {
     "pretrainedResnet_quant": (29_860_944, 54_996, 56_064, 107_488_164),
     "ad01_int8": (582_955, 2_580, 32_564, 1_954_066),
 }
+# The same peer on the other cores' twins (BENCHMARK.md): instructions and, where measured,
+# arena_used_bytes; on the M55 with CMSIS-NN's Helium kernels.
+PEER_BY_BOARD = {
+    "mps2-an500": {"kws_ref_model": (7_643_800, None), "pretrainedResnet_quant": (30_024_080, None),
+                   "ad01_int8": (583_640, None)},
+    "mps2-an505": {"kws_ref_model": (7_680_350, None), "pretrainedResnet_quant": (29_960_950, None),
+                   "ad01_int8": (583_900, None)},
+    "mps3-an547": {"kws_ref_model": (1_814_500, 27_300), "pretrainedResnet_quant": (4_910_750, 54_996),
+                   "ad01_int8": (286_031, 5_172)},
+}
+
+
+def peer_of(board: str, name: str) -> tuple | None:
+    """(instructions, arena, code, portable-reference instructions) of TFLM+CMSIS-NN on `board`'s
+    twin, None where not measured."""
+    if board == "mps2-an386":
+        return PEER.get(name)
+    other = PEER_BY_BOARD.get(board, {}).get(name)
+    return (other[0], other[1], None, None) if other else None
+
+
 # MLPerf Tiny's best closed-division latencies in ms (issue 26): KWS, IC (ResNet-8), AD.
 PUBLISHED = {"L4R5": (43.19, 165.1, 4.05), "H7A3": (11.32, 40.85, 1.08), "U575": (28.99, 104.3, 3.09)}
 PUBLISHED_MODELS = ("kws_ref_model", "pretrainedResnet_quant", "ad01_int8")
@@ -147,15 +172,18 @@ def main(argv=None) -> int:
                 continue
         all_ok &= r["verified"]
         code = r["flash_bytes"] - r["weights_bytes"]
-        peer = PEER.get(name)
-        cells = (f"{peer[0]:>11,} {r['instructions'] / peer[0]:>6.2f} {peer[3]:>12,} {r['instructions'] / peer[3]:>6.2f} "
-                 if peer else f"{'-':>11} {'':>6} {'-':>12} {'':>6} ")
+        peer = peer_of(args.board, name)
+        ref = (f"{peer[3]:>12,} {r['instructions'] / peer[3]:>6.2f} " if peer and peer[3] else f"{'-':>12} {'':>6} ")
+        cells = (f"{peer[0]:>11,} {r['instructions'] / peer[0]:>6.2f} {ref}" if peer else
+                 f"{'-':>11} {'':>6} {'-':>12} {'':>6} ")
+        peer_arena = f"{peer[1]:,}" if peer and peer[1] else "-"
+        peer_code = f"{peer[2]:,}" if peer and peer[2] else "-"
         print(f"{name:<24} {r['macs']:>11,} {r['instructions']:>13,} {r['instructions'] / r['macs']:>9.2f} {cells}"
-              f"{r['arena_bytes']:>7,} {r['arena_lower_bound_bytes']:>7,} {f'{peer[1]:,}' if peer else '-':>7} {code:>7,} "
-              f"{f'{peer[2]:,}' if peer else '-':>7} "
+              f"{r['arena_bytes']:>7,} {r['arena_lower_bound_bytes']:>7,} {peer_arena:>7} {code:>7,} "
+              f"{peer_code:>7} "
               f"{r['weights_bytes']:>8,} {'yes' if r['verified'] else 'NO':>3} "
               f"{r.get('estimated_cycles') or 0:>12,} {r.get('estimated_ms') or 0:>8.2f}")
-        if peer:
+        if peer and peer[1]:
             arena_ratios.append(r["arena_bytes"] / peer[1])
         if args.layers:
             layer_tables.append((name, r["layers"]))

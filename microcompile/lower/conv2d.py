@@ -98,4 +98,8 @@ def lower_conv2d(g: Graph, node: Node, target=None):
     update = LetStmt(ih, ih_value, LetStmt(iw, iw_value, update))
     body = Allocate(acc, seq(acc.store(bias.load(oc)), loops(inner, update),
                              y.store(result, n, oh, ow, oc)))
-    return make_func(g, node, [x, y, *consts], loops(outer, body))
+    # The geometry a whole-layer kernel needs (schedule/conv_mve.py), int8 only.
+    extra = {} if yt.dtype == "float32" else {
+        "window": {"kernel": [kh_n, kw_n], "stride": [sh, sw], "dilation": [dh, dw], "padding": [pt, pl],
+                   "zp_in": -p.input_offset}}
+    return make_func(g, node, [x, y, *consts], loops(outer, body), **extra)

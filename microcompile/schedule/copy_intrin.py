@@ -1,5 +1,5 @@
-"""The tensor intrinsic of the copy micro-kernels of runtime_c/kernels/dsp/mc_copy_dsp.c
-(declared in tir/intrinsics_copy.py).
+"""The tensor intrinsics of the copy micro-kernels of runtime_c/kernels/dsp/mc_copy_dsp.c and
+runtime_c/kernels/mve/mc_copy_mve.c (declared in tir/intrinsics_copy.py).
 
     mc_widen_dsp_s8_s16(dst, src, n):   dst[i] = i16(src[i]) for i < n
 
@@ -13,32 +13,47 @@ the padding test out of it:
     for ic_c in 0..16 { xv_cache[p*144 + kh*48 + kw*16 + ic_c] = int16(x[ih*512 + iw*16 + ic_c]) }
     --tensorize(ic_c, "mc_widen_dsp_s8_s16")-->
     mc_widen_dsp_s8_s16(&xv_cache[p*144 + kh*48 + kw*16], &x[ih*512 + iw*16], 16)
+
+    mc_copy_mve_s8(dst, src, n):        dst[i] = src[i] for i < n (int8, Helium)
+
+matches the same loop without the cast (the int8 im2col copy of Helium cores).
 """
 
 from __future__ import annotations
 
-from ..tir.intrinsics_copy import WIDEN_KERNEL
+from ..tir.intrinsics_copy import COPY_MVE_KERNEL, WIDEN_KERNEL
 from ..tir.nodes import Address, Call, Cast, Evaluate, For, IntImm, LetStmt, Load, Store, substitute
 from .tensorize import affine, tensor_intrin
 
-def _match_widen(loop: For) -> dict | None:
+def _run(loop: For, dst_dtype: str, widen: bool) -> dict | None:
+    """for i in 0..n { dst[d + i] = [int16](src[s + i]) }, src int8 and a buffer other than dst."""
     body = loop.body
     while isinstance(body, LetStmt):
         body = substitute(body.body, {body.var: body.value})
-    if not (isinstance(body, Store) and body.buffer.dtype == "int16" and isinstance(body.value, Cast)
-            and body.value.dtype == "int16" and isinstance(body.value.value, Load)
-            and body.value.value.buffer.dtype == "int8"):
+    if not isinstance(body, Store) or body.buffer.dtype != dst_dtype:
+        return None
+    load = body.value
+    if widen:
+        if not (isinstance(load, Cast) and load.dtype == "int16"):
+            return None
+        load = load.value
+    if not (isinstance(load, Load) and load.buffer.dtype == "int8" and load.buffer is not body.buffer):
         return None
     v = loop.var.name
-    d, s = affine(body.index, {v}), affine(body.value.value.index, {v})
+    d, s = affine(body.index, {v}), affine(load.index, {v})
     if d is None or s is None or d[0] != {v: 1} or s[0] != {v: 1}:
         return None
-    return {"dst": body.buffer, "dbase": d[1], "src": body.value.value.buffer, "sbase": s[1], "n": loop.extent}
+    return {"dst": body.buffer, "dbase": d[1], "src": load.buffer, "sbase": s[1], "n": loop.extent}
 
 
-def _emit_widen(b: dict):
-    return Evaluate(Call(WIDEN_KERNEL, (Address(b["dst"], b["dbase"]), Address(b["src"], b["sbase"]),
-                                        IntImm(int(b["n"]))), "void"))
+def _emitter(kernel: str):
+    def emit(b: dict):
+        return Evaluate(Call(kernel, (Address(b["dst"], b["dbase"]), Address(b["src"], b["sbase"]),
+                                      IntImm(int(b["n"]))), "void"))
+    return emit
 
 
-tensor_intrin(WIDEN_KERNEL, _emit_widen, doc="int16 dst = int8 src (dsp)")(_match_widen)
+tensor_intrin(WIDEN_KERNEL, _emitter(WIDEN_KERNEL), doc="int16 dst = int8 src (dsp)")(
+    lambda loop: _run(loop, "int16", widen=True))
+tensor_intrin(COPY_MVE_KERNEL, _emitter(COPY_MVE_KERNEL), doc="int8 dst = int8 src, a run (mve: the im2col copy)")(
+    lambda loop: _run(loop, "int8", widen=False))

@@ -24,8 +24,9 @@ import itertools
 import numpy as np
 
 from ..ir import budget
-from ..tir.intrinsics_depthwise import (DEPTHWISE_PARAMS, DEPTHWISE_ROWS_PARAMS, DEPTHWISE_VARIANTS, ORDER,
-                                         ROWS_KERNEL, RQ_WINDOWS, kernel_name, requant_records, rows_pairs,
+from ..tir.intrinsics_depthwise import (DEPTHWISE_LAYER_PARAMS, DEPTHWISE_PARAMS, DEPTHWISE_ROWS_PARAMS,
+                                         DEPTHWISE_VARIANTS, LAYER_MVE_KERNEL, ORDER, ROWS_KERNEL, RQ_WINDOWS,
+                                         kernel_name, pack_layer_mve, requant_records, rows_pairs,
                                          rows_records, rows_scratch_words, rq_kernel_name)
 from ..tir.nodes import (Address, Allocate, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, Load, PrimFunc, Var,
                          SeqStmt, Store, rewrite, walk)
@@ -246,6 +247,73 @@ def depthwise_rows(f: PrimFunc, block: int = 0) -> PrimFunc:
     return verify_primfunc(PrimFunc(f.name, (*keep, records, ring), Evaluate(call), dict(f.attrs)))
 
 
+# ---------------------------------------------------------------- depthwise_layer_mve
+
+# The most scratch the Helium whole-layer kernel's copied rows may take (as conv2d's im2col
+# block on Helium, gemm_schedule.COL_BYTES_MAX): kws's 25x5x64 layers take 3 * 7 * 64 = 1,344.
+LAYER_MVE_BYTES_MAX = 2048
+
+
+def layer_mve_rows(f: PrimFunc) -> tuple[int, int] | None:
+    """(padded_w, scratch bytes) of the Helium whole-layer kernel for depthwise `f`, or None
+    when the layer is not one it takes (int8 3x3, depth multiplier 1, dilation 1, stride 1 or 2
+    across)."""
+    geo = f.attrs.get("window")
+    bufs = {b.name: b for b in f.buffers}
+    if not geo or geo["multiplier"] != 1 or geo["kernel"] != [3, 3] or geo["dilation"] != [1, 1] \
+            or geo["stride"][1] not in (1, 2) or not {"x", "y", "w", "bias"} <= set(bufs):
+        return None
+    x, y = bufs["x"], bufs["y"]
+    _, in_h, in_w, channels = x.shape
+    _, _, out_w, _ = y.shape
+    padded_w = max(in_w + geo["padding"][1], (out_w - 1) * geo["stride"][1] + 3)
+    return padded_w, (channels + 3) // 4 * 3 * padded_w * 4
+
+
+@primitive("depthwise_layer_mve")
+def depthwise_layer_mve(f: PrimFunc) -> PrimFunc:
+    """Replace a whole int8 3x3 depthwise layer (depth multiplier 1, dilation 1, stride 1 or 2
+    across; per-channel arrays from requant_arrays) by one call of the Helium whole-layer
+    kernel, on the folded bias and the int8 weights packed in groups of four channels, with 3
+    rows of the padded input (every channel) in scratch.
+
+        for n { for oh_0 { ...regions... } }     --depthwise_layer_mve()-->
+        mc_depthwise_layer_mve_s8(y, x, w, bias, mult, rshift, dw_rows, &{batch, channels, ...});"""
+    shape = layer_mve_rows(f)
+    bufs = {b.name: b for b in f.buffers}
+    if shape is None:
+        raise ScheduleError(f"{f.name}: not an int8 3x3 depthwise layer of depth multiplier 1, dilation 1, "
+                            f"stride 1 or 2 across")
+    padded_w, scratch = shape
+    if scratch > LAYER_MVE_BYTES_MAX:
+        raise ScheduleError(f"{f.name}: the copied rows take {scratch} bytes, over {LAYER_MVE_BYTES_MAX}")
+    x, y, w, bias = (bufs[k] for k in ("x", "y", "w", "bias"))
+    ep = _region_epilogue(f)
+    if ep is None or w.dtype != "int8" or w.data is None or x.dtype != "int8" or y.dtype != "int8" \
+            or bias.dtype != "int32" or bias.data is None:
+        raise ScheduleError(f"{f.name}: no per-channel int8 requantization in mc_mul_by_qm_pos_rshift's form")
+    geo = f.attrs["window"]
+    batch, in_h, in_w, channels = x.shape
+    _, out_h, out_w, _ = y.shape
+    (kh, kw), (sh, sw), (dh, dw), (pt, pl) = geo["kernel"], geo["stride"], geo["dilation"], geo["padding"]
+    rows = Buffer("dw_rows", "int8", (scratch,), "scratch",
+                  comment=f"{kh} input rows of {padded_w} columns (padding included), {channels} channels "
+                          f"in groups of 4")
+    packed = pack_layer_mve(np.asarray(w.data).reshape(w.shape))
+    wp = Buffer(w.name, "int8", (packed.size,), "const", data=packed,
+                comment=f"{w.comment} (groups of 4 channels)")
+    params = DEPTHWISE_LAYER_PARAMS(batch=batch, channels=channels, in_h=in_h, in_w=in_w, out_h=out_h, out_w=out_w,
+                                    kh=kh, kw=kw, stride_h=sh, stride_w=sw, dil_h=dh, dil_w=dw, pad_top=pt,
+                                    pad_left=pl, padded_w=padded_w, zp_in=geo["zp_in"], out_offset=ep["off"],
+                                    act_min=ep["lo"], act_max=ep["hi"])
+    call = Call(LAYER_MVE_KERNEL, (Address(y, IntImm(0)), Address(x, IntImm(0)), Address(wp, IntImm(0)),
+                                   Address(bias, IntImm(0)), Address(ep["mult"], IntImm(0)),
+                                   Address(ep["rshift"], IntImm(0)), Address(rows, IntImm(0)), params), "void")
+    keep = tuple(b for b in f.buffers if b.scope != "const")
+    return verify_primfunc(PrimFunc(f.name, (*keep, wp, bias, ep["mult"], ep["rshift"], rows), Evaluate(call),
+                                    dict(f.attrs)))
+
+
 # ---------------------------------------------------------------- the tensor intrinsic
 
 def _match(loop: For) -> dict | None:
@@ -374,9 +442,10 @@ def schedule_depthwise(func: PrimFunc, target=None, kernel: str = "rows", wide: 
     assert kernel in DEPTHWISE_KERNEL_DOMAIN, kernel
     if func.attrs.get("op") != "depthwise_conv2d":
         return None
-    if wide is False:
+    variant = kernel_set(target)
+    if wide is False and not (kernel == "rows" and variant == "mve"):
         kernel = "loops"          # the micro-kernels read int16 weights; the loops read the model's int8
-    sch = Schedule(func)
+    sch = Schedule(func)          # (Helium's whole-layer kernel reads the model's int8 weights too)
     sch.knob("depthwise_kernel", kernel)
     if kernel == "loops":
         taps = [n.var.name for n in walk(func.body) if isinstance(n, For) and n.var.name.startswith(("kh_", "kw_"))]
@@ -385,11 +454,23 @@ def schedule_depthwise(func: PrimFunc, target=None, kernel: str = "rows", wide: 
         if wide is False and func.attrs.get("region_taps"):
             sch.apply("region_bias_at_runtime")     # no flash to spare for one bias per region
         return sch
-    variant = kernel_set(target)
     regions = [n.var.name for n in walk(func.body) if isinstance(n, For) and n.var.name.startswith("ic_")]
     if not regions:
         return None
     block = default_rows_block(func) if rows_block is None else rows_block
+    if kernel == "rows" and variant == "mve":
+        # Helium's whole-layer kernel (3x3, its copied rows within LAYER_MVE_BYTES_MAX), else
+        # the per-pixel kernel
+        try:
+            if not any(b.name in ("mult", "shift") for b in func.buffers):
+                sch.apply("requant_arrays", "ic_")
+            sch.apply("depthwise_layer_mve")
+            return sch
+        except ScheduleError:
+            if wide is False:
+                return schedule_depthwise(func, target, "loops", wide, records, rows_block)
+            sch = Schedule(func)
+            sch.knob("depthwise_kernel", kernel)
     if kernel == "rows" and variant == "dsp" and block is not None:
         try:
             sch.knob("depthwise_rows_block", block)

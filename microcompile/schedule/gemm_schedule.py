@@ -91,7 +91,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..tir.nodes import For, LetStmt, Load, PrimFunc, Select, Store, substitute, walk
-from .copy_intrin import WIDEN_KERNEL
+from .conv_mve import CONV_KERNEL_DOMAIN, layer_refusal
+from .copy_intrin import COPY_MVE_KERNEL, WIDEN_KERNEL
 from .knobs import declare_knob
 from ..tir.intrinsics_gemm import (PANEL_ROWS, RQ_CHUNK, RQ_COLS_PANELS, RQ_LOOP_ORDERS, RQ_TILES,
                                    gemm_kernel_name, rq_kernel_name)
@@ -127,6 +128,11 @@ WIDEN_MIN_RUN_DOMAIN = declare_knob("widen_min_run", (4, 8, 16, 1 << 30),
                                     "conv2d on DSP: shortest im2col copy run widened by a call (last: never)")
 WIDE_WEIGHTS_DOMAIN = declare_knob("wide_weights", (0, 1), "int16 weights (twice the flash, SMLAD pairs) or int8")
 WIDEN_MIN_RUN = 8
+# The shortest int8 run the Helium im2col copy hands to mc_copy_mve_s8: the call and its loop
+# cost about 12 instructions, the byte loop five per byte.
+MVE_COPY_MIN_RUN = 4
+# Helium's requantizing GEMM on row-major weights, where they cannot be packed in panels.
+MVE_RQ_ROWS_KERNEL = "mc_gemm_rq_mve_s8"
 # Where bias and requantization run: in the micro-kernel's epilogue, or in a separate pass
 # over an int32 accumulator tile in scratch.
 EPILOGUE_DOMAIN = ("fused", "tile")
@@ -205,11 +211,11 @@ def copy_loops(sch: Schedule) -> list[For]:
             and any(isinstance(c, Store) and c.buffer.scope == "scratch" for c in walk(n.body))]
 
 
-def _widen_runs(sch: Schedule, min_run: int) -> None:
+def _widen_runs(sch: Schedule, min_run: int, kernel: str) -> None:
     for loop in copy_loops(sch):
         if loop.extent >= min_run:
             try:
-                sch.tensorize(loop.var.name, WIDEN_KERNEL)
+                sch.tensorize(loop.var.name, kernel)
             except ScheduleError:
                 pass
 
@@ -348,6 +354,7 @@ class GemmKnobs:
     cache_write_at: str = "block"
     loop_order: str = "panels"
     tile: str = "auto"
+    conv_kernel: str = "auto"
 
 
 def schedule_conv2d_gemm(func: PrimFunc, target=None, wide: bool | None = None,
@@ -373,6 +380,10 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, wide: bool | None = None,
         return None
     # plain-C and Helium cores multiply int8 as they are
     wide = (wide is None or wide) and _variant(target) == "dsp"
+    if k.conv_kernel != "gemm":
+        sch = _layer_kernel(func, target, k)
+        if sch is not None:
+            return sch
     k = replace(k, col_bytes_max=col_bytes_max)
     if tile == "auto":
         x = next((b for b in func.buffers if b.name == "x"), None)
@@ -409,6 +420,33 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, wide: bool | None = None,
         raise ScheduleError(f"gemm_loop_order={loop_order}, gemm_tile={tile}: the requantizing kernel does not apply "
                             f"to {func.name}")
     return None
+
+
+def _layer_kernel(func: PrimFunc, target, k: GemmKnobs) -> Schedule | None:
+    """conv_kernel "auto" or "layer": Helium's whole-layer kernel (conv_mve.py) where it applies
+    and the GEMM's knobs are at their defaults; None (auto) to take the im2col GEMM instead.
+    "layer" where it cannot apply raises KnobRefused with the reason."""
+    assert k.conv_kernel in CONV_KERNEL_DOMAIN, k.conv_kernel
+    why = layer_refusal(func)
+    if _variant(target) != "mve":
+        why = f"it is Helium's kernel (this core's kernels are {_variant(target)})"
+    elif why is None and replace(k, conv_kernel="auto", col_bytes_max=None) != GemmKnobs():
+        why = "the im2col GEMM's knobs are set (they choose the GEMM)"
+    if why is not None:
+        if k.conv_kernel == "layer":
+            raise KnobRefused(f"conv_kernel=layer: {why}")
+        return None
+    sch = Schedule(func)
+    sch.knob("conv_kernel", "layer")
+    if not any(b.name in ("mult", "shift") for b in func.buffers):
+        sch.apply("requant_arrays", "oc")
+    try:
+        sch.apply("conv2d_layer_mve")
+    except ScheduleError:
+        if k.conv_kernel == "layer":
+            raise
+        return None
+    return sch
 
 
 def _first_that_applies(func, target, wide: bool, knobs: GemmKnobs, knob: str, first: str | None,
@@ -597,6 +635,13 @@ def _conv2d_gemm(func: PrimFunc, target, knobs: GemmKnobs, wide: bool, fused: bo
             elif tile != "4x1":
                 sch.knob("gemm_tile", tile)
                 sch.tensorize(gemm_at, RQ_TILES[tile])
+            elif variant == "mve":
+                # the weights in panels where the nest allows it (one pointer feeds four rows, so a
+                # 4x2 tile stays in registers); otherwise the row-major kernel
+                try:
+                    sch.tensorize(gemm_at, rq_kernel_name(variant, dtype))
+                except ScheduleError:
+                    sch.tensorize(gemm_at, MVE_RQ_ROWS_KERNEL)
             else:
                 sch.tensorize(gemm_at, rq_kernel_name(variant, dtype))
         else:
@@ -623,10 +668,13 @@ def _conv2d_gemm(func: PrimFunc, target, knobs: GemmKnobs, wide: bool, fused: bo
 
 
 def _finish_copies(sch: Schedule, target, widen_min_run: int, wide: bool) -> None:
-    """The padding test out of the innermost copy loops; on DSP cores int16 runs widened by a call."""
+    """The padding test out of the innermost copy loops; on DSP cores int16 runs widened by a
+    call, on Helium cores int8 runs copied by a call (mc_copy_mve_s8, 16 bytes per vector)."""
     unswitch_padding(sch)
     if _variant(target) == "dsp" and wide:
-        _widen_runs(sch, widen_min_run)
+        _widen_runs(sch, widen_min_run, WIDEN_KERNEL)
+    elif _variant(target) == "mve" and not wide:
+        _widen_runs(sch, MVE_COPY_MIN_RUN, COPY_MVE_KERNEL)
 
 
 def schedule_dense_gemm(func: PrimFunc, target=None, wide: bool | None = None,

@@ -43,7 +43,7 @@ from typing import Callable
 
 from ..tir.nodes import For, PrimFunc, walk
 from .default import UNROLL_MAX_EXTENT_DOMAIN, default_unroll, unroll_short_loops
-from .depthwise_intrin import default_rows_block, schedule_depthwise
+from .depthwise_intrin import LAYER_MVE_BYTES_MAX, default_rows_block, layer_mve_rows, schedule_depthwise
 from .gemm_f32 import F32_COL_BYTES_MAX, f32_gemm_applies, schedule_conv2d_f32, schedule_dense_f32
 from .gemm_schedule import (COL_BYTES_MAX, EPILOGUE_DOMAIN, FC_ACC_ROWS, FC_ACC_ROWS_DOMAIN, FC_INPUT,
                             WIDEN_MIN_RUN, GemmKnobs, output_pixels, schedule_conv2d_gemm,
@@ -206,14 +206,15 @@ def _conv_applies(func, target) -> bool:
 
 def _conv_knobs(func, target):
     return _knobs("cols", "col_bytes_max", "widen_min_run", "wide_weights", "epilogue", "pointwise", "pad_split",
-                  "cache_read_at", "cache_write_at", "gemm_loop_order", "gemm_tile", "unroll_max_extent")
+                  "cache_read_at", "cache_write_at", "gemm_loop_order", "gemm_tile", "conv_kernel",
+                  "unroll_max_extent")
 
 
 def _conv_default(func, target, wide):
     return {"cols": 0, "col_bytes_max": COL_BYTES_MAX[kernel_set(target)], "widen_min_run": WIDEN_MIN_RUN,
             "wide_weights": int(bool(wide)),
             "epilogue": "auto", "pointwise": "copy", "pad_split": "auto", "cache_read_at": "block",
-            "cache_write_at": "block", "gemm_loop_order": "panels", "gemm_tile": "auto",
+            "cache_write_at": "block", "gemm_loop_order": "panels", "gemm_tile": "auto", "conv_kernel": "auto",
             "unroll_max_extent": default_unroll(func)}
 
 
@@ -241,7 +242,8 @@ def _conv_schedule(func, target, config):
     return schedule_conv2d_gemm(func, target, wide, GemmKnobs(
         col_bytes_max=config["col_bytes_max"], widen_min_run=config["widen_min_run"], cols=cols, epilogue=epilogue,
         pointwise=config["pointwise"], pad_split=config["pad_split"], cache_read_at=config["cache_read_at"],
-        cache_write_at=config["cache_write_at"], loop_order=config["gemm_loop_order"], tile=config["gemm_tile"]))
+        cache_write_at=config["cache_write_at"], loop_order=config["gemm_loop_order"], tile=config["gemm_tile"],
+        conv_kernel=config["conv_kernel"]))
 
 
 # ---------------------------------------------------------------- float32 conv2d / fully_connected (FPU)
@@ -314,14 +316,22 @@ def _dw_knobs(func, target):
 
 def _dw_default(func, target, wide):
     block = default_rows_block(func)
-    kernel = ("rows" if block is not None else "kernel") if wide else "loops"
+    if kernel_set(target) == "mve":        # Helium's whole-layer kernel (mc_depthwise_layer_mve_s8)
+        rows = layer_mve_rows(func)
+        whole_layer = rows is not None and rows[1] <= LAYER_MVE_BYTES_MAX
+    else:
+        whole_layer = block is not None
+    # (on Helium the whole-layer kernel reads int8 weights: it is the choice with or without wide)
+    kernel = ("rows" if whole_layer else "kernel") if wide or (whole_layer and kernel_set(target) == "mve") \
+        else "loops"
     return {"depthwise_kernel": kernel, "wide_weights": int(bool(wide)),
             "depthwise_rows_block": 0 if block is None else block, "unroll_max_extent": default_unroll(func)}
 
 
 @knob_family("depthwise_conv2d", _dw_applies, _dw_knobs, _dw_default)
 def _dw_schedule(func, target, config):
-    if config["depthwise_kernel"] in ("rows", "kernel") and not config["wide_weights"]:
+    int8_rows = config["depthwise_kernel"] == "rows" and kernel_set(target) == "mve"
+    if config["depthwise_kernel"] in ("rows", "kernel") and not config["wide_weights"] and not int8_rows:
         raise InvalidConfig(f"depthwise_conv2d: the micro-kernels read int16 weights (depthwise_kernel="
                             f"{config['depthwise_kernel']} needs wide_weights=1)")
     return schedule_depthwise(func, target, kernel=config["depthwise_kernel"], wide=bool(config["wide_weights"]),

@@ -17,11 +17,16 @@ import numpy as np
 
 from ..tir import intrinsics
 from ..tir.interp import compile_expr
-from ..tir.nodes import Address, BinOp, Buffer, Call, Cast, IntImm, Load, PrimFunc, Select, Var, rewrite, walk
+from ..tir.intrinsics_elementwise import ADD_TABLES_MVE_KERNEL, ADD_TABLES_PARAMS
+from ..tir.nodes import (Address, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, Load, PrimFunc, Select, Store, Var,
+                         add, rewrite, simplify, walk)
 from ..tir.verify import verify_primfunc
 from .knobs import declare_knob
 from .primitives import ScheduleError, primitive
+from .epilogue import _to_int8 as to_int8
+from .tensorize import affine, tensor_intrin
 from .trace import Schedule
+from .variants import kernel_set
 
 
 @primitive("tabulate")
@@ -101,7 +106,70 @@ def schedule_add_tables(func: PrimFunc, target=None, wide: bool | None = None) -
             sch.apply("tabulate", operand, f"rescale_{operand}")
     except ScheduleError:
         return None
+    if kernel_set(target) == "mve":
+        # Helium: an ADD's element loop as one call of the vector kernel, where the nest is one
+        # loop over both inputs' elements alike (no broadcast)
+        loops = [n for n in walk(sch.func.body) if isinstance(n, For)]
+        if len(loops) == 1:
+            try:
+                sch.tensorize(loops[0].var.name, ADD_TABLES_MVE_KERNEL)
+            except ScheduleError:
+                pass
     return sch
+
+
+def _match_add_tables(loop: For) -> dict | None:
+    """for i { y[Y + i] = int8(clamp(mc_mul_by_qm_pos_rshift(ta[a[A + i] + 128] + tb[b[B + i] + 128],
+    M, S) + off, lo, hi)) }, M and S immediates, ta and tb 256-entry int32 constants. (A SUB's
+    lowering never proves the cheap form's domain, so only ADD reaches it.)"""
+    body, v = loop.body, loop.var.name
+    if not isinstance(body, Store) or body.buffer.dtype != "int8":
+        return None
+    call = next((n for n in walk(body.value) if isinstance(n, Call) and n.name == "mc_mul_by_qm_pos_rshift"), None)
+    if call is None or not all(isinstance(x, IntImm) for x in call.args[1:]) \
+            or not (isinstance(call.args[0], BinOp) and call.args[0].op == "add"):
+        return None
+    sides = []
+    for t in (call.args[0].a, call.args[0].b):
+        if not (isinstance(t, Load) and t.buffer.dtype == "int32" and t.buffer.scope == "const"
+                and t.buffer.shape == (256,) and isinstance(t.index, BinOp) and t.index.op == "add"
+                and t.index.b == IntImm(128) and isinstance(t.index.a, Cast) and isinstance(t.index.a.value, Load)):
+            return None
+        x = t.index.a.value
+        at = affine(x.index, {v})
+        if x.buffer.dtype != "int8" or at is None or at[0] != {v: 1}:
+            return None
+        sides.append((t.buffer, x.buffer, at[1]))
+    yt = affine(body.index, {v})
+    if yt is None or yt[0] != {v: 1}:
+        return None
+    adds = [(n.b.value if n.op == "add" else -n.b.value) for n in walk(body.value)
+            if isinstance(n, BinOp) and n.op in ("add", "sub") and isinstance(n.b, IntImm) and n is not call.args[0]]
+    lo = next((n.b.value for n in walk(body.value) if isinstance(n, BinOp) and n.op == "max"
+               and isinstance(n.b, IntImm)), -128)
+    hi = next((n.b.value for n in walk(body.value) if isinstance(n, BinOp) and n.op == "min"
+               and isinstance(n.b, IntImm)), 127)
+    off = (adds[:1] or [0])[0]
+    # the whole store expression rebuilt as the lowering makes it: nothing else may be in it
+    if not any(simplify(to_int8(add(call, IntImm(off)), lo, hi, ssat)) == simplify(body.value)
+               for ssat in (False, True) if to_int8(add(call, IntImm(off)), lo, hi, ssat) is not None):
+        return None
+    (ta, a, abase), (tb, b, bbase) = sides
+    return {"y": body.buffer, "ybase": yt[1], "a": a, "abase": abase, "b": b, "bbase": bbase, "ta": ta, "tb": tb,
+            "n": loop.extent, "mult": call.args[1].value,
+            "rshift": call.args[2].value, "off": off, "lo": lo, "hi": hi}
+
+
+def _emit_add_tables(b: dict):
+    params = ADD_TABLES_PARAMS(n=b["n"], mult=b["mult"], rshift=b["rshift"], out_offset=b["off"],
+                               act_min=b["lo"], act_max=b["hi"])
+    args = (Address(b["y"], b["ybase"]), Address(b["a"], b["abase"]), Address(b["b"], b["bbase"]),
+            Address(b["ta"], IntImm(0)), Address(b["tb"], IntImm(0)), params)
+    return Evaluate(Call(ADD_TABLES_MVE_KERNEL, args, "void"))
+
+
+tensor_intrin(ADD_TABLES_MVE_KERNEL, _emit_add_tables,
+              doc="int8 y = requantize(ta[a] + tb[b]), four elements per vector (mve)")(_match_add_tables)
 
 
 # The int8 softmax kernels and their exp-table twins (runtime_c/include/mc_softmax.h).

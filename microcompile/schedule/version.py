@@ -23,6 +23,8 @@ Records written before the version existed have none and count as version 0.
        arena no longer keeps large layers' weights int8
     4  depthwise knob value depthwise_kernel=rows (the whole-layer 3x3 kernel, the default on DSP
        cores where its ring fits) and knob depthwise_rows_block (schedule/depthwise_intrin.py)
+    5  on Helium cores the int8 im2col copy's runs of input channels are one mc_copy_mve_s8 call
+       each (schedule/gemm_schedule.py MVE_COPY_MIN_RUN)
 """
 
-SCHEDULE_VERSION = 4
+SCHEDULE_VERSION = 5

@@ -5,6 +5,8 @@
     mc_unpack_s4_s16(dst, src, n):      the same into int16 (the depthwise kernels' weights)
                                         (every core: runtime_c/kernels/mc_copy.c)
     mc_move_bytes(dst, src, n):         memmove of n bytes (a patch stage's kept window rows)
+    mc_copy_mve_s8(dst, src, n):        dst[i] = src[i] for i < n, int8 (Helium: the im2col copy,
+                                        runtime_c/kernels/mve/mc_copy_mve.c)
 """
 
 from __future__ import annotations
@@ -45,3 +47,12 @@ def _move_impl(dst_ptr, src_ptr, n):
     (da, do), (sa, so) = dst_ptr, src_ptr
     items = n // da.itemsize
     da[do:do + items] = sa[so:so + items].copy()
+
+
+COPY_MVE_KERNEL = "mc_copy_mve_s8"
+
+
+@intrinsic(COPY_MVE_KERNEL, ("handle", "handle", "int32"), "void", "mc_copy.h", extern=True, writes=(0,))
+def _copy_mve_impl(dst_ptr, src_ptr, n):
+    (da, do), (sa, so) = dst_ptr, src_ptr
+    da[do:do + n] = sa[so:so + n]

@@ -173,3 +173,52 @@ def _impl_rows(y, x, rec, scratch, p: dict):
     assert np.all(np.abs(acc) < 2**30), "outside mc_mul_by_qm_pos_rshift's domain"
     v = np.asarray(multiply_by_quantized_multiplier(acc, mult, -e), np.int64) + off
     ya[yo:yo + acc.size] = np.clip(v, p["act_min"], p["act_max"]).astype(np.int8).reshape(-1)
+
+
+# mc_depthwise_layer_mve_s8 (Helium): a whole int8 3x3 depthwise layer of depth multiplier 1 on
+# the folded bias and int8 weights in groups of four channels (mc_depthwise.h;
+# schedule/depthwise_intrin.py).
+LAYER_MVE_KERNEL = "mc_depthwise_layer_mve_s8"
+DEPTHWISE_LAYER_PARAMS = StructType("mc_depthwise_layer_params_t",
+                                    ("batch", "channels", "in_h", "in_w", "out_h", "out_w", "kh", "kw", "stride_h",
+                                     "stride_w", "dil_h", "dil_w", "pad_top", "pad_left", "padded_w", "zp_in",
+                                     "out_offset", "act_min", "act_max"))
+
+
+def pack_layer_mve(w: np.ndarray) -> np.ndarray:
+    """[1, kh, kw, c] int8 -> the kernel's groups of four channels: [g][t][u][4], zero-padded."""
+    _, kh, kw, c = w.shape
+    g = (c + 3) // 4
+    pad = np.zeros((kh, kw, g * 4), w.dtype)
+    pad[:, :, :c] = w.reshape(kh, kw, c)
+    return pad.reshape(kh, kw, g, 4).transpose(2, 0, 1, 3).reshape(-1)
+
+
+def unpack_layer_mve(flat: np.ndarray, kh: int, kw: int, c: int) -> np.ndarray:
+    g = (c + 3) // 4
+    return flat[:g * kh * kw * 4].reshape(g, kh, kw, 4).transpose(1, 2, 0, 3).reshape(kh, kw, g * 4)[:, :, :c]
+
+
+@intrinsic(LAYER_MVE_KERNEL, ("handle",) * 7 + (DEPTHWISE_LAYER_PARAMS,), "void", "mc_depthwise.h", extern=True,
+           writes=(0, 6))
+def _impl_layer_mve(y, x, w, bias, mult, rshift, rows, p: dict):
+    """Python semantics: TFLite's DepthwiseConvPerChannel, a padded tap reading zp_in (the full
+    bias fold cancels it); `rows` is the kernel's own scratch."""
+    (ya, yo), (xa, xo), (wa, wo) = y, x, w
+    n, c, ih, iw, oh, ow = (p[f] for f in ("batch", "channels", "in_h", "in_w", "out_h", "out_w"))
+    kh, kw, sh, sw, dh, dw = (p[f] for f in ("kh", "kw", "stride_h", "stride_w", "dil_h", "dil_w"))
+    pt, pl = p["pad_top"], p["pad_left"]
+    filt = unpack_layer_mve(np.asarray(wa[wo:]), kh, kw, c).astype(np.int64)
+    xs = np.asarray(xa[xo:xo + n * ih * iw * c], np.int64).reshape(n, ih, iw, c)
+    hp, wp = max(ih + pt, (oh - 1) * sh + (kh - 1) * dh + 1), max(iw + pl, (ow - 1) * sw + (kw - 1) * dw + 1)
+    xp = np.full((n, hp, wp, c), p["zp_in"], np.int64)
+    xp[:, pt:pt + ih, pl:pl + iw] = xs
+    i = np.arange(c)
+    acc = np.broadcast_to(bias[0][bias[1] + i].astype(np.int64), (n, oh, ow, c)).copy()
+    for t in range(kh):
+        for u in range(kw):
+            acc += xp[:, t * dh:t * dh + (oh - 1) * sh + 1:sh, u * dw:u * dw + (ow - 1) * sw + 1:sw] * filt[t, u]
+    m, r = mult[0][mult[1] + i].astype(np.int64), rshift[0][rshift[1] + i].astype(np.int64)
+    assert np.all(np.abs(acc) < 2**30) and np.all(r >= 1) and np.all(m >= 0), "outside mc_mul_by_qm_pos_rshift's domain"
+    v = np.asarray(multiply_by_quantized_multiplier(acc, m, -r), np.int64) + p["out_offset"]
+    ya[yo:yo + acc.size] = np.clip(v, p["act_min"], p["act_max"]).astype(np.int8).reshape(-1)

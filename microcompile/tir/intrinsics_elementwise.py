@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..ir import fixedpoint_log
+from ..ir.fixedpoint import multiply_by_quantized_multiplier
 from .intrinsics import StructType, intrinsic
 
 
@@ -45,3 +46,24 @@ def _log_softmax_s8(x_ptr, y_ptr, table_ptr, params):
     x = xa[xo:xo + rows * depth].reshape(rows, depth)
     p = fixedpoint_log.LogSoftmaxParams(*(params[k] for k in LOG_SOFTMAX_PARAMS.fields[2:]))
     ya[yo:yo + rows * depth] = fixedpoint_log.log_softmax_int8(x, p).reshape(-1)
+
+
+# mc_add_tables_mve_s8 (Helium): an int8 ADD whose inputs' rescales are 256-entry tables
+# (schedule/tabulate.py), four elements per vector (runtime_c/include/mc_elementwise.h).
+ADD_TABLES_MVE_KERNEL = "mc_add_tables_mve_s8"
+ADD_TABLES_PARAMS = StructType("mc_add_tables_params_t",
+                               ("n", "mult", "rshift", "out_offset", "act_min", "act_max"))
+
+
+@intrinsic(ADD_TABLES_MVE_KERNEL, ("handle",) * 5 + (ADD_TABLES_PARAMS,), "void", "mc_elementwise.h",
+           extern=True, writes=(0,))
+def _add_tables_mve(y, a, b, ta, tb, p: dict):
+    (ya, yo), (aa, ao), (ba, bo), (taa, tao), (tba, tbo) = y, a, b, ta, tb
+    n = p["n"]
+    va = taa[tao + aa[ao:ao + n].astype(np.int64) + 128].astype(np.int64)
+    vb = tba[tbo + ba[bo:bo + n].astype(np.int64) + 128].astype(np.int64)
+    s = va + vb
+    assert np.all(np.abs(s) < 2**30) and p["rshift"] >= 1 and p["mult"] >= 0, \
+        "outside mc_mul_by_qm_pos_rshift's domain"
+    v = np.asarray(multiply_by_quantized_multiplier(s, p["mult"], -p["rshift"]), np.int64) + p["out_offset"]
+    ya[yo:yo + n] = np.clip(v, p["act_min"], p["act_max"]).astype(np.int8)

@@ -12,6 +12,7 @@ The requantizing variants keep the accumulator in registers and write int8 (no i
 
     mc_gemm_rq_c_<dtype>(y, a, b, bias, mult, rshift, &{m, n, k, lda, ldb, ldy, out_offset, act_min, act_max})
     mc_gemm_rq_mve_s8(y, a, b, bias, mult, rshift, &{... the same})          (Helium: int8 only)
+    mc_gemm_p4_rq_mve_s8(y, a_packed, b, ...)  the same on panels of 4 rows in groups of 16 k
     mc_gemm_p4_rq_dsp_<dtype>(y, a_packed, b, bias, mult, rshift, &{... the same; lda ignored})
     mc_gemm_p4_rq_dsp_s16_cols(...)      the s16 one in another loop order (RQ_LOOP_ORDERS)
     mc_gemm_p4x2_rq_dsp_s16(...)         the s16 one on a pair-interleaved B (RQ_TILES)
@@ -148,7 +149,8 @@ GEMM_RQ_PARAMS = StructType("mc_gemm_rq_params_t", ("m", "n", "k", "lda", "ldb",
 # kernel -> (operand dtype, k group of the packed A; 0: A row-major with lda)
 RQ_KERNELS = {"mc_gemm_rq_c_s8": ("int8", 0), "mc_gemm_rq_c_s16": ("int16", 0),
               "mc_gemm_p4_rq_dsp_s16": ("int16", 2), "mc_gemm_p4_rq_dsp_s16_cols": ("int16", 2),
-              "mc_gemm_p4_rq_dsp_s8": ("int8", 4), "mc_gemm_rq_mve_s8": ("int8", 0)}
+              "mc_gemm_p4_rq_dsp_s8": ("int8", 4), "mc_gemm_rq_mve_s8": ("int8", 0),
+              "mc_gemm_p4_rq_mve_s8": ("int8", 16)}
 # The loop orders of the requantizing s16 DSP kernel (schedule knob gemm_loop_order), same
 # result: "panels" runs chunks of RQ_CHUNK panels outermost and the columns inside (records
 # and a chunk's weights stay near), "columns" the columns outermost with every panel of a column
@@ -160,7 +162,7 @@ RQ_CHUNK, RQ_COLS_PANELS = 8, 16
 def rq_kernel_name(variant: str, dtype: str) -> str:
     if variant == "dsp":
         return f"mc_gemm_p4_rq_dsp_{dtype}"
-    return f"mc_gemm_rq_mve_{dtype}" if variant == "mve" else f"mc_gemm_rq_c_{dtype}"
+    return f"mc_gemm_p4_rq_mve_{dtype}" if variant == "mve" else f"mc_gemm_rq_c_{dtype}"
 
 
 def pair_interleaved_index(j, p, n: int, ldb: int):
@@ -227,3 +229,39 @@ def _widen_pairs_impl(dst_ptr, src_ptr, n):
     (da, do), (sa, so) = dst_ptr, src_ptr
     i = np.arange(n)
     da[do + (i // 2) * 4 + i % 2] = sa[so:so + n].astype(np.int16)
+
+# mc_conv_rq_mve_s8 (Helium): a whole int8 convolution, each block of output pixels' windows
+# copied into dense columns of k_p bytes (mc_gemm.h; schedule/conv_mve.py). Weights: [out_c, k_p]
+# packed by pack_panels4 with groups of 16 (zeros past kh * kw * in_c).
+CONV_MVE_KERNEL = "mc_conv_rq_mve_s8"
+CONV_GROUP = 16
+CONV_PARAMS = StructType("mc_conv_params_t",
+                         ("batch", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "kh", "kw", "stride_h",
+                          "stride_w", "dil_h", "pad_top", "pad_left", "k_p", "cols", "zp_in", "out_offset", "act_min",
+                          "act_max"))
+
+
+@intrinsic(CONV_MVE_KERNEL, ("handle",) * 7 + (CONV_PARAMS,), "void", "mc_gemm.h", extern=True, writes=(0, 6))
+def _impl_conv_mve(y, x, w, bias, mult, rshift, col, p: dict):
+    """Python semantics: TFLite's ConvPerChannel with the zero point folded into the bias (a
+    padded tap reads zp_in); `col` is the kernel's own scratch."""
+    (ya, yo), (xa, xo), (wa, wo) = y, x, w
+    n, ih, iw, ic, oh, ow, oc = (p[f] for f in ("batch", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c"))
+    kh, kw, sh, sw, dh = (p[f] for f in ("kh", "kw", "stride_h", "stride_w", "dil_h"))
+    pt, pl = p["pad_top"], p["pad_left"]
+    filt = unpack_panels4(wa[wo:], oc, p["k_p"], CONV_GROUP)[:, :kh * kw * ic]
+    filt = filt.reshape(oc, kh, kw, ic).astype(np.int64)
+    xs = np.asarray(xa[xo:xo + n * ih * iw * ic], np.int64).reshape(n, ih, iw, ic)
+    hp, wp = max(ih + pt, (oh - 1) * sh + (kh - 1) * dh + 1), max(iw + pl, (ow - 1) * sw + kw)
+    xp = np.full((n, hp, wp, ic), p["zp_in"], np.int64)
+    xp[:, pt:pt + ih, pl:pl + iw] = xs
+    i = np.arange(oc)
+    acc = np.broadcast_to(bias[0][bias[1] + i].astype(np.int64), (n, oh, ow, oc)).copy()
+    for t in range(kh):
+        for u in range(kw):
+            taps = xp[:, t * dh:t * dh + (oh - 1) * sh + 1:sh, u:u + (ow - 1) * sw + 1:sw]   # [n, oh, ow, ic]
+            acc += taps @ filt[:, t, u, :].T
+    m, r = mult[0][mult[1] + i].astype(np.int64), rshift[0][rshift[1] + i].astype(np.int64)
+    assert np.all(np.abs(acc) < 2**30) and np.all(r >= 1) and np.all(m >= 0), "outside mc_mul_by_qm_pos_rshift's domain"
+    v = np.asarray(multiply_by_quantized_multiplier(acc, m, -r), np.int64) + p["out_offset"]
+    ya[yo:yo + acc.size] = np.clip(v, p["act_min"], p["act_max"]).astype(np.int8).reshape(-1)

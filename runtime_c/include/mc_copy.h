@@ -16,7 +16,12 @@
  *   mc_move_bytes(dst, src, n):         memmove(dst, src, n)
  *
  * moves the rows a patch stage's window keeps from one band to the next to the window's
- * top (the regions overlap when more rows are kept than dropped); every core. */
+ * top (the regions overlap when more rows are kept than dropped); every core.
+ *
+ *   mc_copy_mve_s8(dst, src, n):        dst[i] = src[i] for i < n (int8, no overlap)
+ *
+ * copies a run of input channels into a conv's im2col column on Helium cores (16 bytes per
+ * vector load and store); other cores keep the plain loop. */
 #ifndef MC_COPY_H
 #define MC_COPY_H
 
@@ -30,6 +35,7 @@ void mc_widen_dsp_s8_s16(int16_t *dst, const int8_t *src, int32_t n);
 void mc_unpack_s4_s8(int8_t *dst, const uint8_t *src, int32_t n);
 void mc_unpack_s4_s16(int16_t *dst, const uint8_t *src, int32_t n);
 void mc_move_bytes(void *dst, const void *src, int32_t n);
+void mc_copy_mve_s8(int8_t *dst, const int8_t *src, int32_t n);
 
 #ifdef __cplusplus
 }

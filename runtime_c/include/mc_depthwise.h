@@ -25,7 +25,16 @@
  * and is compiled only for Armv8.1-M cores with MVE. `_<kh>x<kw>_` variants are the same
  * function with the window fixed at compile time (fully unrolled taps) for a filter 3
  * wide (w_row == 12, ignored); the code generator picks one from the sub-window, and the
- * generic one otherwise. */
+ * generic one otherwise.
+ *
+ * mc_depthwise_layer_mve_s8 (Helium, kernels/mve/mc_depthwise_layer_mve.c) runs a whole int8
+ * 3x3 depthwise layer (depth multiplier 1, dilation 1, stride 1 or 2 across) on the folded bias
+ * (bias - zp_in * sum(w), so a padded tap reads zp_in) and the model's int8 weights packed in
+ * groups of four channels: w[g][t][u][4] = filter[t][u][4g..4g+4) (zeros past the channels).
+ * For each output row it copies the 3 input rows the row needs into `rows` (3 * padded_w *
+ * 4 bytes per group of four channels, the padding set to zp_in), then computes four output
+ * pixels by four channels per pass. A row's inputs are all read before its outputs are
+ * written, rows top to bottom: the "window" in-place rule holds. */
 #ifndef MC_DEPTHWISE_H
 #define MC_DEPTHWISE_H
 
@@ -46,6 +55,17 @@ typedef struct {
     int32_t out_offset;            /* output zero point */
     int32_t act_min, act_max;      /* the fused activation's clamp */
 } mc_depthwise_params_t;
+
+typedef struct {
+    int32_t batch, channels, in_h, in_w, out_h, out_w, kh, kw;
+    int32_t stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+    int32_t padded_w;              /* columns of a copied row: the input's and its padding */
+    int32_t zp_in, out_offset, act_min, act_max;
+} mc_depthwise_layer_params_t;
+
+void mc_depthwise_layer_mve_s8(int8_t *y, const int8_t *x, const int8_t *w, const int32_t *bias,
+                               const int32_t *mult, const int32_t *rshift, int8_t *rows,
+                               const mc_depthwise_layer_params_t *params);
 
 #define MC_DEPTHWISE_ARGS                                                                          \
     int8_t *y, const int8_t *x, const int16_t *w, const int32_t *bias, const int32_t *mult,         \

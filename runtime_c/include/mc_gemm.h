@@ -44,7 +44,18 @@
  *   b[(j/2)*2*ldb + (p/2)*4 + (j%2)*2 + p%2]
  * (columns 2q and 2q+1 alternate by pairs of k, so one LDM fetches both), an odd last column
  * row-major at b[(n-1)*ldb + p]. mc_widen_pairs_dsp_s8_s16(dst, src, n) writes such a layout:
- * dst[(i/2)*4 + i%2] = src[i] for i < n. */
+ * dst[(i/2)*4 + i%2] = src[i] for i < n.
+ *
+ * mc_conv_rq_mve_s8 (Helium, kernels/mve/mc_gemm_conv_mve.c) runs a whole int8 NHWC
+ * convolution (dilation 1 across) in blocks of `cols` output pixels: it copies a block's
+ * windows into `col` (cols * k_p bytes of scratch, k_p = kh * kw * in_c rounded up to 16; a
+ * filter row inside the input is one run of kw * in_c bytes, padded taps read the input zero
+ * point), then runs every panel of four output channels over the block. Its weights are
+ * w[oc][kh][kw][ic] as rows of k_p (zeros past kh * kw * in_c), packed in panels of four
+ * output channels in groups of 16 (the p4 layout above with group 16; zeros pad out_c to a
+ * multiple of 4). bias is the folded bias (bias - zp_in * sum(w)), so a padded tap reads
+ * zp_in, as TFLite's. A block's windows are read before any of its outputs is written,
+ * blocks in row-major order (the "window" in-place rule). */
 #ifndef MC_GEMM_H
 #define MC_GEMM_H
 
@@ -73,6 +84,16 @@ typedef struct {
     int32_t act_min, act_max;      /* the fused activation's clamp */
 } mc_gemm_rq_params_t;
 
+/* The geometry and output arithmetic of mc_conv_rq_mve_s8. */
+typedef struct {
+    int32_t batch, in_h, in_w, in_c, out_h, out_w, out_c;
+    int32_t kh, kw, stride_h, stride_w, dil_h, pad_top, pad_left;
+    int32_t k_p;                   /* kh * kw * in_c rounded up to a multiple of 16 */
+    int32_t cols;                  /* output pixels per block */
+    int32_t zp_in;                 /* the padding's value */
+    int32_t out_offset, act_min, act_max;
+} mc_conv_params_t;
+
 #define MC_GEMM_RQ_ARGS(T)                                                                         \
     int8_t *y, const T *a, const T *b, const int32_t *bias, const int32_t *mult, const int32_t *rshift, \
         const mc_gemm_rq_params_t *params
@@ -92,6 +113,9 @@ void mc_gemm_p4x2_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t));
 void mc_gemm_p4_rq_dsp_s8(MC_GEMM_RQ_ARGS(int8_t));
 void mc_widen_pairs_dsp_s8_s16(int16_t *dst, const int8_t *src, int32_t n);
 void mc_gemm_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t));
+void mc_gemm_p4_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t));
+void mc_conv_rq_mve_s8(int8_t *y, const int8_t *x, const int8_t *w, const int32_t *bias, const int32_t *mult,
+                       const int32_t *rshift, int8_t *col, const mc_conv_params_t *params);
 
 #ifdef __cplusplus
 }

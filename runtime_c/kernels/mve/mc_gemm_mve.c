@@ -74,20 +74,35 @@ MC_INLINE void tile4x2_s8(int32_t s[8], const int8_t *r0, int32_t lda, const int
     s[7] = s13;
 }
 
-/* s[0..3] += rows r0, r0 + lda, ... (four) . column b0: one load of the column feeds four rows. */
+/* s[0..3] += rows r0, r0 + lda, ... (four) . column b0: one load of the column feeds four rows.
+ * Whole vectors first (no predicate: GCC reloads and re-tests a predicate around every load),
+ * then the last k % 16 under a tail predicate. */
 MC_INLINE void tile4x1_s8(int32_t s[4], const int8_t *r0, int32_t lda, const int8_t *b0, int32_t k)
 {
     const int8_t *r1 = r0 + lda, *r2 = r1 + lda, *r3 = r2 + lda;
     int32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
 
-    for (int32_t p = 0; p < k; p += 16) {
-        const mve_pred16_t tail = vctp8q((uint32_t)(k - p));
-        const int8x16_t x = vldrbq_z_s8(b0 + p, tail);
+    for (int32_t c = k >> 4; c > 0; --c) {
+        const int8x16_t x = vldrbq_s8(b0);
 
-        s0 = vmladavaq_s8(s0, vldrbq_z_s8(r0 + p, tail), x);
-        s1 = vmladavaq_s8(s1, vldrbq_z_s8(r1 + p, tail), x);
-        s2 = vmladavaq_s8(s2, vldrbq_z_s8(r2 + p, tail), x);
-        s3 = vmladavaq_s8(s3, vldrbq_z_s8(r3 + p, tail), x);
+        s0 = vmladavaq_s8(s0, vldrbq_s8(r0), x);
+        s1 = vmladavaq_s8(s1, vldrbq_s8(r1), x);
+        s2 = vmladavaq_s8(s2, vldrbq_s8(r2), x);
+        s3 = vmladavaq_s8(s3, vldrbq_s8(r3), x);
+        b0 += 16;
+        r0 += 16;
+        r1 += 16;
+        r2 += 16;
+        r3 += 16;
+    }
+    if (k & 15) {
+        const mve_pred16_t tail = vctp8q((uint32_t)(k & 15));
+        const int8x16_t x = vldrbq_z_s8(b0, tail);
+
+        s0 = vmladavaq_s8(s0, vldrbq_z_s8(r0, tail), x);
+        s1 = vmladavaq_s8(s1, vldrbq_z_s8(r1, tail), x);
+        s2 = vmladavaq_s8(s2, vldrbq_z_s8(r2, tail), x);
+        s3 = vmladavaq_s8(s3, vldrbq_z_s8(r3, tail), x);
     }
     s[0] = s0;
     s[1] = s1;
@@ -158,9 +173,15 @@ void mc_gemm_nt_mve_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_ge
         gemv_mve_s8(c + j * ldc, a, b + j * ldb, m, k, lda);
 }
 
-/* The requantizing variant (mc_gemm.h's mc_gemm_rq_*): the same tiles, the sums started from the
- * bias, requantized and stored as int8 as soon as their tile is done, so no int32 tile exists in
- * RAM. Four sums of a column are requantized as one vector:
+/* The requantizing variant (mc_gemm.h's mc_gemm_rq_*): the sums requantized and stored as int8
+ * as soon as they are done, so no int32 tile exists in RAM. The loops run four rows (output
+ * channels) at a time, and inside them one column (pixel) at a time:
+ *
+ *   - the four rows' bias, multipliers and shifts are loaded as vectors once per four rows;
+ *   - a column's four sums need four accumulators, four row pointers and one column pointer
+ *     (the 4x2 tile needed 15 registers and spilled in its inner loop): per 16 k, five loads
+ *     and four VMLADAVA.S8, 9 instructions per 64 MACs;
+ *   - the four sums become one vector (two VMOVs), and are requantized together:
  *
  *   VQRDMULH     (2*acc*mult + 2^31) >> 32, mc_requant.h's high multiply (no saturation: mult >= 0,
  *                |acc| < 2^30)
@@ -168,41 +189,32 @@ void mc_gemm_nt_mve_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_ge
  *                rounding right shift half away from zero of mc_mul_by_qm_pos_rshift
  *   VADD, VMAX, VMIN  the output offset and the activation's clamp; VSTRB.32 stores the 4 low bytes.
  *
- * The m % 4 last rows take the scalar form of the DSP kernels (mc_requant_dsp.h: SMMULR, SSAT;
- * Helium implies the DSP extension in Armv8.1-M). */
+ * The sums start at 0 and the bias is added as a vector: the same int32 sum (wrapping addition
+ * is associative). The m % 4 last rows take the scalar form of the DSP kernels
+ * (mc_requant_dsp.h: SMMULR, SSAT; Helium implies the DSP extension in Armv8.1-M). */
 typedef struct {
     int32_t off, act_min, act_max;
 } rq_out_t;
 
-/* Four rows i..i+3 of one column (s[0..3]), requantized, clamped and stored at yj + i. */
-MC_INLINE void rq_store4(int8_t *yj, int32_t i, const int32_t s[4], const int32_t *mult, const int32_t *rshift,
-                         const rq_out_t *o)
+/* Four rows i..i+3 (a0, stride lda) times each of the n columns (b, stride ldb), requantized
+ * with the rows' vectors and stored at y + j * ldy (four bytes per column). */
+static void rq_rows4_mve_s8(int8_t *y, const int8_t *a0, const int8_t *b, int32_t n, int32_t k, int32_t lda,
+                            int32_t ldb, int32_t ldy, int32x4_t bias, int32x4_t mult, int32x4_t nshift,
+                            const rq_out_t *o)
 {
-    int32x4_t v = vsetq_lane_s32(s[3], vsetq_lane_s32(s[2], vsetq_lane_s32(s[1], vdupq_n_s32(s[0]), 1), 2), 3);
+    const int32x4_t lo = vdupq_n_s32(o->act_min), hi = vdupq_n_s32(o->act_max);
 
-    v = vqrdmulhq_s32(v, vldrwq_s32(mult + i));
-    v = vqaddq_s32(v, vshrq_n_s32(v, 31));
-    v = vrshlq_s32(v, vnegq_s32(vldrwq_s32(rshift + i)));
-    v = vaddq_n_s32(v, o->off);
-    v = vminq_s32(vmaxq_s32(v, vdupq_n_s32(o->act_min)), vdupq_n_s32(o->act_max));
-    vstrbq_s32(yj + i, v);
-}
+    for (int32_t j = 0; j < n; ++j) {
+        int32_t s[4] = {0, 0, 0, 0};
+        int32x4_t v;
 
-/* One column b0 of the rows from i on: y0[i..m) (m % 4 rows of a tile, or a whole odd column),
- * four rows per load of the column where there are four. */
-static void rq_column_mve_s8(int8_t *y0, const int8_t *a, const int8_t *b0, const int32_t *bias, const int32_t *mult,
-                             const int32_t *rshift, int32_t i, int32_t m, int32_t k, int32_t lda, const rq_out_t *o)
-{
-    for (; i + 4 <= m; i += 4) {
-        int32_t s[4] = {bias[i], bias[i + 1], bias[i + 2], bias[i + 3]};
-
-        tile4x1_s8(s, a + i * lda, lda, b0, k);
-        rq_store4(y0, i, s, mult, rshift, o);
-    }
-    for (; i < m; ++i) {
-        const int32_t v = mc_requant_ssat8(dot_s8(bias[i], a + i * lda, b0, k), mult[i], rshift[i], o->off);
-
-        y0[i] = (int8_t)(v < o->act_min ? o->act_min : v > o->act_max ? o->act_max : v);
+        tile4x1_s8(s, a0, lda, b + j * ldb, k);
+        v = vsetq_lane_s32(s[3], vsetq_lane_s32(s[2], vsetq_lane_s32(s[1], vdupq_n_s32(s[0]), 1), 2), 3);
+        v = vqrdmulhq_s32(vaddq_s32(v, bias), mult);
+        v = vqaddq_s32(v, vshrq_n_s32(v, 31));
+        v = vrshlq_s32(v, nshift);
+        v = vaddq_n_s32(v, o->off);
+        vstrbq_s32(y + j * ldy, vminq_s32(vmaxq_s32(v, lo), hi));
     }
 }
 
@@ -211,24 +223,124 @@ void mc_gemm_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t))
     const int32_t m = params->m, n = params->n, k = params->k;
     const int32_t lda = params->lda, ldb = params->ldb, ldy = params->ldy;
     const rq_out_t o = {params->out_offset, params->act_min, params->act_max};
-    int32_t j = 0;
+    int32_t i = 0;
 
-    for (; j + 2 <= n; j += 2) {
-        const int8_t *b0 = b + j * ldb, *b1 = b0 + ldb;
-        int8_t *y0 = y + j * ldy, *y1 = y0 + ldy;
-        int32_t i = 0;
+    for (; i + 4 <= m; i += 4)
+        rq_rows4_mve_s8(y + i, a + i * lda, b, n, k, lda, ldb, ldy, vldrwq_s32(bias + i), vldrwq_s32(mult + i),
+                        vnegq_s32(vldrwq_s32(rshift + i)), &o);
+    for (; i < m; ++i) {                 /* the last m % 4 rows, one sum at a time */
+        for (int32_t j = 0; j < n; ++j) {
+            const int32_t v = mc_requant_ssat8(dot_s8(bias[i], a + i * lda, b + j * ldb, k), mult[i], rshift[i],
+                                               o.off);
 
-        for (; i + 4 <= m; i += 4) {
-            int32_t s[8] = {bias[i], bias[i + 1], bias[i + 2], bias[i + 3], bias[i], bias[i + 1], bias[i + 2],
-                            bias[i + 3]};
-
-            tile4x2_s8(s, a + i * lda, lda, b0, b1, k);
-            rq_store4(y0, i, s, mult, rshift, &o);
-            rq_store4(y1, i, s + 4, mult, rshift, &o);
+            y[j * ldy + i] = (int8_t)(v < o.act_min ? o.act_min : v > o.act_max ? o.act_max : v);
         }
-        rq_column_mve_s8(y0, a, b0, bias, mult, rshift, i, m, k, lda, &o);   /* the last m % 4 rows */
-        rq_column_mve_s8(y1, a, b1, bias, mult, rshift, i, m, k, lda, &o);
     }
-    if (j < n)                           /* an odd last column */
-        rq_column_mve_s8(y + j * ldy, a, b + j * ldb, bias, mult, rshift, 0, m, k, lda, &o);
+}
+
+/* mc_gemm_p4_rq_mve_s8: the requantizing GEMM on weights packed in panels of four rows
+ * (mc_gemm.h's panel layout with groups of 16 k: row 0's k 0..15, row 1's, row 2's, row 3's,
+ * then k 16..31 of each; zeros pad k to a multiple of 16 and m to a multiple of 4). One pointer
+ * walks a panel with immediate offsets, so a tile of four rows by two columns needs eight
+ * accumulators and three pointers and stays in registers: per 16 k, two column loads, four
+ * weight loads and eight VMLADAVA.S8, 14 instructions per 128 MACs. The padded k need no
+ * predicate on the weights (they are zeros); the columns' last k % 16 are loaded under a tail
+ * predicate. Rows past m are computed on the zero padding and not stored. */
+
+/* Four sums of a column (s0..s3) plus the bias, requantized, clamped and stored at y under keep. */
+MC_INLINE void rq_store4_p(int8_t *y, int32_t s0, int32_t s1, int32_t s2, int32_t s3, int32x4_t bias,
+                           int32x4_t mult, int32x4_t nshift, const rq_out_t *o, mve_pred16_t keep)
+{
+    int32x4_t v = vsetq_lane_s32(s3, vsetq_lane_s32(s2, vsetq_lane_s32(s1, vdupq_n_s32(s0), 1), 2), 3);
+
+    v = vqrdmulhq_s32(vaddq_s32(v, bias), mult);
+    v = vqaddq_s32(v, vshrq_n_s32(v, 31));
+    v = vrshlq_s32(v, nshift);
+    v = vaddq_n_s32(v, o->off);
+    v = vminq_s32(vmaxq_s32(v, vdupq_n_s32(o->act_min)), vdupq_n_s32(o->act_max));
+    vstrbq_p_s32(y, v, keep);
+}
+
+void mc_gemm_p4_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t))
+{
+    const int32_t m = params->m, n = params->n, k = params->k;
+    const int32_t ldb = params->ldb, ldy = params->ldy;
+    const int32_t kp = (k + 15) & ~15, whole = k >> 4, rest = k & 15;
+    const rq_out_t o = {params->out_offset, params->act_min, params->act_max};
+    const mve_pred16_t tail = vctp8q((uint32_t)rest);
+
+    for (int32_t i = 0; i < m; i += 4) {
+        const int8_t *panel = a + i * kp;
+        const mve_pred16_t keep = vctp32q((uint32_t)(m - i));
+        const int32x4_t bias4 = vldrwq_z_s32(bias + i, keep), mult4 = vldrwq_z_s32(mult + i, keep);
+        const int32x4_t nshift4 = vnegq_s32(vldrwq_z_s32(rshift + i, keep));
+        int32_t j = 0;
+
+        for (; j + 2 <= n; j += 2) {
+            const int8_t *w = panel, *x0 = b + j * ldb, *x1 = x0 + ldb;
+            int32_t s00 = 0, s01 = 0, s02 = 0, s03 = 0, s10 = 0, s11 = 0, s12 = 0, s13 = 0;
+
+            for (int32_t c = whole; c > 0; --c) {
+                const int8x16_t v0 = vldrbq_s8(x0), v1 = vldrbq_s8(x1);
+                int8x16_t wv = vldrbq_s8(w);
+
+                s00 = vmladavaq_s8(s00, wv, v0);
+                s10 = vmladavaq_s8(s10, wv, v1);
+                wv = vldrbq_s8(w + 16);
+                s01 = vmladavaq_s8(s01, wv, v0);
+                s11 = vmladavaq_s8(s11, wv, v1);
+                wv = vldrbq_s8(w + 32);
+                s02 = vmladavaq_s8(s02, wv, v0);
+                s12 = vmladavaq_s8(s12, wv, v1);
+                wv = vldrbq_s8(w + 48);
+                s03 = vmladavaq_s8(s03, wv, v0);
+                s13 = vmladavaq_s8(s13, wv, v1);
+                w += 64;
+                x0 += 16;
+                x1 += 16;
+            }
+            if (rest) {
+                const int8x16_t v0 = vldrbq_z_s8(x0, tail), v1 = vldrbq_z_s8(x1, tail);
+                int8x16_t wv = vldrbq_s8(w);
+
+                s00 = vmladavaq_s8(s00, wv, v0);
+                s10 = vmladavaq_s8(s10, wv, v1);
+                wv = vldrbq_s8(w + 16);
+                s01 = vmladavaq_s8(s01, wv, v0);
+                s11 = vmladavaq_s8(s11, wv, v1);
+                wv = vldrbq_s8(w + 32);
+                s02 = vmladavaq_s8(s02, wv, v0);
+                s12 = vmladavaq_s8(s12, wv, v1);
+                wv = vldrbq_s8(w + 48);
+                s03 = vmladavaq_s8(s03, wv, v0);
+                s13 = vmladavaq_s8(s13, wv, v1);
+            }
+            rq_store4_p(y + j * ldy + i, s00, s01, s02, s03, bias4, mult4, nshift4, &o, keep);
+            rq_store4_p(y + (j + 1) * ldy + i, s10, s11, s12, s13, bias4, mult4, nshift4, &o, keep);
+        }
+        if (j < n) {                     /* an odd last column */
+            const int8_t *w = panel, *x0 = b + j * ldb;
+            int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+
+            for (int32_t c = whole; c > 0; --c) {
+                const int8x16_t v0 = vldrbq_s8(x0);
+
+                s0 = vmladavaq_s8(s0, vldrbq_s8(w), v0);
+                s1 = vmladavaq_s8(s1, vldrbq_s8(w + 16), v0);
+                s2 = vmladavaq_s8(s2, vldrbq_s8(w + 32), v0);
+                s3 = vmladavaq_s8(s3, vldrbq_s8(w + 48), v0);
+                w += 64;
+                x0 += 16;
+            }
+            if (rest) {
+                const int8x16_t v0 = vldrbq_z_s8(x0, tail);
+
+                s0 = vmladavaq_s8(s0, vldrbq_s8(w), v0);
+                s1 = vmladavaq_s8(s1, vldrbq_s8(w + 16), v0);
+                s2 = vmladavaq_s8(s2, vldrbq_s8(w + 32), v0);
+                s3 = vmladavaq_s8(s3, vldrbq_s8(w + 48), v0);
+            }
+            rq_store4_p(y + j * ldy + i, s0, s1, s2, s3, bias4, mult4, nshift4, &o, keep);
+        }
+    }
 }

@@ -1,0 +1,239 @@
+/* mc_depthwise_layer_mve_s8 (mc_depthwise.h): a whole int8 3x3 depthwise layer (depth multiplier
+ * 1, dilation 1, stride 1 or 2 across) for Armv8.1-M cores with Helium (MVE), the Cortex-M55.
+ * Copied into a project only when the board's core has MVE.
+ *
+ * The per-pixel kernel (mc_depthwise_mve.c) is called once per output pixel and region and
+ * computes its tap addresses and gathers its weights. Here one call runs the layer:
+ *
+ *   - `rows` is a ring of three padded input rows in groups of four channels: group g, slot r,
+ *     column j at ((g * 3 + r) * padded_w + j) * 4, input row ih in slot ih mod 3, the padding
+ *     (rows and columns outside the input) set to the input zero point. Each output row copies
+ *     only the input rows the ring does not hold yet (one at stride 1): 16 channels of a pixel
+ *     per load, scattered as four words (VSTRW.32 with offsets);
+ *   - the weights are packed the same way in flash (group, tap, four channels), so within a
+ *     group every tap of four neighbouring output pixels, and every weight, is an immediate
+ *     offset from one of four pointers. The row of a group is assembly (dw_row_s1/_s2, below):
+ *     per tap one weight load (VLDRB.S32) and per pixel one input load, a VMUL and a VADD (MVE
+ *     has no vector-by-vector multiply-add), 13 instructions per 16 MACs, then the four pixels
+ *     requantized, bit-identical to mc_requant.h's mc_mul_by_qm_pos_rshift (VQRDMULH, then
+ *     s - (s < 0) and VRSHL by -rshift, as mc_gemm_mve.c). A group of fewer than four
+ *     channels (the last, when channels % 4) runs the same in C under a predicate.
+ *
+ * A row's inputs are all in the ring, every channel, before its outputs are written, rows top
+ * to bottom, so the output may sit over the input by the "window" in-place rule (a pass over a
+ * block of channels would read, for its second block, inputs the first may have overwritten).
+ * On a real Cortex-M55 the scatter takes one beat per lane; QEMU counts it as one instruction. */
+#if !defined(__ARM_FEATURE_MVE)
+#error "microcompile: this kernel uses Helium (MVE), which the compiler flags do not enable: compile with the core's -mcpu (e.g. -mcpu=cortex-m55), or export the model for a board whose core lacks Helium"
+#endif
+#include <arm_mve.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mc_depthwise.h"
+
+#define MC_INLINE static inline __attribute__((always_inline))
+
+/* Input row ih into ring slot `slot` (layout above), every channel. */
+static void copy_row(int8_t *rows, const int8_t *xb, int32_t ih, int32_t slot, const mc_depthwise_layer_params_t *p)
+{
+    const int32_t c = p->channels, wp = p->padded_w, group = 3 * wp * 4;
+    const uint32x4_t lanes = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)group);   /* 0, group, 2 group, 3 group */
+    const int32x4_t zp4 = vdupq_n_s32((int32_t)(0x01010101u * (uint8_t)p->zp_in));
+    const int row_inside = ih >= 0 && ih < p->in_h;
+
+    for (int32_t j = 0; j < wp; ++j) {
+        const int32_t iw = j - p->pad_left;
+        const int inside = row_inside && iw >= 0 && iw < p->in_w;
+        const int8_t *src = xb + (ih * p->in_w + iw) * c;
+        int8_t *dst = rows + (slot * wp + j) * 4;
+
+        if ((c & 15) == 0) {             /* whole vectors: no predicate to reload (the common case) */
+            for (int32_t k = 0; k < c; k += 16, dst += 4 * group)
+                vstrwq_scatter_offset_s32((int32_t *)(void *)dst, lanes,              /* word-aligned */
+                                          inside ? vreinterpretq_s32_s8(vldrbq_s8(src + k)) : zp4);
+            continue;
+        }
+        for (int32_t k = 0; k < c; k += 16, dst += 4 * group) {
+            const mve_pred16_t words = vctp32q((uint32_t)((c - k + 3) >> 2));
+            const int32x4_t v = inside ? vreinterpretq_s32_s8(vldrbq_z_s8(src + k, vctp8q((uint32_t)(c - k)))) : zp4;
+
+            vstrwq_scatter_offset_p_s32((int32_t *)(void *)dst, lanes, v, words);
+        }
+    }
+}
+
+/* One output row of one group of four channels. */
+typedef struct {
+    int32x4_t bias, mult, nshift, lo, hi;   /* bytes 0, 16, 32, 48, 64 */
+    const int8_t *in0, *in1, *in2;          /* 80, 84, 88: the first pixel's first tap in each row */
+    const int8_t *wg;                       /* 92: the group's 36 packed weights */
+    int8_t *y;                              /* 96: the first pixel's four outputs */
+    int32_t ldy;                            /* 100: bytes from one output pixel to the next */
+    int32_t blocks;                         /* 104: blocks of four pixels */
+    int32_t singles;                        /* 108: pixels after them */
+    int32_t off;                            /* 112: the output offset */
+} dw_job_t;
+
+typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 80 && offsetof(dw_job_t, wg) == 92 &&
+                            offsetof(dw_job_t, y) == 96 && offsetof(dw_job_t, ldy) == 100 &&
+                            offsetof(dw_job_t, blocks) == 104 && offsetof(dw_job_t, singles) == 108 &&
+                            offsetof(dw_job_t, off) == 112) ? 1 : -1];
+
+/* Assembly text: tap (T, U) of pixel K at stride S. Rows in r0-r2, weights r3 (the widening
+ * loads take r0-r7 only), accumulators q0-q3, the weight q4, the input q5. */
+#define MC_STR2(x) #x
+#define MC_STR(x) MC_STR2(x)
+#define MC_W(T, U) "vldrb.s32 q4, [r3, #" MC_STR(((T) * 3 + (U)) * 4) "]\n"
+#define MC_X(T, U, K, S, Q)                                                                        \
+    "vldrb.s32 q5, [r" #T ", #" MC_STR(((U) + (K) * (S)) * 4) "]\n"                               \
+    "vmul.i32 q5, q5, q4\n"                                                                        \
+    "vadd.i32 " Q ", " Q ", q5\n"
+#define MC_TAP4(T, U, S) MC_W(T, U) MC_X(T, U, 0, S, "q0") MC_X(T, U, 1, S, "q1") MC_X(T, U, 2, S, "q2") \
+    MC_X(T, U, 3, S, "q3")
+#define MC_TAP1(T, U) MC_W(T, U) MC_X(T, U, 0, 1, "q0")
+#define MC_RQ(Q)                                                                                   \
+    "vqrdmulh.s32 " Q ", " Q ", q4\n"                                                              \
+    "vshr.s32 q6, " Q ", #31\n"                                                                    \
+    "vqadd.s32 " Q ", " Q ", q6\n"                                                                 \
+    "vrshl.s32 " Q ", " Q ", q5\n"                                                                 \
+    "vadd.i32 " Q ", " Q ", r12\n"                                                                 \
+    "vmax.s32 " Q ", " Q ", q7\n"
+#define MC_RQ_LOAD "vldrw.u32 q4, [r8, #16]\n" "vldrw.u32 q5, [r8, #32]\n" "ldr r12, [r8, #112]\n"   \
+    "vldrw.u32 q7, [r8, #48]\n"
+
+/* dw_row_s<S>(job): job->blocks blocks of four pixels, then job->singles pixels. */
+#define MC_DW_ROW(NAME, S)                                                                         \
+    __attribute__((naked, noipa)) static void NAME(dw_job_t *job __attribute__((unused)))          \
+    {                                                                                              \
+        __asm__ volatile(                                                                          \
+            "push {r4-r8, lr}\n"                                                                   \
+            "vpush {d8-d15}\n"                                                                     \
+            "mov r8, r0\n"                                                                         \
+            "ldrd r0, r1, [r8, #80]\n"                                                             \
+            "ldrd r2, r3, [r8, #88]\n"                                                             \
+            "ldrd r4, r5, [r8, #96]\n"                                                             \
+            "ldr r6, [r8, #104]\n"                                                                 \
+            "cmp r6, #0\n"                                                                         \
+            "beq 2f\n"                                                                             \
+            "1:\n"                                                                                 \
+            "vldrw.u32 q0, [r8]\n"                                                                 \
+            "vmov q1, q0\n" "vmov q2, q0\n" "vmov q3, q0\n"                                     \
+            MC_TAP4(0, 0, S) MC_TAP4(0, 1, S) MC_TAP4(0, 2, S)                                     \
+            MC_TAP4(1, 0, S) MC_TAP4(1, 1, S) MC_TAP4(1, 2, S)                                     \
+            MC_TAP4(2, 0, S) MC_TAP4(2, 1, S) MC_TAP4(2, 2, S)                                     \
+            MC_RQ_LOAD MC_RQ("q0") MC_RQ("q1") MC_RQ("q2") MC_RQ("q3")                             \
+            "vldrw.u32 q6, [r8, #64]\n"                                                            \
+            "vmin.s32 q0, q0, q6\n" "vmin.s32 q1, q1, q6\n" "vmin.s32 q2, q2, q6\n" "vmin.s32 q3, q3, q6\n" \
+            "vstrb.32 q0, [r4]\n" "add r4, r5\n"                                                  \
+            "vstrb.32 q1, [r4]\n" "add r4, r5\n"                                                  \
+            "vstrb.32 q2, [r4]\n" "add r4, r5\n"                                                  \
+            "vstrb.32 q3, [r4]\n" "add r4, r5\n"                                                  \
+            "adds r0, #" MC_STR(16 * (S)) "\n"                                                     \
+            "adds r1, #" MC_STR(16 * (S)) "\n"                                                     \
+            "adds r2, #" MC_STR(16 * (S)) "\n"                                                     \
+            "subs r6, #1\n"                                                                        \
+            "bne 1b\n"                                                                             \
+            "2:\n"                                                                                 \
+            "ldr r6, [r8, #108]\n"                                                                 \
+            "cmp r6, #0\n"                                                                         \
+            "beq 4f\n"                                                                             \
+            "3:\n"                                                                                 \
+            "vldrw.u32 q0, [r8]\n"                                                                 \
+            MC_TAP1(0, 0) MC_TAP1(0, 1) MC_TAP1(0, 2)                                              \
+            MC_TAP1(1, 0) MC_TAP1(1, 1) MC_TAP1(1, 2)                                              \
+            MC_TAP1(2, 0) MC_TAP1(2, 1) MC_TAP1(2, 2)                                              \
+            MC_RQ_LOAD MC_RQ("q0")                                                                 \
+            "vldrw.u32 q6, [r8, #64]\n"                                                            \
+            "vmin.s32 q0, q0, q6\n"                                                                \
+            "vstrb.32 q0, [r4]\n" "add r4, r5\n"                                                  \
+            "adds r0, #" MC_STR(4 * (S)) "\n"                                                      \
+            "adds r1, #" MC_STR(4 * (S)) "\n"                                                      \
+            "adds r2, #" MC_STR(4 * (S)) "\n"                                                      \
+            "subs r6, #1\n"                                                                        \
+            "bne 3b\n"                                                                             \
+            "4:\n"                                                                                 \
+            "vpop {d8-d15}\n"                                                                      \
+            "pop {r4-r8, pc}\n");                                                                  \
+    }
+
+MC_DW_ROW(dw_row_s1, 1)
+MC_DW_ROW(dw_row_s2, 2)
+
+/* A group of fewer than four channels (the last, when channels % 4): the same in C, under a
+ * predicate, one pixel at a time. */
+static void row_part(const dw_job_t *job, int32_t stride, mve_pred16_t keep)
+{
+    const int8_t *in[3] = {job->in0, job->in1, job->in2};
+    int8_t *y = job->y;
+
+    for (int32_t q = 0; q < 4 * job->blocks + job->singles; ++q, y += job->ldy) {
+        int32x4_t a = job->bias, v;
+
+        for (int32_t t = 0; t < 3; ++t)
+            for (int32_t u = 0; u < 3; ++u)
+                a = vaddq_s32(a, vmulq_s32(vldrbq_s32(in[t] + (u + q * stride) * 4), vldrbq_s32(job->wg + (t * 3 + u) * 4)));
+        v = vqrdmulhq_s32(a, job->mult);
+        v = vqaddq_s32(v, vshrq_n_s32(v, 31));
+        v = vrshlq_s32(v, job->nshift);
+        v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, job->off), job->lo), job->hi);
+        vstrbq_p_s32(y, v, keep);
+    }
+}
+
+void mc_depthwise_layer_mve_s8(int8_t *y, const int8_t *x, const int8_t *w, const int32_t *bias,
+                               const int32_t *mult, const int32_t *rshift, int8_t *rows,
+                               const mc_depthwise_layer_params_t *params)
+{
+    const mc_depthwise_layer_params_t *p = params;
+    const int32_t c = p->channels, wp = p->padded_w, group = 3 * wp * 4, s = p->stride_w;
+    dw_job_t job;
+
+    job.lo = vdupq_n_s32(p->act_min);
+    job.hi = vdupq_n_s32(p->act_max);
+    job.off = p->out_offset;
+    job.ldy = c;
+    job.blocks = p->out_w >> 2;
+    job.singles = p->out_w & 3;
+    for (int32_t b = 0; b < p->batch; ++b) {
+        const int8_t *xb = x + b * p->in_h * p->in_w * c;
+        int8_t *yb = y + b * p->out_h * p->out_w * c;
+        int32_t held[3] = {INT32_MIN, INT32_MIN, INT32_MIN};   /* the input row in each slot */
+
+        for (int32_t oh = 0; oh < p->out_h; ++oh) {
+            const int32_t ih0 = oh * p->stride_h - p->pad_top;
+            int32_t slot[3];
+
+            for (int32_t t = 0; t < 3; ++t) {
+                const int32_t ih = ih0 + t;
+
+                slot[t] = ((ih % 3) + 3) % 3;
+                if (held[slot[t]] != ih) {
+                    copy_row(rows, xb, ih, slot[t], p);
+                    held[slot[t]] = ih;
+                }
+            }
+            for (int32_t g = 0; g * 4 < c; ++g) {
+                const int8_t *ring = rows + g * group;
+                const int32_t left = c - g * 4;
+                const mve_pred16_t keep = vctp32q((uint32_t)(left < 4 ? left : 4));
+
+                job.bias = vldrwq_z_s32(bias + g * 4, keep);
+                job.mult = vldrwq_z_s32(mult + g * 4, keep);
+                job.nshift = vnegq_s32(vldrwq_z_s32(rshift + g * 4, keep));
+                job.in0 = ring + slot[0] * wp * 4;
+                job.in1 = ring + slot[1] * wp * 4;
+                job.in2 = ring + slot[2] * wp * 4;
+                job.wg = w + g * 36;
+                job.y = yb + oh * p->out_w * c + g * 4;
+                if (left < 4)
+                    row_part(&job, s, keep);
+                else if (s == 1)
+                    dw_row_s1(&job);
+                else
+                    dw_row_s2(&job);
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+"""Helium's whole-layer kernels (runtime_c/kernels/mve/mc_gemm_conv_mve.c, mc_depthwise_layer_mve.c)
+and its vector ADD/SUB (mc_elementwise_mve.c, ADD): the default schedules of the Cortex-M55 reach
+them where they apply and the im2col GEMM (with its vector copy) or the per-pixel kernel where
+they do not; every case equals the reference in the loop-IR interpreter (the kernels' Python
+semantics), and, in one firmware on QEMU's mps3-an547, equals LiteRT bit for bit: partial
+panels and groups, odd blocks, strides, padding, batches, per-tensor scales and rounding ties.
+The kernels' in-place safety is checked on the twin where the planner puts the output over the
+input (test_in_place_on_cortex_m55)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from support.lower_cases import build_graph, cases, matches, random_inputs, reference, run_lowered
+from support.lower_cases import depthwise_case
+
+from microcompile.ir import Graph, verify
+from microcompile.lower import lower_node
+from microcompile.schedule import ScheduleError, apply_config, default_config, default_schedule
+from microcompile.target import load_board
+from microcompile.tir import nodes as tir
+
+M55 = load_board("mps3-an547").target
+CONV_LAYER, CONV_GEMM = "mc_conv_rq_mve_s8", "mc_gemm_p4_rq_mve_s8"
+DW_LAYER, DW_PIXEL = "mc_depthwise_layer_mve_s8", "mc_depthwise_mve_s8"
+ADD = "mc_add_tables_mve_s8"
+
+
+def _conv(**over):
+    base = dict(cases("conv2d", "int8", 1, seed=5)[0], hw=6, cin=16, cout=8, kernel=3, stride=1, dilation=1,
+                batch=1, padding="SAME", rect=False)
+    return build_graph({**base, **over})
+
+
+def _dw(split="3x3-s1-same", **over):
+    return build_graph({**depthwise_case(split, "int8", seed=4), "multiplier": 1, **over})
+
+
+def _binary(op, **over):
+    return build_graph({**cases(op, "int8", 1, seed=7)[0], "shapes": ((1, 5, 7, 6), (1, 5, 7, 6)),
+                        "const_rhs": False, **over})
+
+
+# name -> (graph, the kernel the default schedule must call)
+CASES = {
+    "conv 3x3 s1 c16 m8 (column pairs)": (lambda: _conv(), CONV_LAYER),
+    "conv 3x3 s2 valid m5 (a partial panel)": (lambda: _conv(cout=5, stride=2, padding="VALID", hw=9), CONV_LAYER),
+    "conv 1x1 c24 m12 batch 2": (lambda: _conv(kernel=1, cin=24, cout=12, batch=2), CONV_LAYER),
+    "conv per tensor m9": (lambda: _conv(per_channel=False, cout=9), CONV_LAYER),
+    "conv rectangular, dilated across (im2col GEMM)": (lambda: _conv(rect=True, cout=9), CONV_GEMM),
+    "conv 3x3 c3 (rows of 9 bytes)": (lambda: _conv(cin=3, cout=7, hw=7), CONV_LAYER),
+    "conv 3x3 c1 (rows of 3 bytes: im2col GEMM)": (lambda: _conv(cin=1, cout=6), CONV_GEMM),
+    "conv 1x1 c4 (im2col GEMM, vector copies)": (lambda: _conv(cin=4, kernel=1, cout=8, hw=5), CONV_GEMM),
+    "conv dilation 2 (im2col GEMM)": (lambda: _conv(dilation=2, cin=8), CONV_GEMM),
+    "depthwise c16 s1 w9 (blocks and single pixels)": (lambda: _dw(cin=16, hw=9), DW_LAYER),
+    "depthwise c32 s2 odd": (lambda: _dw("3x3-s2-same-odd", cin=32), DW_LAYER),
+    "depthwise c7 (a partial group)": (lambda: _dw(cin=7), DW_LAYER),
+    "depthwise c12 pot scales s2 valid": (lambda: _dw("3x3-s2-valid", cin=12, pot_scales=True), DW_LAYER),
+    "depthwise 5x5 (the per-pixel kernel)": (lambda: _dw("5x5-s1-same", cin=8), DW_PIXEL),
+    "add": (lambda: _binary("add"), ADD),
+    "add with relu6, pot scales": (lambda: _binary("add", activation="RELU6", pot_scales=True), ADD),
+    "sub (the loops: its lowering keeps the general requantization)": (lambda: _binary("sub"), None),
+    "add of 7 elements (a tail)": (lambda: _binary("add", shapes=((7,), (7,))), ADD),
+}
+
+
+def _calls(f) -> set[str]:
+    return {n.name for n in tir.walk(f.body) if isinstance(n, tir.Call) and n.name.startswith("mc_")}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_default_schedule_reaches_the_kernel_and_matches_the_interpreter(name):
+    build, kernel = CASES[name]
+    g = build()
+    f, _ = default_schedule(lower_node(g, g.nodes[0], M55), M55)
+    assert kernel in _calls(f) if kernel else not _calls(f) & {ADD, CONV_LAYER, DW_LAYER}, _calls(f)
+    if kernel == CONV_GEMM and "c4" in name:
+        assert "mc_copy_mve_s8" in _calls(f)
+    ins = random_inputs(g, 3)
+    assert matches(run_lowered(g, f, ins), reference(g, ins))
+
+
+def test_a_broadcast_add_keeps_its_loops():
+    g = _binary("add", shapes=((1, 5, 7, 6), (1, 1, 7, 6)))
+    f, _ = default_schedule(lower_node(g, g.nodes[0], M55), M55)
+    assert ADD not in _calls(f)
+    ins = random_inputs(g, 1)
+    assert matches(run_lowered(g, f, ins), reference(g, ins))
+
+
+def test_the_tuner_can_ask_for_the_gemm_or_the_layer_kernel():
+    g = _conv()
+    func = lower_node(g, g.nodes[0], M55)
+    config = default_config(func, M55, wide=False)
+    assert config["conv_kernel"] == "auto"
+    gemm, _ = apply_config(func, M55, {**config, "conv_kernel": "gemm"})
+    assert CONV_LAYER not in _calls(gemm) and CONV_GEMM in _calls(gemm)
+    layer, _ = apply_config(func, M55, {**config, "conv_kernel": "layer"})
+    assert CONV_LAYER in _calls(layer)
+    small = _conv(cin=1)
+    with pytest.raises(ScheduleError, match="filter row is 3 bytes"):
+        apply_config(lower_node(small, small.nodes[0], M55), M55, {**config, "conv_kernel": "layer"})
+    m4 = load_board("mps2-an386").target
+    with pytest.raises(ScheduleError, match="Helium's kernel"):
+        apply_config(lower_node(g, g.nodes[0], m4), m4, {**default_config(func, m4, wide=False), "conv_kernel": "layer"})
+
+
+@pytest.mark.qemu
+def test_every_case_bit_exact_on_cortex_m55(tmp_path):
+    """All the cases in one firmware: outputs equal LiteRT's and the interpreter's."""
+    from support.qemu_cases import deploy_graph, merge_graphs, merged_inputs
+    graphs = [CASES[name][0]() for name in sorted(CASES)]
+    g = merge_graphs(graphs, "mve_layers")
+    report = deploy_graph(g, merged_inputs([random_inputs(x, 5) for x in graphs]), "mps3-an547", tmp_path)
+    assert report["verified"], report["outputs"]
+    model_c = (tmp_path / "project" / "model" / "model.c").read_text()
+    for kernel in (CONV_LAYER, CONV_GEMM, DW_LAYER, DW_PIXEL, ADD, "mc_copy_mve_s8"):
+        assert f"{kernel}(" in model_c, kernel
+
+
+def _offsets(model_c: str, kernel_fn: str) -> dict[str, int]:
+    body = model_c[model_c.index(f"static void {kernel_fn}(uint8_t *arena)"):]
+    body = body[:body.index("\n}\n")]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"\*(\w+) = \([\w ]+\*\)\(arena \+ (\d+)u\)", body)}
+
+
+def _twice(g: Graph) -> Graph:
+    """The layer of `g` applied again to its own output: the second one's input dies with it, so
+    the planner may write its output over it."""
+    node, out = g.nodes[0], g.outputs[0]
+    tensors = {**g.tensors, "out2": g.tensors[out].replace(name="out2")}
+    second = node.replace(name=f"{node.name}_2", inputs=(out, *node.inputs[1:]), outputs=("out2",))
+    return verify(Graph(g.name, tensors, (node, second), g.inputs, ("out2",)))
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("build", [lambda: _conv(cin=16, cout=16, hw=10), lambda: _dw(cin=16, hw=10, batch=1),
+                                   lambda: _binary("add")], ids=["conv", "depthwise", "add"])
+def test_in_place_on_cortex_m55(build, tmp_path):
+    """The planner writes the second layer's output over its input (the first's output): the
+    kernel reads each window, or element, before it overwrites it."""
+    from support.qemu_cases import deploy_graph
+    g = _twice(build())
+    report = deploy_graph(g, random_inputs(g, 6), "mps3-an547", tmp_path)
+    assert report["verified"], report["outputs"]
+    op = g.nodes[1].op
+    offsets = _offsets((tmp_path / "project" / "model" / "model.c").read_text(), f"mc_k1_{op}")
+    x_name = "a" if op == "add" else "x"
+    size = int(np.prod(g.tensors[g.nodes[1].inputs[0]].shape))
+    assert abs(offsets["y"] - offsets[x_name]) < size, offsets
