@@ -26,8 +26,8 @@ import numpy as np
 from ..ir import budget
 from ..tir.intrinsics_depthwise import (DEPTHWISE_LAYER_PARAMS, DEPTHWISE_PARAMS, DEPTHWISE_ROWS_PARAMS,
                                          DEPTHWISE_VARIANTS, LAYER_MVE_KERNEL, ORDER, ROWS_KERNEL, RQ_WINDOWS,
-                                         kernel_name, pack_layer_mve, requant_records, rows_pairs,
-                                         rows_records, rows_scratch_words, rq_kernel_name)
+                                         kernel_name, layer_mve_records, pack_layer_mve, requant_records,
+                                         rows_pairs, rows_records, rows_scratch_words, rq_kernel_name)
 from ..tir.nodes import (Address, Allocate, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, Load, PrimFunc, Var,
                          SeqStmt, Store, rewrite, walk)
 from ..tir.interp import compile_expr
@@ -306,12 +306,16 @@ def depthwise_layer_mve(f: PrimFunc) -> PrimFunc:
                                     kh=kh, kw=kw, stride_h=sh, stride_w=sw, dil_h=dh, dil_w=dw, pad_top=pt,
                                     pad_left=pl, padded_w=padded_w, zp_in=geo["zp_in"], out_offset=ep["off"],
                                     act_min=ep["lo"], act_max=ep["hi"])
+    if ep["mult"].data is None or ep["rshift"].data is None:
+        raise ScheduleError(f"{f.name}: the multipliers and shifts are not constants")
+    rec = layer_mve_records(np.asarray(bias.data)[:channels], np.asarray(ep["mult"].data)[:channels],
+                            np.asarray(ep["rshift"].data)[:channels])
+    records = Buffer("dw_rq", "int32", (rec.size,), "const", data=rec,
+                     comment=f"{f.attrs.get('layer', f.name)}: per group of 4 channels bias, multiplier, -shift")
     call = Call(LAYER_MVE_KERNEL, (Address(y, IntImm(0)), Address(x, IntImm(0)), Address(wp, IntImm(0)),
-                                   Address(bias, IntImm(0)), Address(ep["mult"], IntImm(0)),
-                                   Address(ep["rshift"], IntImm(0)), Address(rows, IntImm(0)), params), "void")
+                                   Address(records, IntImm(0)), Address(rows, IntImm(0)), params), "void")
     keep = tuple(b for b in f.buffers if b.scope != "const")
-    return verify_primfunc(PrimFunc(f.name, (*keep, wp, bias, ep["mult"], ep["rshift"], rows), Evaluate(call),
-                                    dict(f.attrs)))
+    return verify_primfunc(PrimFunc(f.name, (*keep, wp, records, rows), Evaluate(call), dict(f.attrs)))
 
 
 # ---------------------------------------------------------------- the tensor intrinsic

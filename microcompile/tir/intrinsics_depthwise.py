@@ -199,26 +199,39 @@ def unpack_layer_mve(flat: np.ndarray, kh: int, kw: int, c: int) -> np.ndarray:
     return flat[:g * kh * kw * 4].reshape(g, kh, kw, 4).transpose(1, 2, 0, 3).reshape(kh, kw, g * 4)[:, :, :c]
 
 
-@intrinsic(LAYER_MVE_KERNEL, ("handle",) * 7 + (DEPTHWISE_LAYER_PARAMS,), "void", "mc_depthwise.h", extern=True,
-           writes=(0, 6))
-def _impl_layer_mve(y, x, w, bias, mult, rshift, rows, p: dict):
+def layer_mve_records(bias: np.ndarray, mult: np.ndarray, rshift: np.ndarray) -> np.ndarray:
+    """Per group of four channels: bias[4], mult[4], -rshift[4] (int32; zeros past the channels)."""
+    c = len(bias)
+    g = (c + 3) // 4
+    rec = np.zeros((g, 3, 4), np.int32)
+    for k, v in enumerate((bias, mult, -np.asarray(rshift, np.int64))):
+        pad = np.zeros(g * 4, np.int64)
+        pad[:c] = v
+        rec[:, k, :] = pad.reshape(g, 4)
+    return rec.reshape(-1)
+
+
+@intrinsic(LAYER_MVE_KERNEL, ("handle",) * 5 + (DEPTHWISE_LAYER_PARAMS,), "void", "mc_depthwise.h", extern=True,
+           writes=(0, 4))
+def _impl_layer_mve(y, x, w, rq, rows, p: dict):
     """Python semantics: TFLite's DepthwiseConvPerChannel, a padded tap reading zp_in (the full
     bias fold cancels it); `rows` is the kernel's own scratch."""
-    (ya, yo), (xa, xo), (wa, wo) = y, x, w
+    (ya, yo), (xa, xo), (wa, wo), (ra, ro) = y, x, w, rq
     n, c, ih, iw, oh, ow = (p[f] for f in ("batch", "channels", "in_h", "in_w", "out_h", "out_w"))
     kh, kw, sh, sw, dh, dw = (p[f] for f in ("kh", "kw", "stride_h", "stride_w", "dil_h", "dil_w"))
     pt, pl = p["pad_top"], p["pad_left"]
     filt = unpack_layer_mve(np.asarray(wa[wo:]), kh, kw, c).astype(np.int64)
+    g = (c + 3) // 4
+    rec = np.asarray(ra[ro:ro + g * 12], np.int64).reshape(g, 3, 4).transpose(1, 0, 2).reshape(3, g * 4)[:, :c]
+    bias, m, r = rec[0], rec[1], -rec[2]
     xs = np.asarray(xa[xo:xo + n * ih * iw * c], np.int64).reshape(n, ih, iw, c)
     hp, wp = max(ih + pt, (oh - 1) * sh + (kh - 1) * dh + 1), max(iw + pl, (ow - 1) * sw + (kw - 1) * dw + 1)
     xp = np.full((n, hp, wp, c), p["zp_in"], np.int64)
     xp[:, pt:pt + ih, pl:pl + iw] = xs
-    i = np.arange(c)
-    acc = np.broadcast_to(bias[0][bias[1] + i].astype(np.int64), (n, oh, ow, c)).copy()
+    acc = np.broadcast_to(bias, (n, oh, ow, c)).copy()
     for t in range(kh):
         for u in range(kw):
             acc += xp[:, t * dh:t * dh + (oh - 1) * sh + 1:sh, u * dw:u * dw + (ow - 1) * sw + 1:sw] * filt[t, u]
-    m, r = mult[0][mult[1] + i].astype(np.int64), rshift[0][rshift[1] + i].astype(np.int64)
     assert np.all(np.abs(acc) < 2**30) and np.all(r >= 1) and np.all(m >= 0), "outside mc_mul_by_qm_pos_rshift's domain"
     v = np.asarray(multiply_by_quantized_multiplier(acc, m, -r), np.int64) + p["out_offset"]
     ya[yo:yo + acc.size] = np.clip(v, p["act_min"], p["act_max"]).astype(np.int8).reshape(-1)

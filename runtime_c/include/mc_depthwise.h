@@ -30,7 +30,8 @@
  * mc_depthwise_layer_mve_s8 (Helium, kernels/mve/mc_depthwise_layer_mve.c) runs a whole int8
  * 3x3 depthwise layer (depth multiplier 1, dilation 1, stride 1 or 2 across) on the folded bias
  * (bias - zp_in * sum(w), so a padded tap reads zp_in) and the model's int8 weights packed in
- * groups of four channels: w[g][t][u][4] = filter[t][u][4g..4g+4) (zeros past the channels).
+ * groups of four channels: w[g][t][u][4] = filter[t][u][4g..4g+4) (zeros past the channels),
+ * and per group a record rq[g] = bias[4], mult[4], -rshift[4] (int32; zeros past the channels).
  * For each output row it copies the 3 input rows the row needs into `rows` (3 * padded_w *
  * 4 bytes per group of four channels, the padding set to zp_in), then computes four output
  * pixels by four channels per pass. A row's inputs are all read before its outputs are
@@ -63,8 +64,7 @@ typedef struct {
     int32_t zp_in, out_offset, act_min, act_max;
 } mc_depthwise_layer_params_t;
 
-void mc_depthwise_layer_mve_s8(int8_t *y, const int8_t *x, const int8_t *w, const int32_t *bias,
-                               const int32_t *mult, const int32_t *rshift, int8_t *rows,
+void mc_depthwise_layer_mve_s8(int8_t *y, const int8_t *x, const int8_t *w, const int32_t *rq, int8_t *rows,
                                const mc_depthwise_layer_params_t *params);
 
 #define MC_DEPTHWISE_ARGS                                                                          \

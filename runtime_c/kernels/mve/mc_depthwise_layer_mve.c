@@ -15,9 +15,11 @@
  *     offset from one of four pointers. The row of a group is assembly (dw_row_s1/_s2, below):
  *     per tap one weight load (VLDRB.S32) and per pixel one input load, a VMUL and a VADD (MVE
  *     has no vector-by-vector multiply-add), 13 instructions per 16 MACs, then the four pixels
- *     requantized, bit-identical to mc_requant.h's mc_mul_by_qm_pos_rshift (VQRDMULH, then
- *     s - (s < 0) and VRSHL by -rshift, as mc_gemm_mve.c). A group of fewer than four
- *     channels (the last, when channels % 4) runs the same in C under a predicate.
+ *     requantized with the group's record (bias, multipliers and negated shifts, 48 bytes in
+ *     flash), bit-identical to mc_requant.h's mc_mul_by_qm_pos_rshift (VQRDMULH, then
+ *     s - (s < 0) and VRSHL by -rshift, as mc_gemm_mve.c). The loop over a row's groups is
+ *     assembly too. A last group of fewer than four channels (channels % 4) runs the same in
+ *     C under a predicate.
  *
  * A row's inputs are all in the ring, every channel, before its outputs are written, rows top
  * to bottom, so the output may sit over the input by the "window" in-place rule (a pass over a
@@ -64,25 +66,30 @@ static void copy_row(int8_t *rows, const int8_t *xb, int32_t ih, int32_t slot, c
     }
 }
 
-/* One output row of one group of four channels. */
+/* One output row: every whole group of four channels. */
 typedef struct {
-    int32x4_t bias, mult, nshift, lo, hi;   /* bytes 0, 16, 32, 48, 64 */
-    const int8_t *in0, *in1, *in2;          /* 80, 84, 88: the first pixel's first tap in each row */
-    const int8_t *wg;                       /* 92: the group's 36 packed weights */
-    int8_t *y;                              /* 96: the first pixel's four outputs */
-    int32_t ldy;                            /* 100: bytes from one output pixel to the next */
-    int32_t blocks;                         /* 104: blocks of four pixels */
-    int32_t singles;                        /* 108: pixels after them */
-    int32_t off;                            /* 112: the output offset */
+    int32x4_t lo, hi;                       /* bytes 0, 16: the activation's clamp */
+    const int8_t *in0, *in1, *in2;          /* 32, 36, 40: group 0's first pixel's first tap in each row */
+    const int8_t *w;                        /* 44: group 0's 36 packed weights */
+    const int32_t *rq;                      /* 48: group 0's record: bias, mult, -rshift (4 each) */
+    int8_t *y;                              /* 52: group 0's first pixel's four outputs */
+    int32_t ldy;                            /* 56: bytes from one output pixel to the next */
+    int32_t blocks;                         /* 60: blocks of four pixels */
+    int32_t singles;                        /* 64: pixels after them */
+    int32_t off;                            /* 68: the output offset */
+    int32_t groups;                         /* 72: whole groups, at least 1 */
+    int32_t gstride;                        /* 76: bytes from one group's ring to the next */
 } dw_job_t;
 
-typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 80 && offsetof(dw_job_t, wg) == 92 &&
-                            offsetof(dw_job_t, y) == 96 && offsetof(dw_job_t, ldy) == 100 &&
-                            offsetof(dw_job_t, blocks) == 104 && offsetof(dw_job_t, singles) == 108 &&
-                            offsetof(dw_job_t, off) == 112) ? 1 : -1];
+typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 32 && offsetof(dw_job_t, w) == 44 &&
+                            offsetof(dw_job_t, rq) == 48 && offsetof(dw_job_t, y) == 52 &&
+                            offsetof(dw_job_t, ldy) == 56 && offsetof(dw_job_t, blocks) == 60 &&
+                            offsetof(dw_job_t, singles) == 64 && offsetof(dw_job_t, off) == 68 &&
+                            offsetof(dw_job_t, groups) == 72 && offsetof(dw_job_t, gstride) == 76) ? 1 : -1];
 
 /* Assembly text: tap (T, U) of pixel K at stride S. Rows in r0-r2, weights r3 (the widening
- * loads take r0-r7 only), accumulators q0-q3, the weight q4, the input q5. */
+ * loads take r0-r7 only), the group's record r11, accumulators q0-q3, the weight q4, the
+ * input q5. */
 #define MC_STR2(x) #x
 #define MC_STR(x) MC_STR2(x)
 #define MC_W(T, U) "vldrb.s32 q4, [r3, #" MC_STR(((T) * 3 + (U)) * 4) "]\n"
@@ -100,31 +107,40 @@ typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 80 && offsetof(dw_job_t, 
     "vrshl.s32 " Q ", " Q ", q5\n"                                                                 \
     "vadd.i32 " Q ", " Q ", r12\n"                                                                 \
     "vmax.s32 " Q ", " Q ", q7\n"
-#define MC_RQ_LOAD "vldrw.u32 q4, [r8, #16]\n" "vldrw.u32 q5, [r8, #32]\n" "ldr r12, [r8, #112]\n"   \
-    "vldrw.u32 q7, [r8, #48]\n"
+#define MC_RQ_LOAD "vldrw.u32 q4, [r11, #16]\n" "vldrw.u32 q5, [r11, #32]\n" "ldr r12, [r8, #68]\n"  \
+    "vldrw.u32 q7, [r8]\n"
 
-/* dw_row_s<S>(job): job->blocks blocks of four pixels, then job->singles pixels. */
+/* dw_row_s<S>(job): for each whole group, job->blocks blocks of four pixels, then job->singles
+ * pixels; the group's rows, weights, record and outputs then move on by one group. */
 #define MC_DW_ROW(NAME, S)                                                                         \
-    __attribute__((naked, noipa)) static void NAME(dw_job_t *job __attribute__((unused)))          \
+    __attribute__((naked, noipa)) static void NAME(const dw_job_t *job __attribute__((unused)))    \
     {                                                                                              \
         __asm__ volatile(                                                                          \
-            "push {r4-r8, lr}\n"                                                                   \
+            "push {r4-r11, lr}\n"                                                                  \
             "vpush {d8-d15}\n"                                                                     \
             "mov r8, r0\n"                                                                         \
-            "ldrd r0, r1, [r8, #80]\n"                                                             \
-            "ldrd r2, r3, [r8, #88]\n"                                                             \
-            "ldrd r4, r5, [r8, #96]\n"                                                             \
-            "ldr r6, [r8, #104]\n"                                                                 \
+            "ldr r3, [r8, #44]\n"                                                                  \
+            "ldr r11, [r8, #48]\n"                                                                 \
+            "ldr r9, [r8, #52]\n"                                                                  \
+            "ldr r10, [r8, #72]\n"                                                                 \
+            "movs r7, #0\n"                                                                        \
+            "5:\n"                                               /* a group */                     \
+            "ldrd r0, r1, [r8, #32]\n"                                                             \
+            "ldr r2, [r8, #40]\n"                                                                  \
+            "add r0, r7\n" "add r1, r7\n" "add r2, r7\n"                                        \
+            "mov r4, r9\n"                                                                         \
+            "ldr r5, [r8, #56]\n"                                                                  \
+            "ldr r6, [r8, #60]\n"                                                                  \
             "cmp r6, #0\n"                                                                         \
             "beq 2f\n"                                                                             \
-            "1:\n"                                                                                 \
-            "vldrw.u32 q0, [r8]\n"                                                                 \
+            "1:\n"                                               /* four pixels */                 \
+            "vldrw.u32 q0, [r11]\n"                                                                \
             "vmov q1, q0\n" "vmov q2, q0\n" "vmov q3, q0\n"                                     \
             MC_TAP4(0, 0, S) MC_TAP4(0, 1, S) MC_TAP4(0, 2, S)                                     \
             MC_TAP4(1, 0, S) MC_TAP4(1, 1, S) MC_TAP4(1, 2, S)                                     \
             MC_TAP4(2, 0, S) MC_TAP4(2, 1, S) MC_TAP4(2, 2, S)                                     \
             MC_RQ_LOAD MC_RQ("q0") MC_RQ("q1") MC_RQ("q2") MC_RQ("q3")                             \
-            "vldrw.u32 q6, [r8, #64]\n"                                                            \
+            "vldrw.u32 q6, [r8, #16]\n"                                                            \
             "vmin.s32 q0, q0, q6\n" "vmin.s32 q1, q1, q6\n" "vmin.s32 q2, q2, q6\n" "vmin.s32 q3, q3, q6\n" \
             "vstrb.32 q0, [r4]\n" "add r4, r5\n"                                                  \
             "vstrb.32 q1, [r4]\n" "add r4, r5\n"                                                  \
@@ -136,16 +152,16 @@ typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 80 && offsetof(dw_job_t, 
             "subs r6, #1\n"                                                                        \
             "bne 1b\n"                                                                             \
             "2:\n"                                                                                 \
-            "ldr r6, [r8, #108]\n"                                                                 \
+            "ldr r6, [r8, #64]\n"                                                                  \
             "cmp r6, #0\n"                                                                         \
             "beq 4f\n"                                                                             \
-            "3:\n"                                                                                 \
-            "vldrw.u32 q0, [r8]\n"                                                                 \
+            "3:\n"                                               /* one pixel */                   \
+            "vldrw.u32 q0, [r11]\n"                                                                \
             MC_TAP1(0, 0) MC_TAP1(0, 1) MC_TAP1(0, 2)                                              \
             MC_TAP1(1, 0) MC_TAP1(1, 1) MC_TAP1(1, 2)                                              \
             MC_TAP1(2, 0) MC_TAP1(2, 1) MC_TAP1(2, 2)                                              \
             MC_RQ_LOAD MC_RQ("q0")                                                                 \
-            "vldrw.u32 q6, [r8, #64]\n"                                                            \
+            "vldrw.u32 q6, [r8, #16]\n"                                                            \
             "vmin.s32 q0, q0, q6\n"                                                                \
             "vstrb.32 q0, [r4]\n" "add r4, r5\n"                                                  \
             "adds r0, #" MC_STR(4 * (S)) "\n"                                                      \
@@ -153,41 +169,50 @@ typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 80 && offsetof(dw_job_t, 
             "adds r2, #" MC_STR(4 * (S)) "\n"                                                      \
             "subs r6, #1\n"                                                                        \
             "bne 3b\n"                                                                             \
-            "4:\n"                                                                                 \
+            "4:\n"                                               /* the next group */              \
+            "ldr r12, [r8, #76]\n"                                                                 \
+            "add r7, r12\n"                                                                        \
+            "adds r3, #36\n"                                                                       \
+            "adds r11, #48\n"                                                                      \
+            "adds r9, #4\n"                                                                        \
+            "subs r10, #1\n"                                                                       \
+            "bne 5b\n"                                                                             \
             "vpop {d8-d15}\n"                                                                      \
-            "pop {r4-r8, pc}\n");                                                                  \
+            "pop {r4-r11, pc}\n");                                                                 \
     }
 
 MC_DW_ROW(dw_row_s1, 1)
 MC_DW_ROW(dw_row_s2, 2)
 
-/* A group of fewer than four channels (the last, when channels % 4): the same in C, under a
- * predicate, one pixel at a time. */
-static void row_part(const dw_job_t *job, int32_t stride, mve_pred16_t keep)
+/* The last group when it has fewer than four channels (channels % 4): the same in C, under a
+ * predicate, one pixel at a time; `g` its index. */
+static void row_part(const dw_job_t *job, int32_t g, int32_t stride, mve_pred16_t keep)
 {
-    const int8_t *in[3] = {job->in0, job->in1, job->in2};
-    int8_t *y = job->y;
+    const int32_t at = g * job->gstride;
+    const int8_t *in[3] = {job->in0 + at, job->in1 + at, job->in2 + at};
+    const int8_t *wg = job->w + g * 36;
+    const int32_t *rq = job->rq + g * 12;
+    int8_t *y = job->y + g * 4;
 
     for (int32_t q = 0; q < 4 * job->blocks + job->singles; ++q, y += job->ldy) {
-        int32x4_t a = job->bias, v;
+        int32x4_t a = vldrwq_s32(rq), v;
 
         for (int32_t t = 0; t < 3; ++t)
             for (int32_t u = 0; u < 3; ++u)
-                a = vaddq_s32(a, vmulq_s32(vldrbq_s32(in[t] + (u + q * stride) * 4), vldrbq_s32(job->wg + (t * 3 + u) * 4)));
-        v = vqrdmulhq_s32(a, job->mult);
+                a = vaddq_s32(a, vmulq_s32(vldrbq_s32(in[t] + (u + q * stride) * 4), vldrbq_s32(wg + (t * 3 + u) * 4)));
+        v = vqrdmulhq_s32(a, vldrwq_s32(rq + 4));
         v = vqaddq_s32(v, vshrq_n_s32(v, 31));
-        v = vrshlq_s32(v, job->nshift);
+        v = vrshlq_s32(v, vldrwq_s32(rq + 8));
         v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, job->off), job->lo), job->hi);
         vstrbq_p_s32(y, v, keep);
     }
 }
 
-void mc_depthwise_layer_mve_s8(int8_t *y, const int8_t *x, const int8_t *w, const int32_t *bias,
-                               const int32_t *mult, const int32_t *rshift, int8_t *rows,
+void mc_depthwise_layer_mve_s8(int8_t *y, const int8_t *x, const int8_t *w, const int32_t *rq, int8_t *rows,
                                const mc_depthwise_layer_params_t *params)
 {
     const mc_depthwise_layer_params_t *p = params;
-    const int32_t c = p->channels, wp = p->padded_w, group = 3 * wp * 4, s = p->stride_w;
+    const int32_t c = p->channels, wp = p->padded_w, s = p->stride_w, whole = c >> 2;
     dw_job_t job;
 
     job.lo = vdupq_n_s32(p->act_min);
@@ -196,6 +221,10 @@ void mc_depthwise_layer_mve_s8(int8_t *y, const int8_t *x, const int8_t *w, cons
     job.ldy = c;
     job.blocks = p->out_w >> 2;
     job.singles = p->out_w & 3;
+    job.w = w;
+    job.rq = rq;
+    job.groups = whole;
+    job.gstride = 3 * wp * 4;
     for (int32_t b = 0; b < p->batch; ++b) {
         const int8_t *xb = x + b * p->in_h * p->in_w * c;
         int8_t *yb = y + b * p->out_h * p->out_w * c;
@@ -214,26 +243,14 @@ void mc_depthwise_layer_mve_s8(int8_t *y, const int8_t *x, const int8_t *w, cons
                     held[slot[t]] = ih;
                 }
             }
-            for (int32_t g = 0; g * 4 < c; ++g) {
-                const int8_t *ring = rows + g * group;
-                const int32_t left = c - g * 4;
-                const mve_pred16_t keep = vctp32q((uint32_t)(left < 4 ? left : 4));
-
-                job.bias = vldrwq_z_s32(bias + g * 4, keep);
-                job.mult = vldrwq_z_s32(mult + g * 4, keep);
-                job.nshift = vnegq_s32(vldrwq_z_s32(rshift + g * 4, keep));
-                job.in0 = ring + slot[0] * wp * 4;
-                job.in1 = ring + slot[1] * wp * 4;
-                job.in2 = ring + slot[2] * wp * 4;
-                job.wg = w + g * 36;
-                job.y = yb + oh * p->out_w * c + g * 4;
-                if (left < 4)
-                    row_part(&job, s, keep);
-                else if (s == 1)
-                    dw_row_s1(&job);
-                else
-                    dw_row_s2(&job);
-            }
+            job.in0 = rows + slot[0] * wp * 4;
+            job.in1 = rows + slot[1] * wp * 4;
+            job.in2 = rows + slot[2] * wp * 4;
+            job.y = yb + oh * p->out_w * c;
+            if (whole > 0)
+                (s == 1 ? dw_row_s1 : dw_row_s2)(&job);
+            if (c & 3)
+                row_part(&job, whole, s, vctp32q((uint32_t)(c & 3)));
         }
     }
 }
