@@ -55,7 +55,10 @@ def selection_for(records, board: Board, progress: Callable[[str], None]):
 def tune(model, trials: int | None = 200, jobs: int = 1, *, records=None, minutes: float | None = None,
          link: Link | None = None, options: TuneOptions | None = None, progress=False) -> Records:
     """Tune every kernel of a compiled model on the board's QEMU twin (the default `link`) or
-    on the board, and write the records.
+    on the board, and write the records. With ``patch="auto"`` (the compile option's default)
+    the patch stage is searched first: the model is measured whole without a stage and with
+    the best-ranked ones, and the smallest arena within 10 % of the instructions without a
+    stage is recorded and taken.
 
     Parameters
     ----------

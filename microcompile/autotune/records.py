@@ -34,6 +34,7 @@ from ..errors import UserError
 from ..project import toolchain_version
 from ..schedule import Trace, kernel_set
 from ..schedule.version import SCHEDULE_VERSION
+from ..compiler.patches import PATCH_BUDGET, PATCH_FAMILY
 
 RECORD_VERSION = 1
 STATUSES = ("ok", "invalid", "failed")
@@ -162,6 +163,27 @@ def compatible(rec: dict, env: Environment) -> str | None:
     return None
 
 
+def pick_patch(records: list[dict]) -> dict | None:
+    """Among one graph's patch-choice records (autotune/patch_search.py), the one `tune` and
+    `--records` take: the smallest arena within PATCH_BUDGET of the count without a stage
+    ("off"), the fewest counts on a tie; None without a measured "off". Counts in different
+    units are not compared: the best-ranked unit measured (as `select`) decides."""
+    ok = [r for r in records if r.get("status") == "ok" and isinstance(r.get("count"), int)
+          and isinstance(r.get("arena"), int) and isinstance(r.get("config"), dict)]
+    if not ok:
+        return None
+    unit = min((_UNIT_RANK.get(r.get("unit"), 2), r.get("unit")) for r in ok)[1]
+    ok = [r for r in ok if r.get("unit") == unit]
+    off = [r for r in ok if r["config"].get("patch") == "off"]
+    if not off:
+        return None
+    limit = min(r["count"] for r in off) * (1 + PATCH_BUDGET)
+    return min((r for r in ok if r["count"] <= limit), key=lambda r: (r["arena"], r["count"]))
+
+
+_UNIT_RANK = {"cycles": 0, "estimated_cycles": 1}
+
+
 def select(records: list[dict], env: Environment) -> Selection:
     """The fastest valid record per workload measured on env's core with env's toolchain, when it
     beats the default point's record (a record of the default point itself is never taken:
@@ -172,14 +194,19 @@ def select(records: list[dict], env: Environment) -> Selection:
     ignored: dict[str, int] = {}
     defaults: dict[str, tuple] = {}
 
+    patches: dict[str, list[dict]] = {}
+
     def rank(rec):
-        return ({"cycles": 0, "estimated_cycles": 1}.get(rec.get("unit"), 2), rec["count"])
+        return (_UNIT_RANK.get(rec.get("unit"), 2), rec["count"])
     for rec in records:
         why = compatible(rec, env)
         if why is not None:
             ignored[why] = ignored.get(why, 0) + 1
             continue
         sel.applicable += 1
+        if rec.get("family") == PATCH_FAMILY:       # chosen by the arena, below, not by speed
+            patches.setdefault(rec["workload"], []).append(rec)
+            continue
         if rec["status"] != "ok" or not isinstance(rec.get("count"), int) or not rec.get("trace"):
             continue
         key = rec["workload"]
@@ -192,6 +219,10 @@ def select(records: list[dict], env: Environment) -> Selection:
     for key in [k for k, rec in sel.best.items() if k in defaults and rank(rec) >= defaults[k]]:
         del sel.best[key]          # no faster than the default schedule
         sel.slower += 1
+    for key, recs in patches.items():
+        best = pick_patch(recs)
+        if best is not None and best.get("trace"):
+            sel.best[key] = best
     for why, n in sorted(ignored.items()):
         sel.notes.append(f"{n} record(s) from {why} ignored (this build: {env.core}/{env.kernel_set}, "
                          f"{env.toolchain}, schedule version {env.schedule_version})")
@@ -219,7 +250,9 @@ def tuned_summary(compiled, sel: Selection) -> str:
     """How many kernels of a compiled model replay a record, e.g. "3 of 12 kernels tuned ..."."""
     workloads = len(set(compiled.tuned.values()))
     slower = f", {sel.slower} no faster than their default" if sel.slower else ""
+    choice = getattr(compiled, "patch", None)
+    patch = choice.mode if choice is not None and choice.mode.endswith("(tuned)") else None
     return (f"{len(compiled.tuned)} of {len(compiled.kernels)} kernels tuned ({workloads} workload(s) with a "
             f"record faster than the default; the file holds {sel.applicable} record(s) for this core and "
             f"toolchain, the best of {len(sel.best)} workload(s) used{slower}), the others keep the default "
-            "schedule")
+            "schedule" + (f"; patch stage {patch} from the records" if patch else ""))

@@ -24,6 +24,7 @@ from pathlib import Path
 from .. import deploy, project
 from ..deploy import estimate
 from ..compiler import CompileOptions, check_arena, compile_model
+from ..compiler.patches import PATCH_FAMILY, parse_patch
 from ..deploy import Artifact, BuildOptions, Link
 from ..errors import ArenaBudgetError, DeviceError, UserError
 from ..escape import say
@@ -39,6 +40,7 @@ from ..target import Board
 from .boards import BoardLink, resolve_boards
 from .records import Outcome, RecordWriter, compatible, environment, read_records
 from .search import check_cost_model
+from . import patch_search
 from .tuner import Budget, Plan, tune
 from .workload import extract_workloads
 
@@ -236,6 +238,50 @@ class Measurer:
         return out
 
 
+    def whole(self, options: CompileOptions) -> tuple[Outcome, int | None]:
+        """The model compiled with `options` (another --patch choice), built, run and checked on
+        slot 0's device: (its count for one inference, in the objective's unit; its arena)."""
+        project_dir = self.work_dir / "job0"
+        quiet = lambda s: None  # noqa: E731
+        try:
+            with tempfile.TemporaryDirectory(prefix="microcompile-candidate-") as tmp:
+                compiled = compile_model(self.default.source, self.board, Path(tmp), options)
+                artifact = Artifact(compiled, Path(tmp), self.board, self.default.name, options, self.default.source)
+                project.check_out_dir(project_dir)
+                built = deploy.build(artifact, project_dir, BuildOptions(emulate=self.link.emulate, agent=True),
+                                     self.inputs, quiet)
+        except project.FitError as e:
+            return Outcome("failed", error=f"does not fit: {_first_line(e)}"), None
+        except (ScheduleError, UserError) as e:
+            return Outcome("failed", error=f"build: {_build_reason(e)}"), None
+        arena = built.compiled.plan.arena_bytes
+        link = self.boards[0]
+        trace = None
+        try:
+            if self.real:
+                project.flash(project_dir, self.board, probe=link.probe, progress=quiet, show_bar=False)
+            trace = estimate.agent_trace(built, quiet) if self.estimate else None
+            with deploy.open_session(project_dir, self.board, Link(self.link.emulate, link.port, link.probe,
+                                                                   self.link.timeout), quiet,
+                                     tuple(trace.qemu_args) if trace else ()) as s:
+                for name, out in zip(self.outputs, s.run(self.ordered)):
+                    c = compare(out.numpy(), self.reference[name])
+                    if not c.equal:
+                        return Outcome("failed", error=f"wrong answer: output {name}: {c.n_diff} element(s) "
+                                                       f"differ"), arena
+                prof = s.profile(self.ordered)
+                counts, unit = prof.counts, prof.unit
+                if trace is not None:
+                    counts, unit = trace.kernel_cycles(prof.counts), "estimated_cycles"
+        except (DeviceError, UserError) as e:
+            return Outcome("failed", error=f"device: {_first_line(e)}"), arena
+        finally:
+            if trace is not None:
+                trace.close()
+        if counts is None:
+            return Outcome("failed", error="estimate: the profile plugin's kernel windows do not match"), arena
+        return Outcome("ok", count=int(sum(counts)), unit=unit), arena
+
     def _over_budget(self, slot: int, items: list) -> list[Outcome]:
         """A batch whose firmware plans an arena over the budget: the candidates over it on their
         own fail (found by compiling each alone, no build), the others are measured together."""
@@ -352,9 +398,33 @@ def tune_model(default: Artifact, records_path, options: TuneOptions, link: Link
             progress(f"[tune] note: {n}")
     elif options.resume:
         progress(f"[tune] {records_path} is empty or absent: starting afresh")
+    own = options.work_dir is None
+    work = Path(tempfile.mkdtemp(prefix="microcompile-tune-")) if own else Path(options.work_dir)
+    try:
+        return _tune_in(default, records_path, options, link, inputs, progress,
+                        (env, previous, boards, work))
+    finally:
+        if own:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _tune_in(default: Artifact, records_path: Path, options: TuneOptions, link: Link, inputs, progress,
+             state: tuple):
+    """tune_model's search in the work directory `state[3]`: the patch stage's choice (with
+    --patch auto, autotune/patch_search.py), then the kernels."""
+    env, previous, boards, work = state
+    board = default.board
+    if default.options.patch == "auto":
+        searcher = Measurer(default, work, link, boards, None, inputs)
+        searcher.estimate = options.objective == "cycles" and link.emulate
+        with RecordWriter(records_path) as writer:
+            chosen = patch_search.search(searcher, writer, env, default.name, previous, progress)
+        if chosen is not None:
+            default = replace(default, options=replace(default.options, patch=parse_patch(chosen)))
     progress(f"[tune] {default.name} on {board.name}: compiling the default schedules")
     compiled, workloads = lowered_workloads(default.source, board, default.options)
-    sizes = ", ".join(f"{w.key.split(':')[0]} x{len(w.nodes)} ({w.space.size} points)" for w in workloads)
+    sizes = ", ".join(f"{w.key.split(':')[0]} x{len(w.nodes)} ({w.space.size} points)" for w in workloads) or \
+        "none (fused row groups and patch stages keep their parts' default schedules)"
     progress(f"[tune] {len(compiled.kernels)} kernels, {len(workloads)} workloads: {sizes}")
     arena_budget = options.arena_budget
     if arena_budget == "default":
@@ -363,10 +433,9 @@ def tune_model(default: Artifact, records_path, options: TuneOptions, link: Link
                  f"or none allows more)")
     elif arena_budget is not None:
         progress(f"[tune] arena budget {arena_budget:,} bytes (--arena-budget)")
-    own = options.work_dir is None
-    work = Path(tempfile.mkdtemp(prefix="microcompile-tune-")) if own else Path(options.work_dir)
     measurer = Measurer(Artifact(compiled, default.directory, board, default.name, default.options, default.source),
                         work, link, boards, arena_budget, inputs)
+    emulate = link.emulate
     measurer.estimate = options.objective == "cycles" and emulate
     pool = None
     if options.executor == "ray":
@@ -375,19 +444,16 @@ def tune_model(default: Artifact, records_path, options: TuneOptions, link: Link
         pool = RayExecutor(options.address, board=None if emulate else board.name)
 
     total = options.budget.trials
-    try:
-        with RecordWriter(records_path) as writer, \
-                progress_bar(progress, total, "tune", "trial",
-                             initial=min(len([r for r in previous if r["status"] != "invalid"]), total or 0)) as pbar:
-            plan = Plan(board.target, env, options.budget, jobs=options.jobs, strategy=options.strategy,
-                        cost_model=options.cost_model, seed=options.seed, batch=options.batch, model=default.name,
-                        scratch_budget=options.scratch_budget)
-            result = tune(workloads, plan, measurer.batch if options.batch else measurer, writer,
-                          previous=previous, executor=pool, bar=pbar,
-                          note=lambda text: progress(f"[tune] note: {text}"))
-    finally:
-        if own:
-            shutil.rmtree(work, ignore_errors=True)
+    kernels_previous = [r for r in previous if r.get("family") != PATCH_FAMILY]
+    with RecordWriter(records_path) as writer, \
+            progress_bar(progress, total, "tune", "trial",
+                         initial=min(len([r for r in kernels_previous if r["status"] != "invalid"]), total or 0)) as pbar:
+        plan = Plan(board.target, env, options.budget, jobs=options.jobs, strategy=options.strategy,
+                    cost_model=options.cost_model, seed=options.seed, batch=options.batch, model=default.name,
+                    scratch_budget=options.scratch_budget)
+        result = tune(workloads, plan, measurer.batch if options.batch else measurer, writer,
+                      previous=kernels_previous, executor=pool, bar=pbar,
+                      note=lambda text: progress(f"[tune] note: {text}"))
     if result.devices_lost:
         raise DeviceError("every board was lost: " + "; ".join(result.notes),
                           hint=f"check the boards and their probes; the {result.trials} measurement(s) made are in "

@@ -30,6 +30,10 @@ def extract_workloads(lowered, target, wide: dict | None = None) -> list[Workloa
 
     out: dict[str, Workload] = {}
     for node, func in lowered:
+        if "row_parts" in func.attrs:
+            # a fused row group or a patch stage: its default schedule is its parts' own
+            # (schedule_parts), which no knob space here reproduces; its parts are not tuned
+            continue
         key = workload_key(node, func, target)
         if key not in out:
             w = (wide or {}).get(node.name, True)

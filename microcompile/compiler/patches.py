@@ -16,6 +16,7 @@ planned arena is smaller than the plan without one.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -42,6 +43,10 @@ DEPTHWISE_COST_PER_MAC = 0.75
 # Instructions per MAC of the kernels without a stage, for the budget (kws, ResNet-8 and the
 # MobileNets run at 1.2-1.6 on the M4 twin).
 INSTRUCTIONS_PER_MAC = 1.3
+
+
+# The patch choice in tuning records: its workload family, and the knob its trace records.
+PATCH_FAMILY = "patch"
 
 
 @dataclass(frozen=True)
@@ -167,6 +172,33 @@ def ranked(g: Graph) -> list[tuple[int, StageSpec, Graph, int]]:
     return out
 
 
+def patch_key(g: Graph) -> str:
+    """The tuning records' workload key of the patch choice of graph `g` (after the passes): a
+    digest of its layers, their tensors and shapes, so a record applies to this graph only."""
+    h = hashlib.sha256()
+    for n in g.nodes:
+        h.update(repr((n.op, n.name, tuple(n.inputs), tuple(n.outputs))).encode())
+    for name in sorted(g.tensors):
+        t = g.tensors[name]
+        h.update(repr((name, tuple(t.shape), t.dtype)).encode())
+    return f"{PATCH_FAMILY}:{h.hexdigest()[:16]}"
+
+
+def patch_trace(choice: str):
+    """The record's trace of a patch choice ("off" or Bx1@FIRST:LAST): one knob decision."""
+    from ..schedule import Decision, Trace
+    return Trace((Decision("knob", (PATCH_FAMILY, choice)),))
+
+
+def tuned_choice(graph: Graph, tuned) -> str | StageSpec | None:
+    """The patch choice a tuning record made for `graph` ("off" or a StageSpec), or None."""
+    trace = dict(tuned or {}).get(patch_key(graph))
+    if trace is None:
+        return None
+    value = next((d.args[1] for d in trace.decisions if d.primitive == "knob" and d.args[0] == PATCH_FAMILY), None)
+    return None if value is None else parse_patch(value)
+
+
 def plan_with_patches(graph: Graph, board, options):
     """schedule_and_plan (compiler/plan.py) of `graph` with the stage `options.patch` asks for:
     (its result, PatchChoice)."""
@@ -176,6 +208,16 @@ def plan_with_patches(graph: Graph, board, options):
         return schedule_and_plan(g, board, options.flash_budget, dict(options.tuned) or None)
 
     mode = options.patch
+    if mode == "auto":
+        # a tuning record of this graph's choice (autotune/patch_search.py) replaces the estimate
+        tuned = tuned_choice(graph, options.tuned)
+        if tuned == "off":
+            return plan(graph), PatchChoice(None, mode="off (tuned)")
+        if tuned is not None:
+            staged = user_stage(graph, tuned)
+            spec = complete(graph, tuned)
+            return plan(staged), PatchChoice(spec, None, None, estimated_extra(_stage(staged).attrs["body"]),
+                                             mode=f"{spec} (tuned)")
     if mode == "off":
         return plan(graph), PatchChoice(None, mode="off")
     if isinstance(mode, StageSpec):
