@@ -39,7 +39,7 @@ CONV_KERNEL_DOMAIN = declare_knob("conv_kernel", ("auto", "layer", "gemm"),
 # (3x3 over 3 channels: 9 bytes) 358,000 against 439,812.
 MIN_ROW_BYTES = 8
 # The block of output pixels: as the im2col GEMM's on Helium (gemm_schedule.COL_BYTES_MAX and
-# its 32 columns), the most whose windows fit COL_BYTES, an even number (two or more).
+# its 32 columns), the most whose windows fit COL_BYTES, an even number (or one).
 MAX_COLS, COL_BYTES = 32, 1536
 
 
@@ -97,8 +97,9 @@ def conv2d_layer_mve(f: PrimFunc) -> PrimFunc:
     budget.check_tensor(f"{weights_name(w)}, in panels of {PANEL_ROWS} filters", (packed.size,), 1)
     wp = Buffer(w.name, "int8", (packed.size,), "const", data=packed,
                 comment=f"{w.comment} (rows of {k_p} bytes, panels of {PANEL_ROWS} filters)")
-    # an even block: the kernel's tile takes two columns
-    cols = min(MAX_COLS, max(2, COL_BYTES // k_p // 2 * 2), out_h * out_w)
+    # an even block (the kernel's tile takes two columns), one column where two exceed COL_BYTES
+    fit = min(MAX_COLS, COL_BYTES // k_p, out_h * out_w)
+    cols = fit // 2 * 2 if fit >= 2 else 1
     col = Buffer("conv_col", "int8", (cols * k_p,), "scratch",
                  comment=f"the windows of {cols} output pixels, {k_p} bytes each")
     (sh, sw), (dh, _), (pt, pl) = geo["stride"], geo["dilation"], geo["padding"]

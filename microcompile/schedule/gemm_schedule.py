@@ -438,13 +438,14 @@ def _layer_kernel(func: PrimFunc, target, k: GemmKnobs) -> Schedule | None:
         return None
     sch = Schedule(func)
     sch.knob("conv_kernel", "layer")
-    if not any(b.name in ("mult", "shift") for b in func.buffers):
-        sch.apply("requant_arrays", "oc")
     try:
+        if not any(b.name in ("mult", "shift") for b in func.buffers):
+            # (raises on one output channel, or a requantization other than the cheap form)
+            sch.apply("requant_arrays", "oc")
         sch.apply("conv2d_layer_mve")
-    except ScheduleError:
+    except ScheduleError as e:
         if k.conv_kernel == "layer":
-            raise
+            raise KnobRefused(f"conv_kernel=layer: {e}") from None
         return None
     return sch
 

@@ -143,8 +143,9 @@ def _match_add_tables(loop: For) -> dict | None:
     yt = affine(body.index, {v})
     if yt is None or yt[0] != {v: 1}:
         return None
+    inside = {id(n) for n in walk(call)}       # the table indices' + 128 is not the output offset
     adds = [(n.b.value if n.op == "add" else -n.b.value) for n in walk(body.value)
-            if isinstance(n, BinOp) and n.op in ("add", "sub") and isinstance(n.b, IntImm) and n is not call.args[0]]
+            if isinstance(n, BinOp) and n.op in ("add", "sub") and isinstance(n.b, IntImm) and id(n) not in inside]
     lo = next((n.b.value for n in walk(body.value) if isinstance(n, BinOp) and n.op == "max"
                and isinstance(n.b, IntImm)), -128)
     hi = next((n.b.value for n in walk(body.value) if isinstance(n, BinOp) and n.op == "min"

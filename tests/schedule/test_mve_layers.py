@@ -17,7 +17,7 @@ import pytest
 from support.lower_cases import build_graph, cases, matches, random_inputs, reference, run_lowered
 from support.lower_cases import depthwise_case
 
-from microcompile.ir import Graph, verify
+from microcompile.ir import Graph, QuantParams, verify
 from microcompile.lower import lower_node
 from microcompile.schedule import ScheduleError, apply_config, default_config, default_schedule
 from microcompile.target import load_board
@@ -44,7 +44,18 @@ def _binary(op, **over):
                         "const_rhs": False, **over})
 
 
-# name -> (graph, the kernel the default schedule must call)
+def _with_out_quant(g, scale_of=None, zero_point=None):
+    """`g` with its output's scale (a function of the input's and the weights' scales) or zero
+    point replaced."""
+    out = g.tensors["out"]
+    scale = out.quant.scale
+    if scale_of is not None:
+        scale = (scale_of(g.tensors["x"].quant.scale[0] * g.tensors["w"].quant.scale[0]),)
+    zp = out.quant.zero_point if zero_point is None else (zero_point,)
+    return verify(g.replace(tensors={**g.tensors, "out": out.replace(quant=QuantParams(scale, zp))}))
+
+
+# name -> (graph, the kernel the default schedule must call; None: none of the new ones)
 CASES = {
     "conv 3x3 s1 c16 m8 (column pairs)": (lambda: _conv(), CONV_LAYER),
     "conv 3x3 s2 valid m5 (a partial panel)": (lambda: _conv(cout=5, stride=2, padding="VALID", hw=9), CONV_LAYER),
@@ -64,6 +75,11 @@ CASES = {
     "add with relu6, pot scales": (lambda: _binary("add", activation="RELU6", pot_scales=True), ADD),
     "sub (the loops: its lowering keeps the general requantization)": (lambda: _binary("sub"), None),
     "add of 7 elements (a tail)": (lambda: _binary("add", shapes=((7,), (7,))), ADD),
+    "add with output zero point 0": (lambda: _with_out_quant(_binary("add"), zero_point=0), ADD),
+    # requantizations the kernels do not take: the im2col GEMM or loops, never a crash
+    "conv one output channel": (lambda: _conv(cin=8, cout=1), None),
+    "conv per tensor, scale 0.7 (not the cheap requantization)":
+        (lambda: _with_out_quant(_conv(per_channel=False), scale_of=lambda eff: eff / 0.7), None),
 }
 
 
@@ -151,3 +167,22 @@ def test_in_place_on_cortex_m55(build, tmp_path):
     x_name = "a" if op == "add" else "x"
     size = int(np.prod(g.tensors[g.nodes[1].inputs[0]].shape))
     assert abs(offsets["y"] - offsets[x_name]) < size, offsets
+
+
+@pytest.mark.parametrize("flags", [("-O0",), ("-O2", "-fno-omit-frame-pointer")], ids=["O0", "frame-pointer"])
+def test_helium_kernels_build_without_optimisation_or_with_a_frame_pointer(flags, tmp_path):
+    """The assembly tiles leave r7 alone: it is the frame pointer in these builds (a user's
+    `make CFLAGS+=-O0`)."""
+    import shutil
+    import subprocess
+
+    from microcompile.resources import resource_dir
+
+    cc = shutil.which("arm-none-eabi-gcc")
+    assert cc, "arm-none-eabi-gcc is not on PATH"
+    runtime = resource_dir("runtime_c")
+    for src in sorted((runtime / "kernels" / "mve").glob("*.c")):
+        r = subprocess.run([cc, "-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard", *flags, "-Wall", "-Wextra",
+                            "-Werror", "-std=c99", "-I", str(runtime / "include"), "-c", str(src), "-o",
+                            str(tmp_path / (src.stem + ".o"))], capture_output=True, text=True)
+        assert r.returncode == 0, (src.name, r.stderr[-2000:])

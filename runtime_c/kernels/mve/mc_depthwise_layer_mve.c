@@ -79,13 +79,15 @@ typedef struct {
     int32_t off;                            /* 68: the output offset */
     int32_t groups;                         /* 72: whole groups, at least 1 */
     int32_t gstride;                        /* 76: bytes from one group's ring to the next */
+    int32_t at;                             /* 80: the assembly's own: the group's ring offset */
 } dw_job_t;
 
 typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 32 && offsetof(dw_job_t, w) == 44 &&
                             offsetof(dw_job_t, rq) == 48 && offsetof(dw_job_t, y) == 52 &&
                             offsetof(dw_job_t, ldy) == 56 && offsetof(dw_job_t, blocks) == 60 &&
                             offsetof(dw_job_t, singles) == 64 && offsetof(dw_job_t, off) == 68 &&
-                            offsetof(dw_job_t, groups) == 72 && offsetof(dw_job_t, gstride) == 76) ? 1 : -1];
+                            offsetof(dw_job_t, groups) == 72 && offsetof(dw_job_t, gstride) == 76 &&
+                            offsetof(dw_job_t, at) == 80) ? 1 : -1];
 
 /* Assembly text: tap (T, U) of pixel K at stride S. Rows in r0-r2, weights r3 (the widening
  * loads take r0-r7 only), the group's record r11, accumulators q0-q3, the weight q4, the
@@ -111,16 +113,17 @@ typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 32 && offsetof(dw_job_t, 
     "vldrw.u32 q7, [r8]\n"
 
 /* Not naked functions: GCC saves the registers the assembly clobbers in its own prologue, so
- * -fstack-usage (the firmware's static stack bound, project/stack.py) counts them. */
-#define MC_ASM_CLOBBERS "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "d0", "d1", \
+ * -fstack-usage (the firmware's static stack bound, project/stack.py) counts them. r7 is left
+ * alone: it is the frame pointer in a build with -O0 or -fno-omit-frame-pointer. */
+#define MC_ASM_CLOBBERS "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "d0", "d1", \
     "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11", "d12", "d13", "d14", "d15", "memory", "cc"
 
 /* dw_row_s<S>(job): for each whole group, job->blocks blocks of four pixels, then job->singles
  * pixels; the group's rows, weights, record and outputs then move on by one group. */
 #define MC_DW_ROW(NAME, S)                                                                         \
-    __attribute__((noinline)) static void NAME(const dw_job_t *job)                                \
+    __attribute__((noinline)) static void NAME(dw_job_t *job)                                      \
     {                                                                                              \
-        register const dw_job_t *r0 __asm__("r0") = job;                                           \
+        register dw_job_t *r0 __asm__("r0") = job;                                                 \
                                                                                                    \
         __asm__ volatile(                                                                          \
             "mov r8, r0\n"                                                                         \
@@ -128,11 +131,13 @@ typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 32 && offsetof(dw_job_t, 
             "ldr r11, [r8, #48]\n"                                                                 \
             "ldr r9, [r8, #52]\n"                                                                  \
             "ldr r10, [r8, #72]\n"                                                                 \
-            "movs r7, #0\n"                                                                        \
+            "movs r12, #0\n"                                                                       \
+            "str r12, [r8, #80]\n"                                                                 \
             "5:\n"                                               /* a group */                     \
+            "ldr r12, [r8, #80]\n"                                                                 \
             "ldrd r0, r1, [r8, #32]\n"                                                             \
             "ldr r2, [r8, #40]\n"                                                                  \
-            "add r0, r7\n" "add r1, r7\n" "add r2, r7\n"                                        \
+            "add r0, r12\n" "add r1, r12\n" "add r2, r12\n"                                     \
             "mov r4, r9\n"                                                                         \
             "ldr r5, [r8, #56]\n"                                                                  \
             "ldr r6, [r8, #60]\n"                                                                  \
@@ -176,7 +181,9 @@ typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 32 && offsetof(dw_job_t, 
             "bne 3b\n"                                                                             \
             "4:\n"                                               /* the next group */              \
             "ldr r12, [r8, #76]\n"                                                                 \
-            "add r7, r12\n"                                                                        \
+            "ldr r6, [r8, #80]\n"                                                                  \
+            "add r6, r12\n"                                                                        \
+            "str r6, [r8, #80]\n"                                                                  \
             "adds r3, #36\n"                                                                       \
             "adds r11, #48\n"                                                                      \
             "adds r9, #4\n"                                                                        \

@@ -100,8 +100,9 @@ typedef char panel_job_layout[(offsetof(panel_job_t, y) == 80 && offsetof(panel_
                                offsetof(panel_job_t, ldy) == 104 && offsetof(panel_job_t, off) == 108) ? 1 : -1];
 
 /* Not a naked function: GCC saves the registers the assembly clobbers in its own prologue, so
- * -fstack-usage (the firmware's static stack bound, project/stack.py) counts them. */
-#define MC_ASM_CLOBBERS "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "d0", "d1", \
+ * -fstack-usage (the firmware's static stack bound, project/stack.py) counts them. r7 is left
+ * alone: it is the frame pointer in a build with -O0 or -fno-omit-frame-pointer. */
+#define MC_ASM_CLOBBERS "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "d0", "d1", \
     "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11", "d12", "d13", "d14", "d15", "memory", "cc"
 __attribute__((noinline)) static void panel_pairs(panel_job_t *job)
 {
@@ -113,15 +114,15 @@ __attribute__((noinline)) static void panel_pairs(panel_job_t *job)
         "vldrw.u32 q5, [r11, #16]\n"        /* mult */
         "vldrw.u32 q6, [r11, #32]\n"        /* -rshift */
         "vldrw.u32 q7, [r11, #48]\n"        /* act_min */
-        "1:\n"                              /* a pair of columns */
+        "1:\n"                              /* a pair of columns: x0 in r1, x1 in r9 */
         "ldr    r5, [r11, #88]\n"
-        "ldr    r7, [r11, #84]\n"
-        "ldr    r1, [r11, #100]\n"
-        "add    r9, r7, r1\n"
-        "add    r1, r9, r1\n"
-        "str    r1, [r11, #84]\n"
+        "ldr    r1, [r11, #84]\n"
+        "ldr    r3, [r11, #100]\n"
+        "add    r9, r1, r3\n"
+        "add    r3, r9, r3\n"
+        "str    r3, [r11, #84]\n"
         "ldr    r3, [r11, #96]\n"
-        "vldrb.8 q0, [r7], #16\n"
+        "vldrb.8 q0, [r1], #16\n"
         "vldrb.8 q1, [r9], #16\n"
         "vldrb.8 q2, [r5], #64\n"
         "vmladav.s8 r0, q2, q0\n"
@@ -138,7 +139,7 @@ __attribute__((noinline)) static void panel_pairs(panel_job_t *job)
         "subs   r3, #1\n"
         "beq    3f\n"
         "2:\n"                              /* the next 16 k */
-        "vldrb.8 q0, [r7], #16\n"
+        "vldrb.8 q0, [r1], #16\n"
         "vldrb.8 q1, [r9], #16\n"
         "vldrb.8 q2, [r5], #64\n"
         "vmladava.s8 r0, q2, q0\n"
@@ -169,9 +170,9 @@ __attribute__((noinline)) static void panel_pairs(panel_job_t *job)
         "vqadd.s32 q1, q1, q3\n"
         "vrshl.s32 q0, q0, q6\n"
         "vrshl.s32 q1, q1, q6\n"
-        "ldr    r1, [r11, #108]\n"
-        "vadd.i32 q0, q0, r1\n"
-        "vadd.i32 q1, q1, r1\n"
+        "ldr    r3, [r11, #108]\n"
+        "vadd.i32 q0, q0, r3\n"
+        "vadd.i32 q1, q1, r3\n"
         "vldrw.u32 q2, [r11, #64]\n"
         "vmax.s32 q0, q0, q7\n"
         "vmax.s32 q1, q1, q7\n"
@@ -184,9 +185,9 @@ __attribute__((noinline)) static void panel_pairs(panel_job_t *job)
         "vstrb.32 q1, [r1]\n"
         "add    r1, r3\n"
         "str    r1, [r11, #80]\n"
-        "ldr    r1, [r11, #92]\n"
-        "subs   r1, #1\n"
-        "str    r1, [r11, #92]\n"
+        "ldr    r3, [r11, #92]\n"
+        "subs   r3, #1\n"
+        "str    r3, [r11, #92]\n"
         "bne    1b\n"
         : "+r"(r0)
         :
