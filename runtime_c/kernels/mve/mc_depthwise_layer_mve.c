@@ -16,8 +16,7 @@
  *     per tap one weight load (VLDRB.S32) and per pixel one input load, a VMUL and a VADD (MVE
  *     has no vector-by-vector multiply-add), 13 instructions per 16 MACs, then the four pixels
  *     requantized with the group's record (bias, multipliers and negated shifts, 48 bytes in
- *     flash), bit-identical to mc_requant.h's mc_mul_by_qm_pos_rshift (VQRDMULH, then
- *     s - (s < 0) and VRSHL by -rshift, as mc_gemm_mve.c). The loop over a row's groups is
+ *     flash) as mc_mve.h's mc_requant_mve does. The loop over a row's groups is
  *     assembly too. A last group of fewer than four channels (channels % 4) runs the same in
  *     C under a predicate.
  *
@@ -34,8 +33,7 @@
 #include <stdint.h>
 
 #include "mc_depthwise.h"
-
-#define MC_INLINE static inline __attribute__((always_inline))
+#include "mc_mve.h"
 
 /* Input row ih into ring slot `slot` (layout above), every channel. */
 static void copy_row(int8_t *rows, const int8_t *xb, int32_t ih, int32_t slot, const mc_depthwise_layer_params_t *p)
@@ -112,11 +110,7 @@ typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 32 && offsetof(dw_job_t, 
 #define MC_RQ_LOAD "vldrw.u32 q4, [r11, #16]\n" "vldrw.u32 q5, [r11, #32]\n" "ldr r12, [r8, #68]\n"  \
     "vldrw.u32 q7, [r8]\n"
 
-/* Not naked functions: GCC saves the registers the assembly clobbers in its own prologue, so
- * -fstack-usage (the firmware's static stack bound, project/stack.py) counts them. r7 is left
- * alone: it is the frame pointer in a build with -O0 or -fno-omit-frame-pointer. */
-#define MC_ASM_CLOBBERS "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "d0", "d1", \
-    "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11", "d12", "d13", "d14", "d15", "memory", "cc"
+/* Not naked functions (mc_mve.h's MC_MVE_ASM_CLOBBERS says why). */
 
 /* dw_row_s<S>(job): for each whole group, job->blocks blocks of four pixels, then job->singles
  * pixels; the group's rows, weights, record and outputs then move on by one group. */
@@ -191,7 +185,7 @@ typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 32 && offsetof(dw_job_t, 
             "bne 5b\n"                                                                             \
             : "+r"(r0)                                                                             \
             :                                                                                      \
-            : MC_ASM_CLOBBERS);                                                                    \
+            : MC_MVE_ASM_CLOBBERS);                                                                    \
     }
 
 MC_DW_ROW(dw_row_s1, 1)
@@ -208,16 +202,13 @@ static void row_part(const dw_job_t *job, int32_t g, int32_t stride, mve_pred16_
     int8_t *y = job->y + g * 4;
 
     for (int32_t q = 0; q < 4 * job->blocks + job->singles; ++q, y += job->ldy) {
-        int32x4_t a = vldrwq_s32(rq), v;
+        int32x4_t a = vldrwq_s32(rq);
 
         for (int32_t t = 0; t < 3; ++t)
             for (int32_t u = 0; u < 3; ++u)
                 a = vaddq_s32(a, vmulq_s32(vldrbq_s32(in[t] + (u + q * stride) * 4), vldrbq_s32(wg + (t * 3 + u) * 4)));
-        v = vqrdmulhq_s32(a, vldrwq_s32(rq + 4));
-        v = vqaddq_s32(v, vshrq_n_s32(v, 31));
-        v = vrshlq_s32(v, vldrwq_s32(rq + 8));
-        v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, job->off), job->lo), job->hi);
-        vstrbq_p_s32(y, v, keep);
+        vstrbq_p_s32(y, mc_requant_mve(a, vldrwq_s32(rq + 4), vldrwq_s32(rq + 8), job->off, job->lo, job->hi),
+                     keep);
     }
 }
 

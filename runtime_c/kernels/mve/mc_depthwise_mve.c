@@ -20,17 +20,14 @@
 #include <arm_mve.h>
 
 #include "mc_depthwise.h"
+#include "mc_mve.h"
 
 /* Requantize four lanes and store them as bytes (under `keep`: the lanes that exist). */
 static inline void requant_store4(int8_t *y, int32x4_t acc, const int32_t *mult, const int32_t *rshift,
                                   int32_t out_offset, int32x4_t lo, int32x4_t hi, mve_pred16_t keep)
 {
-    int32x4_t s = vqrdmulhq_s32(acc, vldrwq_z_s32(mult, keep));
-
-    s = vaddq_s32(s, vshrq_n_s32(s, 31));                       /* s - (s < 0) */
-    s = vrshlq_s32(s, vnegq_s32(vldrwq_z_s32(rshift, keep)));   /* rounding shift right by rshift */
-    s = vaddq_n_s32(s, out_offset);
-    vstrbq_p_s32(y, vminq_s32(vmaxq_s32(s, lo), hi), keep);
+    vstrbq_p_s32(y, mc_requant_mve(acc, vldrwq_z_s32(mult, keep), vnegq_s32(vldrwq_z_s32(rshift, keep)), out_offset,
+                                   lo, hi), keep);
 }
 
 /* One group of four channels: bias plus the window's taps. A partial last group (`full` 0)

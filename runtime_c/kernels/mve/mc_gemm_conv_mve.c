@@ -9,9 +9,8 @@
  *     padding tap by tap, the padded taps set to the input zero point. The column's last
  *     k_p - kh * kw * in_c bytes are left as they are: the weights are zero there;
  *   - then each panel of four output channels runs over the block's columns, two at a time
- *     (panel_pairs, below), the last odd column by dot4x1; the sums are requantized as one
- *     vector per column, bit-identical to mc_requant.h's mc_mul_by_qm_pos_rshift (see
- *     mc_gemm_mve.c).
+ *     (panel_pairs, below), the last odd column by mc_panel_dot4_mve; the sums are
+ *     requantized as one vector per column (mc_mve.h's mc_requant_mve).
  *
  * A block's windows are all read before any of its outputs is written, and blocks go in
  * row-major order, so the output may sit over the input by the "window" in-place rule. */
@@ -23,24 +22,7 @@
 #include <stddef.h>
 
 #include "mc_gemm.h"
-
-#define MC_INLINE static inline __attribute__((always_inline))
-
-/* dst[0..n) = src[0..n), 16 bytes per vector load and store, the last n % 16 under a tail
- * predicate (GCC reloads a predicate around every predicated access, so whole vectors first). */
-MC_INLINE void copy_run(int8_t *dst, const int8_t *src, int32_t n)
-{
-    for (int32_t i = n >> 4; i > 0; --i) {
-        vstrbq_s8(dst, vldrbq_s8(src));
-        dst += 16;
-        src += 16;
-    }
-    if (n & 15) {
-        const mve_pred16_t keep = vctp8q((uint32_t)(n & 15));
-
-        vstrbq_p_s8(dst, vldrbq_z_s8(src, keep), keep);
-    }
-}
+#include "mc_mve.h"
 
 /* The window of the output pixel whose first tap is (ih0, iw0), into col. */
 static void fill_window(int8_t *col, const int8_t *xb, int32_t ih0, int32_t iw0, const mc_conv_params_t *p)
@@ -56,13 +38,13 @@ static void fill_window(int8_t *col, const int8_t *xb, int32_t ih0, int32_t iw0,
             for (int32_t i = 0; i < seg; i += 16)
                 vstrbq_p_s8(col + i, zp, vctp8q((uint32_t)(seg - i)));
         } else if (cols_inside) {
-            copy_run(col, xb + (ih * p->in_w + iw0) * c, seg);
+            mc_copy_run_mve(col, xb + (ih * p->in_w + iw0) * c, seg);
         } else {
             for (int32_t u = 0; u < p->kw; ++u) {
                 const int32_t iw = iw0 + u;
 
                 if (iw >= 0 && iw < p->in_w) {
-                    copy_run(col + u * c, xb + (ih * p->in_w + iw) * c, c);
+                    mc_copy_run_mve(col + u * c, xb + (ih * p->in_w + iw) * c, c);
                 } else {
                     for (int32_t i = 0; i < c; i += 16)
                         vstrbq_p_s8(col + u * c + i, zp, vctp8q((uint32_t)(c - i)));
@@ -79,8 +61,8 @@ static void fill_window(int8_t *col, const int8_t *xb, int32_t ih0, int32_t iw0,
  * loads, four weight loads (one pointer, post-incremented by the panel's 64 bytes) and eight
  * VMLADAVA.S8: 15 instructions per 128 MACs; the first 16 k start the sums (VMLADAV), so none
  * is zeroed. Per pair the eight sums become two vectors (VMOV of two registers to two lanes)
- * and are requantized as rq_store does, with the bias, multipliers, negated shifts and the lower
- * clamp held in q4-q7. */
+ * and are requantized as mc_requant_mve does, with the bias, multipliers, negated shifts and the
+ * lower clamp held in q4-q7. */
 typedef struct {
     int32x4_t bias, mult, nshift, lo, hi;   /* bytes 0, 16, 32, 48, 64 */
     int8_t *y;                              /* 80: the first pair's first output */
@@ -99,11 +81,7 @@ typedef char panel_job_layout[(offsetof(panel_job_t, y) == 80 && offsetof(panel_
                                offsetof(panel_job_t, groups) == 96 && offsetof(panel_job_t, k) == 100 &&
                                offsetof(panel_job_t, ldy) == 104 && offsetof(panel_job_t, off) == 108) ? 1 : -1];
 
-/* Not a naked function: GCC saves the registers the assembly clobbers in its own prologue, so
- * -fstack-usage (the firmware's static stack bound, project/stack.py) counts them. r7 is left
- * alone: it is the frame pointer in a build with -O0 or -fno-omit-frame-pointer. */
-#define MC_ASM_CLOBBERS "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "d0", "d1", \
-    "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9", "d10", "d11", "d12", "d13", "d14", "d15", "memory", "cc"
+/* Not a naked function (mc_mve.h's MC_MVE_ASM_CLOBBERS says why). */
 __attribute__((noinline)) static void panel_pairs(panel_job_t *job)
 {
     register panel_job_t *r0 __asm__("r0") = job;
@@ -191,72 +169,28 @@ __attribute__((noinline)) static void panel_pairs(panel_job_t *job)
         "bne    1b\n"
         : "+r"(r0)
         :
-        : MC_ASM_CLOBBERS);
-}
-
-/* The same with one column: out[0..3] = rows 0..3 . x0. */
-MC_INLINE void dot4x1(const int8_t *w, const int8_t *x, int32_t groups, int32_t out[4])
-{
-    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-
-    for (int32_t g = groups; g > 0; --g) {
-        const int8x16_t xv = vldrbq_s8(x);
-
-        s0 = vmladavaq_s8(s0, vldrbq_s8(w), xv);
-        s1 = vmladavaq_s8(s1, vldrbq_s8(w + 16), xv);
-        s2 = vmladavaq_s8(s2, vldrbq_s8(w + 32), xv);
-        s3 = vmladavaq_s8(s3, vldrbq_s8(w + 48), xv);
-        w += 64;
-        x += 16;
-    }
-    out[0] = s0;
-    out[1] = s1;
-    out[2] = s2;
-    out[3] = s3;
-}
-
-typedef struct {
-    int32x4_t bias, mult, nshift, lo, hi;
-    int32_t off;
-    mve_pred16_t keep;
-} panel_rq_t;
-
-/* Four sums plus the bias, requantized, clamped and stored at y (the real rows only). */
-MC_INLINE void rq_store(int8_t *y, const int32_t *sums, const panel_rq_t *r)
-{
-    int32x4_t v = vqrdmulhq_s32(vaddq_s32(vldrwq_s32(sums), r->bias), r->mult);
-
-    v = vqaddq_s32(v, vshrq_n_s32(v, 31));                 /* s - (s < 0) */
-    v = vrshlq_s32(v, r->nshift);                          /* rounding shift right by rshift */
-    v = vaddq_n_s32(v, r->off);
-    vstrbq_p_s32(y, vminq_s32(vmaxq_s32(v, r->lo), r->hi), r->keep);
+        : MC_MVE_ASM_CLOBBERS);
 }
 
 /* Four output channels (one panel, `rows` of them real) of n columns of depth k (a multiple of
- * 16), requantized and stored at y, y + ldy, ... */
+ * 16), requantized and stored at y, y + ldy, ...: pairs of columns by panel_pairs, an odd last
+ * column (or a partial panel's columns) by mc_panel_dot4_mve. */
 static void panel_columns(int8_t *y, int32_t ldy, const int8_t *panel, const int8_t *col, int32_t n, int32_t k,
                           const int32_t *bias, const int32_t *mult, const int32_t *rshift, int32_t rows,
                           const mc_conv_params_t *p)
 {
-    panel_rq_t r;
+    const mve_pred16_t keep = vctp32q((uint32_t)rows);
+    panel_job_t job;
     int32_t sums[4];
     int32_t j = 0;
 
-    r.keep = vctp32q((uint32_t)rows);
-    r.bias = vldrwq_z_s32(bias, r.keep);
-    r.mult = vldrwq_z_s32(mult, r.keep);
-    r.nshift = vnegq_s32(vldrwq_z_s32(rshift, r.keep));
-    r.lo = vdupq_n_s32(p->act_min);
-    r.hi = vdupq_n_s32(p->act_max);
-    r.off = p->out_offset;
+    job.bias = vldrwq_z_s32(bias, keep);
+    job.mult = vldrwq_z_s32(mult, keep);
+    job.nshift = vnegq_s32(vldrwq_z_s32(rshift, keep));
+    job.lo = vdupq_n_s32(p->act_min);
+    job.hi = vdupq_n_s32(p->act_max);
+    job.off = p->out_offset;
     if (rows == 4 && n >= 2) {
-        panel_job_t job;
-
-        job.bias = r.bias;
-        job.mult = r.mult;
-        job.nshift = r.nshift;
-        job.lo = r.lo;
-        job.hi = r.hi;
         job.y = y;
         job.col = col;
         job.panel = panel;
@@ -264,13 +198,13 @@ static void panel_columns(int8_t *y, int32_t ldy, const int8_t *panel, const int
         job.groups = k >> 4;
         job.k = k;
         job.ldy = ldy;
-        job.off = r.off;
         panel_pairs(&job);
         j = n & ~1;
     }
     for (; j < n; ++j) {
-        dot4x1(panel, col + j * k, k >> 4, sums);
-        rq_store(y + j * ldy, sums, &r);
+        mc_panel_dot4_mve(sums, panel, col + j * k, k >> 4, 0);
+        vstrbq_p_s32(y + j * ldy, mc_requant_mve(vaddq_s32(vldrwq_s32(sums), job.bias), job.mult, job.nshift,
+                                                 job.off, job.lo, job.hi), keep);
     }
 }
 

@@ -19,6 +19,7 @@
 
 #include "mc_gemm.h"
 #include "mc_requant_dsp.h"
+#include "mc_mve.h"
 
 #define MC_INLINE static inline __attribute__((always_inline))
 
@@ -181,13 +182,8 @@ void mc_gemm_nt_mve_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_ge
  *   - a column's four sums need four accumulators, four row pointers and one column pointer
  *     (the 4x2 tile needed 15 registers and spilled in its inner loop): per 16 k, five loads
  *     and four VMLADAVA.S8, 9 instructions per 64 MACs;
- *   - the four sums become one vector (two VMOVs), and are requantized together:
- *
- *   VQRDMULH     (2*acc*mult + 2^31) >> 32, mc_requant.h's high multiply (no saturation: mult >= 0,
- *                |acc| < 2^30)
- *   VQADD, VSHR  s - (s < 0), then VRSHL by -rshift: (s - (s < 0) + 2^(rshift-1)) >> rshift, the
- *                rounding right shift half away from zero of mc_mul_by_qm_pos_rshift
- *   VADD, VMAX, VMIN  the output offset and the activation's clamp; VSTRB.32 stores the 4 low bytes.
+ *   - the four sums become one vector (two VMOVs), requantized together (mc_mve.h's
+ *     mc_requant_mve); VSTRB.32 stores the 4 low bytes.
  *
  * The sums start at 0 and the bias is added as a vector: the same int32 sum (wrapping addition
  * is associative). The m % 4 last rows take the scalar form of the DSP kernels
@@ -210,11 +206,7 @@ static void rq_rows4_mve_s8(int8_t *y, const int8_t *a0, const int8_t *b, int32_
 
         tile4x1_s8(s, a0, lda, b + j * ldb, k);
         v = vsetq_lane_s32(s[3], vsetq_lane_s32(s[2], vsetq_lane_s32(s[1], vdupq_n_s32(s[0]), 1), 2), 3);
-        v = vqrdmulhq_s32(vaddq_s32(v, bias), mult);
-        v = vqaddq_s32(v, vshrq_n_s32(v, 31));
-        v = vrshlq_s32(v, nshift);
-        v = vaddq_n_s32(v, o->off);
-        vstrbq_s32(y + j * ldy, vminq_s32(vmaxq_s32(v, lo), hi));
+        vstrbq_s32(y + j * ldy, mc_requant_mve(vaddq_s32(v, bias), mult, nshift, o->off, lo, hi));
     }
 }
 
@@ -241,32 +233,48 @@ void mc_gemm_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t))
 /* mc_gemm_p4_rq_mve_s8: the requantizing GEMM on weights packed in panels of four rows
  * (mc_gemm.h's panel layout with groups of 16 k: row 0's k 0..15, row 1's, row 2's, row 3's,
  * then k 16..31 of each; zeros pad k to a multiple of 16 and m to a multiple of 4). One pointer
- * walks a panel with immediate offsets, so a tile of four rows by two columns needs eight
- * accumulators and three pointers and stays in registers: per 16 k, two column loads, four
- * weight loads and eight VMLADAVA.S8, 14 instructions per 128 MACs. The padded k need no
- * predicate on the weights (they are zeros); the columns' last k % 16 are loaded under a tail
- * predicate. Rows past m are computed on the zero padding and not stored. */
+ * walks a panel with immediate offsets; two columns share each weight load: per 16 k, two
+ * column loads, four weight loads and eight VMLADAVA.S8. The padded k need no predicate on
+ * the weights (they are zeros); a column's last k % 16 are loaded under a tail predicate. Rows
+ * past m are computed on the zero padding and not stored. An odd last column takes
+ * mc_mve.h's mc_panel_dot4_mve. */
 
-/* Four sums of a column (s0..s3) plus the bias, requantized, clamped and stored at y under keep. */
-MC_INLINE void rq_store4_p(int8_t *y, int32_t s0, int32_t s1, int32_t s2, int32_t s3, int32x4_t bias,
-                           int32x4_t mult, int32x4_t nshift, const rq_out_t *o, mve_pred16_t keep)
+/* The sums s0r += row r . v0 and s1r += row r . v1 of one group of 16 k at w. A macro, not a
+ * function: GCC keeps eight scalar sums in registers only as plain locals (an array of them,
+ * even inlined, stays in memory: 259,187 instructions for kws's first layer against 176,719). */
+#define MC_STEP4X2(V0, V1)                                                                         \
+    do {                                                                                           \
+        const int8x16_t v0_ = (V0), v1_ = (V1);                                                    \
+        int8x16_t wv = vldrbq_s8(w);                                                               \
+                                                                                                   \
+        s00 = vmladavaq_s8(s00, wv, v0_);                                                          \
+        s10 = vmladavaq_s8(s10, wv, v1_);                                                          \
+        wv = vldrbq_s8(w + 16);                                                                    \
+        s01 = vmladavaq_s8(s01, wv, v0_);                                                          \
+        s11 = vmladavaq_s8(s11, wv, v1_);                                                          \
+        wv = vldrbq_s8(w + 32);                                                                    \
+        s02 = vmladavaq_s8(s02, wv, v0_);                                                          \
+        s12 = vmladavaq_s8(s12, wv, v1_);                                                          \
+        wv = vldrbq_s8(w + 48);                                                                    \
+        s03 = vmladavaq_s8(s03, wv, v0_);                                                          \
+        s13 = vmladavaq_s8(s13, wv, v1_);                                                          \
+    } while (0)
+
+/* Four sums as one vector plus the bias, requantized and stored at y under keep. */
+MC_INLINE void store4(int8_t *y, int32_t s0, int32_t s1, int32_t s2, int32_t s3, int32x4_t bias, int32x4_t mult,
+                      int32x4_t nshift, int32_t off, int32x4_t lo, int32x4_t hi, mve_pred16_t keep)
 {
-    int32x4_t v = vsetq_lane_s32(s3, vsetq_lane_s32(s2, vsetq_lane_s32(s1, vdupq_n_s32(s0), 1), 2), 3);
+    const int32x4_t v = vsetq_lane_s32(s3, vsetq_lane_s32(s2, vsetq_lane_s32(s1, vdupq_n_s32(s0), 1), 2), 3);
 
-    v = vqrdmulhq_s32(vaddq_s32(v, bias), mult);
-    v = vqaddq_s32(v, vshrq_n_s32(v, 31));
-    v = vrshlq_s32(v, nshift);
-    v = vaddq_n_s32(v, o->off);
-    v = vminq_s32(vmaxq_s32(v, vdupq_n_s32(o->act_min)), vdupq_n_s32(o->act_max));
-    vstrbq_p_s32(y, v, keep);
+    vstrbq_p_s32(y, mc_requant_mve(vaddq_s32(v, bias), mult, nshift, off, lo, hi), keep);
 }
 
 void mc_gemm_p4_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t))
 {
     const int32_t m = params->m, n = params->n, k = params->k;
-    const int32_t ldb = params->ldb, ldy = params->ldy;
+    const int32_t ldb = params->ldb, ldy = params->ldy, off = params->out_offset;
     const int32_t kp = (k + 15) & ~15, whole = k >> 4, rest = k & 15;
-    const rq_out_t o = {params->out_offset, params->act_min, params->act_max};
+    const int32x4_t lo = vdupq_n_s32(params->act_min), hi = vdupq_n_s32(params->act_max);
     const mve_pred16_t tail = vctp8q((uint32_t)rest);
 
     for (int32_t i = 0; i < m; i += 4) {
@@ -280,67 +288,19 @@ void mc_gemm_p4_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t))
             const int8_t *w = panel, *x0 = b + j * ldb, *x1 = x0 + ldb;
             int32_t s00 = 0, s01 = 0, s02 = 0, s03 = 0, s10 = 0, s11 = 0, s12 = 0, s13 = 0;
 
-            for (int32_t c = whole; c > 0; --c) {
-                const int8x16_t v0 = vldrbq_s8(x0), v1 = vldrbq_s8(x1);
-                int8x16_t wv = vldrbq_s8(w);
-
-                s00 = vmladavaq_s8(s00, wv, v0);
-                s10 = vmladavaq_s8(s10, wv, v1);
-                wv = vldrbq_s8(w + 16);
-                s01 = vmladavaq_s8(s01, wv, v0);
-                s11 = vmladavaq_s8(s11, wv, v1);
-                wv = vldrbq_s8(w + 32);
-                s02 = vmladavaq_s8(s02, wv, v0);
-                s12 = vmladavaq_s8(s12, wv, v1);
-                wv = vldrbq_s8(w + 48);
-                s03 = vmladavaq_s8(s03, wv, v0);
-                s13 = vmladavaq_s8(s13, wv, v1);
-                w += 64;
-                x0 += 16;
-                x1 += 16;
-            }
-            if (rest) {
-                const int8x16_t v0 = vldrbq_z_s8(x0, tail), v1 = vldrbq_z_s8(x1, tail);
-                int8x16_t wv = vldrbq_s8(w);
-
-                s00 = vmladavaq_s8(s00, wv, v0);
-                s10 = vmladavaq_s8(s10, wv, v1);
-                wv = vldrbq_s8(w + 16);
-                s01 = vmladavaq_s8(s01, wv, v0);
-                s11 = vmladavaq_s8(s11, wv, v1);
-                wv = vldrbq_s8(w + 32);
-                s02 = vmladavaq_s8(s02, wv, v0);
-                s12 = vmladavaq_s8(s12, wv, v1);
-                wv = vldrbq_s8(w + 48);
-                s03 = vmladavaq_s8(s03, wv, v0);
-                s13 = vmladavaq_s8(s13, wv, v1);
-            }
-            rq_store4_p(y + j * ldy + i, s00, s01, s02, s03, bias4, mult4, nshift4, &o, keep);
-            rq_store4_p(y + (j + 1) * ldy + i, s10, s11, s12, s13, bias4, mult4, nshift4, &o, keep);
+            for (int32_t c = whole; c > 0; --c, w += 64, x0 += 16, x1 += 16)
+                MC_STEP4X2(vldrbq_s8(x0), vldrbq_s8(x1));
+            if (rest)
+                MC_STEP4X2(vldrbq_z_s8(x0, tail), vldrbq_z_s8(x1, tail));
+            store4(y + j * ldy + i, s00, s01, s02, s03, bias4, mult4, nshift4, off, lo, hi, keep);
+            store4(y + (j + 1) * ldy + i, s10, s11, s12, s13, bias4, mult4, nshift4, off, lo, hi, keep);
         }
         if (j < n) {                     /* an odd last column */
-            const int8_t *w = panel, *x0 = b + j * ldb;
-            int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            int32_t s[4];
 
-            for (int32_t c = whole; c > 0; --c) {
-                const int8x16_t v0 = vldrbq_s8(x0);
-
-                s0 = vmladavaq_s8(s0, vldrbq_s8(w), v0);
-                s1 = vmladavaq_s8(s1, vldrbq_s8(w + 16), v0);
-                s2 = vmladavaq_s8(s2, vldrbq_s8(w + 32), v0);
-                s3 = vmladavaq_s8(s3, vldrbq_s8(w + 48), v0);
-                w += 64;
-                x0 += 16;
-            }
-            if (rest) {
-                const int8x16_t v0 = vldrbq_z_s8(x0, tail);
-
-                s0 = vmladavaq_s8(s0, vldrbq_s8(w), v0);
-                s1 = vmladavaq_s8(s1, vldrbq_s8(w + 16), v0);
-                s2 = vmladavaq_s8(s2, vldrbq_s8(w + 32), v0);
-                s3 = vmladavaq_s8(s3, vldrbq_s8(w + 48), v0);
-            }
-            rq_store4_p(y + j * ldy + i, s0, s1, s2, s3, bias4, mult4, nshift4, &o, keep);
+            mc_panel_dot4_mve(s, panel, b + j * ldb, whole, rest);
+            store4(y + j * ldy + i, s[0], s[1], s[2], s[3], bias4, mult4, nshift4, off, lo, hi, keep);
         }
     }
 }
+#undef MC_STEP4X2
