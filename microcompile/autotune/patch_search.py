@@ -18,9 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..compiler.compile import read_model
+from ..compiler.compile import optimized, read_model
 from ..compiler.patches import PATCH_FAMILY, parse_patch, patch_key, patch_trace, ranked
-from ..transform import pipeline
 from .records import pick_patch, record
 
 # Stages measured besides "off": auto plans the best two in full; the tuner measures a few more.
@@ -41,7 +40,7 @@ class PatchWorkload:
 def choices(source, options) -> tuple[PatchWorkload, list[str]]:
     """The workload of `source`'s patch choice and the choices to measure: "off", then the
     best-ranked stages (none when the graph has no candidate)."""
-    graph = pipeline.run(read_model(source, options), None if options.fuse_rows else pipeline.WITHOUT_FUSE_ROWS)
+    graph = optimized(read_model(source, options), options, dump=False)
     ranked_specs = [str(spec) for _, spec, _, _ in ranked(graph)[:PATCH_TRIES]]
     return PatchWorkload(patch_key(graph), default={"patch": "auto"}), (["off", *ranked_specs] if ranked_specs else [])
 

@@ -250,8 +250,7 @@ def tuned_summary(compiled, sel: Selection) -> str:
     """How many kernels of a compiled model replay a record, e.g. "3 of 12 kernels tuned ..."."""
     workloads = len(set(compiled.tuned.values()))
     slower = f", {sel.slower} no faster than their default" if sel.slower else ""
-    choice = getattr(compiled, "patch", None)
-    patch = choice.mode if choice is not None and choice.mode.endswith("(tuned)") else None
+    patch = compiled.patch.mode if compiled.patch is not None and compiled.patch.mode.endswith("(tuned)") else None
     return (f"{len(compiled.tuned)} of {len(compiled.kernels)} kernels tuned ({workloads} workload(s) with a "
             f"record faster than the default; the file holds {sel.applicable} record(s) for this core and "
             f"toolchain, the best of {len(sel.best)} workload(s) used{slower}), the others keep the default "

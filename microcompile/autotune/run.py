@@ -132,9 +132,10 @@ class Measurer:
         self.node_outputs = {n.name: n.outputs[0] for n, _, _ in compiled.kernels}
         self.estimate = False          # rank by the cycle model's estimate (tune --objective cycles, QEMU)
 
-    def _compile(self, tuned: dict, directory: Path) -> Artifact:
-        """The model with `tuned` traces replayed, compiled into `directory`."""
-        options = replace(self.default.options, tuned=tuned)
+    def _compile(self, tuned: dict, directory: Path, options: CompileOptions | None = None) -> Artifact:
+        """The model with `tuned` traces replayed (and other `options` than the default's, if
+        given), compiled into `directory`."""
+        options = replace(options or self.default.options, tuned=tuned)
         compiled = compile_model(self.default.source, self.board, directory, options)
         return Artifact(compiled, directory, self.board, self.default.name, options, self.default.source)
 
@@ -245,8 +246,7 @@ class Measurer:
         quiet = lambda s: None  # noqa: E731
         try:
             with tempfile.TemporaryDirectory(prefix="microcompile-candidate-") as tmp:
-                compiled = compile_model(self.default.source, self.board, Path(tmp), options)
-                artifact = Artifact(compiled, Path(tmp), self.board, self.default.name, options, self.default.source)
+                artifact = self._compile(dict(options.tuned), Path(tmp), options)
                 project.check_out_dir(project_dir)
                 built = deploy.build(artifact, project_dir, BuildOptions(emulate=self.link.emulate, agent=True),
                                      self.inputs, quiet)

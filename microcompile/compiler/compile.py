@@ -54,9 +54,16 @@ def read_model(model, options: CompileOptions = CompileOptions()) -> Graph:
     return load_model(model, input_shapes=dict(options.input_shapes) or None, input_layout=options.input_layout)
 
 
+def optimized(graph: Graph, options: CompileOptions = CompileOptions(), dump: bool = True) -> Graph:
+    """`graph` after the graph passes the options ask for (the input of the patch choice and of
+    lowering); `dump`: write options.dump_ir's files."""
+    return pipeline.run(graph, None if options.fuse_rows else pipeline.WITHOUT_FUSE_ROWS,
+                        dump=options.dump_ir if dump else None)
+
+
 def compile_graph(graph: Graph, board: Board, artifact_dir: Path, options: CompileOptions = CompileOptions()) -> Compiled:
     """Optimize, lower, schedule, order, plan and emit C for `graph` into `artifact_dir`."""
-    graph = pipeline.run(graph, None if options.fuse_rows else pipeline.WITHOUT_FUSE_ROWS, dump=options.dump_ir)
+    graph = optimized(graph, options)
     planned, patch = plan_with_patches(graph, board, options)
     kernels, plan, graph, widened, tuned_nodes, stored_int4 = planned
     plan = place_banks(plan, graph, board, options.arena_region)

@@ -25,19 +25,20 @@ from ..tir.intrinsics_copy import COPY_MVE_KERNEL, WIDEN_KERNEL
 from ..tir.nodes import Address, Call, Cast, Evaluate, For, IntImm, LetStmt, Load, Store, substitute
 from .tensorize import affine, tensor_intrin
 
-def _run(loop: For, dst_dtype: str, widen: bool) -> dict | None:
-    """for i in 0..n { dst[d + i] = [int16](src[s + i]) }, src int8 and a buffer other than dst."""
+def copy_run(loop: For, dst_dtype: str, src_dtype: str) -> dict | None:
+    """for i in 0..n { dst[d + i] = [dst_dtype](src[s + i]) } (a cast where the dtypes differ),
+    src another buffer than dst; lets inside read in place."""
     body = loop.body
     while isinstance(body, LetStmt):
         body = substitute(body.body, {body.var: body.value})
     if not isinstance(body, Store) or body.buffer.dtype != dst_dtype:
         return None
     load = body.value
-    if widen:
-        if not (isinstance(load, Cast) and load.dtype == "int16"):
+    if dst_dtype != src_dtype:
+        if not (isinstance(load, Cast) and load.dtype == dst_dtype):
             return None
         load = load.value
-    if not (isinstance(load, Load) and load.buffer.dtype == "int8" and load.buffer is not body.buffer):
+    if not (isinstance(load, Load) and load.buffer.dtype == src_dtype and load.buffer is not body.buffer):
         return None
     v = loop.var.name
     d, s = affine(body.index, {v}), affine(load.index, {v})
@@ -46,14 +47,15 @@ def _run(loop: For, dst_dtype: str, widen: bool) -> dict | None:
     return {"dst": body.buffer, "dbase": d[1], "src": load.buffer, "sbase": s[1], "n": loop.extent}
 
 
-def _emitter(kernel: str):
+def copy_emitter(kernel: str):
+    """The call kernel(&dst[d], &src[s], n) of a run copy_run matched."""
     def emit(b: dict):
         return Evaluate(Call(kernel, (Address(b["dst"], b["dbase"]), Address(b["src"], b["sbase"]),
                                       IntImm(int(b["n"]))), "void"))
     return emit
 
 
-tensor_intrin(WIDEN_KERNEL, _emitter(WIDEN_KERNEL), doc="int16 dst = int8 src (dsp)")(
-    lambda loop: _run(loop, "int16", widen=True))
-tensor_intrin(COPY_MVE_KERNEL, _emitter(COPY_MVE_KERNEL), doc="int8 dst = int8 src, a run (mve: the im2col copy)")(
-    lambda loop: _run(loop, "int8", widen=False))
+tensor_intrin(WIDEN_KERNEL, copy_emitter(WIDEN_KERNEL), doc="int16 dst = int8 src (dsp)")(
+    lambda loop: copy_run(loop, "int16", "int8"))
+tensor_intrin(COPY_MVE_KERNEL, copy_emitter(COPY_MVE_KERNEL), doc="int8 dst = int8 src, a run (mve: the im2col copy)")(
+    lambda loop: copy_run(loop, "int8", "int8"))

@@ -270,6 +270,13 @@ def layer_mve_rows(f: PrimFunc) -> tuple[int, int] | None:
     return padded_w, (channels + 3) // 4 * 3 * padded_w * 4
 
 
+def layer_mve_fits(f: PrimFunc) -> bool:
+    """Whether the Helium whole-layer kernel takes depthwise `f` with its rows within
+    LAYER_MVE_BYTES_MAX (the default schedule's choice on Helium cores)."""
+    shape = layer_mve_rows(f)
+    return shape is not None and shape[1] <= LAYER_MVE_BYTES_MAX
+
+
 @primitive("depthwise_layer_mve")
 def depthwise_layer_mve(f: PrimFunc) -> PrimFunc:
     """Replace a whole int8 3x3 depthwise layer (depth multiplier 1, dilation 1, stride 1 or 2

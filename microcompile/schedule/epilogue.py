@@ -45,13 +45,24 @@ def requant_epilogue(e, acc: Buffer, ic: str) -> dict | None:
     mult, shift = unit_load(call.args[1], ic), unit_load(call.args[2], ic)
     if mult is None or shift is None or eval_int(mult[1], {}) != 0 or eval_int(shift[1], {}) != 0:
         return None
-    adds = [(n.b.value if n.op == "add" else -n.b.value) for n in walk(e)
+    out = output_stage(e, call)
+    return None if out is None else {"mult": mult[0], "rshift": shift[0], **out}
+
+
+def output_stage(e, call: Call) -> dict | None:
+    """{off, lo, hi} when `e` is int8(clamp(call + off, lo, hi)) as the lowering writes it (the
+    clamp by min/max or SSAT), found loosely outside `call`'s own operands and then checked by
+    rebuilding the expression; else None."""
+    inside = {id(n) for n in walk(call)}       # an index's constant inside the call is not the offset
+    outer = [n for n in walk(e) if id(n) not in inside]
+    adds = [(n.b.value if n.op == "add" else -n.b.value) for n in outer
             if isinstance(n, BinOp) and n.op in ("add", "sub") and isinstance(n.b, IntImm)]
-    lo = next((n.b.value for n in walk(e) if isinstance(n, BinOp) and n.op == "max" and isinstance(n.b, IntImm)), -128)
-    hi = next((n.b.value for n in walk(e) if isinstance(n, BinOp) and n.op == "min" and isinstance(n.b, IntImm)), 127)
-    for off in (adds[:1] or [0]):
-        inner = add(call, IntImm(off))
-        for ssat in (False, True):
-            if simplify(_to_int8(inner, lo, hi, ssat)) == simplify(e):
-                return {"mult": mult[0], "rshift": shift[0], "off": off, "lo": lo, "hi": hi}
+    lo = next((n.b.value for n in outer if isinstance(n, BinOp) and n.op == "max" and isinstance(n.b, IntImm)), -128)
+    hi = next((n.b.value for n in outer if isinstance(n, BinOp) and n.op == "min" and isinstance(n.b, IntImm)), 127)
+    off = (adds[:1] or [0])[0]
+    inner = add(call, IntImm(off))
+    for ssat in (False, True):
+        rebuilt = _to_int8(inner, lo, hi, ssat)
+        if rebuilt is not None and simplify(rebuilt) == simplify(e):
+            return {"off": off, "lo": lo, "hi": hi}
     return None

@@ -39,7 +39,8 @@ from ..tir.intrinsics_gemm_f32 import (ACT_MAX, ACT_MIN, COPY_F32_KERNEL, GEMM_F
 from ..tir.nodes import (Address, BinOp, Buffer, Call, Evaluate, FloatImm, For, IntImm, LetStmt, Load, PrimFunc,
                          Store, substitute, walk)
 from .epilogue import eval_int, unit_load
-from .gemm_schedule import copy_loops, unswitch_padding
+from .copy_intrin import copy_emitter, copy_run
+from .gemm_schedule import tensorize_runs, unswitch_padding
 from .primitives import ScheduleError, weights_name
 from .tensorize import accumulation_nest, affine, perfect_nest, tensor_intrin
 from .trace import Schedule
@@ -177,27 +178,8 @@ def _tensorize(sch: Schedule, loop: str) -> None:
     raise ScheduleError(f"{sch.func.name}: loop {loop} matches no float32 GEMM kernel")
 
 
-def _match_copy(loop: For) -> dict | None:
-    """for i in 0..n { dst[d + i] = src[s + i] } (float32; lets inside read in place)."""
-    body = loop.body
-    while isinstance(body, LetStmt):
-        body = substitute(body.body, {body.var: body.value})
-    if not (isinstance(body, Store) and body.buffer.dtype == "float32" and isinstance(body.value, Load)
-            and body.value.buffer.dtype == "float32" and body.value.buffer is not body.buffer):
-        return None
-    v = loop.var.name
-    d, s = affine(body.index, {v}), affine(body.value.index, {v})
-    if d is None or s is None or d[0] != {v: 1} or s[0] != {v: 1}:
-        return None
-    return {"dst": body.buffer, "dbase": d[1], "src": body.value.buffer, "sbase": s[1], "n": loop.extent}
-
-
-def _emit_copy(b: dict):
-    return Evaluate(Call(COPY_F32_KERNEL, (Address(b["dst"], b["dbase"]), Address(b["src"], b["sbase"]),
-                                           IntImm(int(b["n"]))), "void"))
-
-
-tensor_intrin(COPY_F32_KERNEL, _emit_copy, doc="float32 dst = src, a run (the im2col copy)")(_match_copy)
+tensor_intrin(COPY_F32_KERNEL, copy_emitter(COPY_F32_KERNEL), doc="float32 dst = src, a run (the im2col copy)")(
+    lambda loop: copy_run(loop, "float32", "float32"))
 
 
 # ---------------------------------------------------------------- the schedules
@@ -215,13 +197,6 @@ def pick_cols_f32(pixels: int, depth: int, col_bytes_max: int, max_cols: int = M
     if best < TILE_COLS:
         best = next((d for d in divisors if d >= TILE_COLS), best)
     return best
-
-
-def _copy_runs(sch: Schedule) -> None:
-    """Each copy loop of COPY_MIN_RUN elements or more that copies a run: one mc_copy_f32 call."""
-    for loop in copy_loops(sch):
-        if loop.extent >= COPY_MIN_RUN and _match_copy(loop) is not None:
-            sch.tensorize(loop.var.name, COPY_F32_KERNEL)
 
 
 def schedule_conv2d_f32(func: PrimFunc, target=None, cols: int | None = None,
@@ -258,7 +233,7 @@ def schedule_conv2d_f32(func: PrimFunc, target=None, cols: int | None = None,
         sch.cache_read("xv", at_cache)
         unswitch_padding(sch)
         _tensorize(sch, block)
-        _copy_runs(sch)
+        tensorize_runs(sch, COPY_MIN_RUN, COPY_F32_KERNEL)   # one mc_copy_f32 call per run
     except ScheduleError:
         if explicit:
             raise                  # the tuner's choice: say why it does not apply

@@ -211,7 +211,9 @@ def copy_loops(sch: Schedule) -> list[For]:
             and any(isinstance(c, Store) and c.buffer.scope == "scratch" for c in walk(n.body))]
 
 
-def _widen_runs(sch: Schedule, min_run: int, kernel: str) -> None:
+def tensorize_runs(sch: Schedule, min_run: int, kernel: str) -> None:
+    """Each copy loop (copy_loops) of min_run elements or more that `kernel`'s tensor intrinsic
+    matches: one call of it."""
     for loop in copy_loops(sch):
         if loop.extent >= min_run:
             try:
@@ -673,9 +675,9 @@ def _finish_copies(sch: Schedule, target, widen_min_run: int, wide: bool) -> Non
     call, on Helium cores int8 runs copied by a call (mc_copy_mve_s8, 16 bytes per vector)."""
     unswitch_padding(sch)
     if _variant(target) == "dsp" and wide:
-        _widen_runs(sch, widen_min_run, WIDEN_KERNEL)
+        tensorize_runs(sch, widen_min_run, WIDEN_KERNEL)
     elif _variant(target) == "mve" and not wide:
-        _widen_runs(sch, MVE_COPY_MIN_RUN, COPY_MVE_KERNEL)
+        tensorize_runs(sch, MVE_COPY_MIN_RUN, COPY_MVE_KERNEL)
 
 
 def schedule_dense_gemm(func: PrimFunc, target=None, wide: bool | None = None,

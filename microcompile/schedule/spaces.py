@@ -43,7 +43,7 @@ from typing import Callable
 
 from ..tir.nodes import For, PrimFunc, walk
 from .default import UNROLL_MAX_EXTENT_DOMAIN, default_unroll, unroll_short_loops
-from .depthwise_intrin import LAYER_MVE_BYTES_MAX, default_rows_block, layer_mve_rows, schedule_depthwise
+from .depthwise_intrin import default_rows_block, layer_mve_fits, schedule_depthwise
 from .gemm_f32 import F32_COL_BYTES_MAX, f32_gemm_applies, schedule_conv2d_f32, schedule_dense_f32
 from .gemm_schedule import (COL_BYTES_MAX, EPILOGUE_DOMAIN, FC_ACC_ROWS, FC_ACC_ROWS_DOMAIN, FC_INPUT,
                             WIDEN_MIN_RUN, GemmKnobs, output_pixels, schedule_conv2d_gemm,
@@ -317,8 +317,7 @@ def _dw_knobs(func, target):
 def _dw_default(func, target, wide):
     block = default_rows_block(func)
     if kernel_set(target) == "mve":        # Helium's whole-layer kernel (mc_depthwise_layer_mve_s8)
-        rows = layer_mve_rows(func)
-        whole_layer = rows is not None and rows[1] <= LAYER_MVE_BYTES_MAX
+        whole_layer = layer_mve_fits(func)
     else:
         whole_layer = block is not None
     # (on Helium the whole-layer kernel reads int8 weights: it is the choice with or without wide)

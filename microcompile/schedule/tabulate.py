@@ -19,11 +19,11 @@ from ..tir import intrinsics
 from ..tir.interp import compile_expr
 from ..tir.intrinsics_elementwise import ADD_TABLES_MVE_KERNEL, ADD_TABLES_PARAMS
 from ..tir.nodes import (Address, BinOp, Buffer, Call, Cast, Evaluate, For, IntImm, Load, PrimFunc, Select, Store, Var,
-                         add, rewrite, simplify, walk)
+                         rewrite, walk)
 from ..tir.verify import verify_primfunc
 from .knobs import declare_knob
 from .primitives import ScheduleError, primitive
-from .epilogue import _to_int8 as to_int8
+from .epilogue import output_stage
 from .tensorize import affine, tensor_intrin
 from .trace import Schedule
 from .variants import kernel_set
@@ -143,22 +143,13 @@ def _match_add_tables(loop: For) -> dict | None:
     yt = affine(body.index, {v})
     if yt is None or yt[0] != {v: 1}:
         return None
-    inside = {id(n) for n in walk(call)}       # the table indices' + 128 is not the output offset
-    adds = [(n.b.value if n.op == "add" else -n.b.value) for n in walk(body.value)
-            if isinstance(n, BinOp) and n.op in ("add", "sub") and isinstance(n.b, IntImm) and id(n) not in inside]
-    lo = next((n.b.value for n in walk(body.value) if isinstance(n, BinOp) and n.op == "max"
-               and isinstance(n.b, IntImm)), -128)
-    hi = next((n.b.value for n in walk(body.value) if isinstance(n, BinOp) and n.op == "min"
-               and isinstance(n.b, IntImm)), 127)
-    off = (adds[:1] or [0])[0]
-    # the whole store expression rebuilt as the lowering makes it: nothing else may be in it
-    if not any(simplify(to_int8(add(call, IntImm(off)), lo, hi, ssat)) == simplify(body.value)
-               for ssat in (False, True) if to_int8(add(call, IntImm(off)), lo, hi, ssat) is not None):
+    out = output_stage(body.value, call)
+    if out is None:
         return None
     (ta, a, abase), (tb, b, bbase) = sides
     return {"y": body.buffer, "ybase": yt[1], "a": a, "abase": abase, "b": b, "bbase": bbase, "ta": ta, "tb": tb,
             "n": loop.extent, "mult": call.args[1].value,
-            "rshift": call.args[2].value, "off": off, "lo": lo, "hi": hi}
+            "rshift": call.args[2].value, **out}
 
 
 def _emit_add_tables(b: dict):

@@ -76,6 +76,32 @@ def pointer_view(ptr, n: int) -> np.ndarray:
     return a[o:o + n]
 
 
+def requantized(acc, mult, rshift, p: dict) -> np.ndarray:
+    """int8 clamp(mc_mul_by_qm_pos_rshift(acc, mult, rshift) + p["out_offset"], p["act_min"],
+    p["act_max"]) (mult and rshift broadcast against acc), checking the cheap form's domain
+    (|acc| < 2^30, rshift >= 1, mult >= 0), which the micro-kernels' vector rounding needs."""
+    acc, mult, rshift = (np.asarray(a, np.int64) for a in (acc, mult, rshift))
+    assert np.all(np.abs(acc) < 2**30) and np.all(rshift >= 1) and np.all(mult >= 0), \
+        "outside mc_mul_by_qm_pos_rshift's domain"
+    v = np.asarray(fp.multiply_by_quantized_multiplier(acc, mult, -rshift), np.int64) + p["out_offset"]
+    return np.clip(v, p["act_min"], p["act_max"]).astype(np.int8)
+
+
+def window_taps(x: np.ndarray, p: dict, kh: int, kw: int):
+    """Each tap (t, u) of an NHWC window kernel and what every output pixel reads there,
+    [n, out_h, out_w, c] int64, a padded tap reading p["zp_in"]. `x`: the input [n, h, w, c];
+    p: pad_top, pad_left, stride_h, stride_w, out_h, out_w, zp_in, and dil_h, dil_w (default 1)."""
+    n, ih, iw, c = x.shape
+    oh, ow, sh, sw = p["out_h"], p["out_w"], p["stride_h"], p["stride_w"]
+    pt, pl, dh, dw = p["pad_top"], p["pad_left"], p.get("dil_h", 1), p.get("dil_w", 1)
+    hp, wp = max(ih + pt, (oh - 1) * sh + (kh - 1) * dh + 1), max(iw + pl, (ow - 1) * sw + (kw - 1) * dw + 1)
+    xp = np.full((n, hp, wp, c), p["zp_in"], np.int64)
+    xp[:, pt:pt + ih, pl:pl + iw] = x
+    for t in range(kh):
+        for u in range(kw):
+            yield t, u, xp[:, t * dh:t * dh + (oh - 1) * sh + 1:sh, u * dw:u * dw + (ow - 1) * sw + 1:sw]
+
+
 def pointer_store(ptr, value) -> None:
     """Write `value` (any shape, flattened) at a pointer argument, in the buffer's dtype."""
     a, o = ptr

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.fixedpoint import multiply_by_quantized_multiplier
-from .intrinsics import StructType, intrinsic
+from .intrinsics import StructType, intrinsic, requantized, window_taps
 
 DEPTHWISE_PARAMS = StructType("mc_depthwise_params_t", ("channels", "kh", "kw", "x_row", "x_col", "w_row", "w_group",
                                                          "out_offset", "act_min", "act_max"))
@@ -152,7 +152,6 @@ def _impl_rows(y, x, rec, scratch, p: dict):
     bias fold cancels) from the records; the scratch is the kernel's own business."""
     (ya, yo), (xa, xo), (ra, ro) = y, x, rec
     n, c, ih, iw, oh, ow = (p[f] for f in ("batch", "channels", "in_h", "in_w", "out_h", "out_w"))
-    sh, sw, pt, pl = p["stride_h"], p["stride_w"], p["pad_top"], p["pad_left"]
     r = np.asarray(ra[ro:ro + c * ROWS_RECORD]).reshape(c, ROWS_RECORD)
     w = np.zeros((3, 3, c), np.int64)
     for i in range(3):
@@ -163,13 +162,9 @@ def _impl_rows(y, x, rec, scratch, p: dict):
         r[:, 9].astype(np.int64)
     off = (k - (np.int64(1) << (e - 1))) >> e
     xs = np.asarray(xa[xo:xo + n * ih * iw * c], np.int64).reshape(n, ih, iw, c)
-    hp, wp = max(ih + pt, (oh - 1) * sh + 3), max(iw + pl, (ow - 1) * sw + 3)
-    xp = np.full((n, hp, wp, c), p["zp_in"], np.int64)
-    xp[:, pt:pt + ih, pl:pl + iw] = xs
     acc = np.broadcast_to(bias, (n, oh, ow, c)).copy()
-    for i in range(3):
-        for j in range(3):
-            acc += xp[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw] * w[i, j]
+    for i, j, taps in window_taps(xs, p, 3, 3):
+        acc += taps * w[i, j]
     assert np.all(np.abs(acc) < 2**30), "outside mc_mul_by_qm_pos_rshift's domain"
     v = np.asarray(multiply_by_quantized_multiplier(acc, mult, -e), np.int64) + off
     ya[yo:yo + acc.size] = np.clip(v, p["act_min"], p["act_max"]).astype(np.int8).reshape(-1)
@@ -218,20 +213,13 @@ def _impl_layer_mve(y, x, w, rq, rows, p: dict):
     bias fold cancels it); `rows` is the kernel's own scratch."""
     (ya, yo), (xa, xo), (wa, wo), (ra, ro) = y, x, w, rq
     n, c, ih, iw, oh, ow = (p[f] for f in ("batch", "channels", "in_h", "in_w", "out_h", "out_w"))
-    kh, kw, sh, sw, dh, dw = (p[f] for f in ("kh", "kw", "stride_h", "stride_w", "dil_h", "dil_w"))
-    pt, pl = p["pad_top"], p["pad_left"]
+    kh, kw = p["kh"], p["kw"]
     filt = unpack_layer_mve(np.asarray(wa[wo:]), kh, kw, c).astype(np.int64)
     g = (c + 3) // 4
     rec = np.asarray(ra[ro:ro + g * 12], np.int64).reshape(g, 3, 4).transpose(1, 0, 2).reshape(3, g * 4)[:, :c]
     bias, m, r = rec[0], rec[1], -rec[2]
     xs = np.asarray(xa[xo:xo + n * ih * iw * c], np.int64).reshape(n, ih, iw, c)
-    hp, wp = max(ih + pt, (oh - 1) * sh + (kh - 1) * dh + 1), max(iw + pl, (ow - 1) * sw + (kw - 1) * dw + 1)
-    xp = np.full((n, hp, wp, c), p["zp_in"], np.int64)
-    xp[:, pt:pt + ih, pl:pl + iw] = xs
     acc = np.broadcast_to(bias, (n, oh, ow, c)).copy()
-    for t in range(kh):
-        for u in range(kw):
-            acc += xp[:, t * dh:t * dh + (oh - 1) * sh + 1:sh, u * dw:u * dw + (ow - 1) * sw + 1:sw] * filt[t, u]
-    assert np.all(np.abs(acc) < 2**30) and np.all(r >= 1) and np.all(m >= 0), "outside mc_mul_by_qm_pos_rshift's domain"
-    v = np.asarray(multiply_by_quantized_multiplier(acc, m, -r), np.int64) + p["out_offset"]
-    ya[yo:yo + acc.size] = np.clip(v, p["act_min"], p["act_max"]).astype(np.int8).reshape(-1)
+    for t, u, taps in window_taps(xs, p, kh, kw):
+        acc += taps * filt[t, u]
+    ya[yo:yo + acc.size] = requantized(acc, m, r, p).reshape(-1)

@@ -7,8 +7,7 @@ import math
 import numpy as np
 
 from ..ir import fixedpoint_log
-from ..ir.fixedpoint import multiply_by_quantized_multiplier
-from .intrinsics import StructType, intrinsic
+from .intrinsics import StructType, intrinsic, requantized
 
 
 # tanhf / logf as the C library computes them in float32: within an ulp of the double
@@ -62,8 +61,4 @@ def _add_tables_mve(y, a, b, ta, tb, p: dict):
     n = p["n"]
     va = taa[tao + aa[ao:ao + n].astype(np.int64) + 128].astype(np.int64)
     vb = tba[tbo + ba[bo:bo + n].astype(np.int64) + 128].astype(np.int64)
-    s = va + vb
-    assert np.all(np.abs(s) < 2**30) and p["rshift"] >= 1 and p["mult"] >= 0, \
-        "outside mc_mul_by_qm_pos_rshift's domain"
-    v = np.asarray(multiply_by_quantized_multiplier(s, p["mult"], -p["rshift"]), np.int64) + p["out_offset"]
-    ya[yo:yo + n] = np.clip(v, p["act_min"], p["act_max"]).astype(np.int8)
+    ya[yo:yo + n] = requantized(va + vb, p["mult"], p["rshift"], p)

@@ -31,8 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import budget
-from ..ir.fixedpoint import multiply_by_quantized_multiplier
-from .intrinsics import StructType, intrinsic
+from .intrinsics import StructType, intrinsic, requantized, window_taps
 
 GEMM_PARAMS = StructType("mc_gemm_params_t", ("m", "n", "k", "lda", "ldb", "ldc"))
 
@@ -184,12 +183,8 @@ def _gemm_rq_impl(group: int, interleaved: bool = False):
         b = ba[bo + (pair_interleaved_index(jj, pp, n, ldb) if interleaved else jj * ldb + pp)].astype(np.int64)
         i = np.arange(m)
         acc = b @ a.T + bias_ptr[0][bias_ptr[1] + i].astype(np.int64)              # [n, m]
-        mult, rshift = mult_ptr[0][mult_ptr[1] + i].astype(np.int64), rshift_ptr[0][rshift_ptr[1] + i].astype(np.int64)
-        assert np.all(np.abs(acc) < 2**30) and np.all(rshift >= 1) and np.all(mult >= 0), \
-            "outside mc_mul_by_qm_pos_rshift's domain"
-        v = np.asarray(multiply_by_quantized_multiplier(acc, mult, -rshift), np.int64) + p["out_offset"]
         yi = yo + np.arange(n)[:, None] * ldy + i[None, :]
-        ya[yi] = np.clip(v, p["act_min"], p["act_max"]).astype(np.int8)
+        ya[yi] = requantized(acc, mult_ptr[0][mult_ptr[1] + i], rshift_ptr[0][rshift_ptr[1] + i], p)
     return impl
 
 
@@ -247,21 +242,12 @@ def _impl_conv_mve(y, x, w, bias, mult, rshift, col, p: dict):
     padded tap reads zp_in); `col` is the kernel's own scratch."""
     (ya, yo), (xa, xo), (wa, wo) = y, x, w
     n, ih, iw, ic, oh, ow, oc = (p[f] for f in ("batch", "in_h", "in_w", "in_c", "out_h", "out_w", "out_c"))
-    kh, kw, sh, sw, dh = (p[f] for f in ("kh", "kw", "stride_h", "stride_w", "dil_h"))
-    pt, pl = p["pad_top"], p["pad_left"]
+    kh, kw = p["kh"], p["kw"]
     filt = unpack_panels4(wa[wo:], oc, p["k_p"], CONV_GROUP)[:, :kh * kw * ic]
     filt = filt.reshape(oc, kh, kw, ic).astype(np.int64)
     xs = np.asarray(xa[xo:xo + n * ih * iw * ic], np.int64).reshape(n, ih, iw, ic)
-    hp, wp = max(ih + pt, (oh - 1) * sh + (kh - 1) * dh + 1), max(iw + pl, (ow - 1) * sw + kw)
-    xp = np.full((n, hp, wp, ic), p["zp_in"], np.int64)
-    xp[:, pt:pt + ih, pl:pl + iw] = xs
     i = np.arange(oc)
     acc = np.broadcast_to(bias[0][bias[1] + i].astype(np.int64), (n, oh, ow, oc)).copy()
-    for t in range(kh):
-        for u in range(kw):
-            taps = xp[:, t * dh:t * dh + (oh - 1) * sh + 1:sh, u:u + (ow - 1) * sw + 1:sw]   # [n, oh, ow, ic]
-            acc += taps @ filt[:, t, u, :].T
-    m, r = mult[0][mult[1] + i].astype(np.int64), rshift[0][rshift[1] + i].astype(np.int64)
-    assert np.all(np.abs(acc) < 2**30) and np.all(r >= 1) and np.all(m >= 0), "outside mc_mul_by_qm_pos_rshift's domain"
-    v = np.asarray(multiply_by_quantized_multiplier(acc, m, -r), np.int64) + p["out_offset"]
-    ya[yo:yo + acc.size] = np.clip(v, p["act_min"], p["act_max"]).astype(np.int8).reshape(-1)
+    for t, u, taps in window_taps(xs, p, kh, kw):            # dilation 1 across: no dil_w in p
+        acc += taps @ filt[:, t, u, :].T
+    ya[yo:yo + acc.size] = requantized(acc, mult[0][mult[1] + i], rshift[0][rshift[1] + i], p).reshape(-1)

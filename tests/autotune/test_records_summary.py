@@ -18,7 +18,7 @@ def test_records_none_faster_than_the_default_are_counted_and_said():
     records = [_rec("w1", 100, default=True)] + [_rec("w1", 100 + k) for k in range(100)] + [_rec("w2", 50, core="x")]
     sel = select(records, ENV)
     assert sel.best == {} and sel.applicable == 101 and sel.slower == 1
-    compiled = SimpleNamespace(tuned={}, kernels=[1, 2, 3])
+    compiled = SimpleNamespace(tuned={}, kernels=[1, 2, 3], patch=None)
     text = tuned_summary(compiled, sel)
     assert "the file holds 101 record(s) for this core and toolchain" in text
     assert "1 no faster than their default" in text and "0 of 3 kernels tuned" in text
