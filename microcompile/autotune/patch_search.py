@@ -19,7 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..compiler.compile import optimized, read_model
-from ..compiler.patches import PATCH_FAMILY, parse_patch, patch_key, patch_trace, ranked
+from ..compiler.patches import PATCH_FAMILY, patch_key, patch_trace, ranked, trace_choice
+from ..errors import shown
+from ..transform.patch_stage import StageSpec
+from ..schedule import Trace
 from .records import pick_patch, record
 
 # Stages measured besides "off": auto plans the best two in full; the tuner measures a few more.
@@ -37,40 +40,46 @@ class PatchWorkload:
     default: dict = field(default_factory=dict)
 
 
-def choices(source, options) -> tuple[PatchWorkload, list[str]]:
+def choices(source, options) -> tuple[PatchWorkload, list[str | StageSpec]]:
     """The workload of `source`'s patch choice and the choices to measure: "off", then the
     best-ranked stages (none when the graph has no candidate)."""
     graph = optimized(read_model(source, options), options, dump=False)
-    ranked_specs = [str(spec) for _, spec, _, _ in ranked(graph)[:PATCH_TRIES]]
-    return PatchWorkload(patch_key(graph), default={"patch": "auto"}), (["off", *ranked_specs] if ranked_specs else [])
+    specs = [spec for _, spec, _, _ in ranked(graph)[:PATCH_TRIES]]
+    return PatchWorkload(patch_key(graph), default={"patch": "auto"}), (["off", *specs] if specs else [])
 
 
-def search(measurer, writer, env, model: str, previous: list[dict], progress) -> str | None:
+def search(measurer, writer, env, model: str, previous: list[dict], progress) -> str | StageSpec | None:
     """Measure each choice not already measured in `previous` (a resumed file), write its
-    record, and return the choice `pick` takes ("off" or a stage), or None when there is
-    nothing to choose."""
+    record (config {"patch": its --patch spelling, for people}, the exact choice in its trace),
+    and return the choice records.pick_patch takes ("off" or a StageSpec), or None when there is nothing
+    to choose."""
     workload, todo = choices(measurer.default.source, measurer.default.options)
     if not todo:
         return None
-    mine = [r for r in previous if r.get("workload") == workload.key]
-    done = {r["config"].get("patch") for r in mine}
+    mine = [r for r in previous if r.get("workload") == workload.key and r.get("trace")]
+    done = [_choice(r) for r in mine]
     for i, choice in enumerate(todo, 1):
         if choice in done:
             continue
-        progress(f"[tune] patch stage {i}/{len(todo)}: {choice}")
-        outcome, arena = measurer.whole(replace(measurer.default.options, patch=parse_patch(choice)))
-        rec = record(env, workload, {"patch": choice}, patch_trace(choice), outcome, model=model)
+        progress(f"[tune] patch stage {i}/{len(todo)}: {shown(choice, 200)}")
+        outcome, arena = measurer.whole(replace(measurer.default.options, patch=choice))
+        rec = record(env, workload, {"patch": str(choice)}, patch_trace(choice), outcome, model=model)
         rec["arena"] = arena
         writer.write(rec)
         mine.append(rec)
         if outcome.status == "ok":
             progress(f"[tune]   {outcome.count:,} {outcome.unit}, arena {arena:,} bytes")
         else:
-            progress(f"[tune]   {outcome.status}: {outcome.error}")
+            progress(f"[tune]   {outcome.status}: {shown(outcome.error, 300)}")
     best = pick_patch(mine)
     if best is None:
         progress("[tune] note: the model without a patch stage was not measured; --patch auto's choice stays")
         return None
-    progress(f"[tune] patch stage: {best['config']['patch']} (arena {best['arena']:,} bytes, "
+    progress(f"[tune] patch stage: {shown(best['config']['patch'], 200)} (arena {best['arena']:,} bytes, "
              f"{best['count']:,} {best['unit']})")
-    return best["config"]["patch"]
+    return _choice(best)
+
+
+def _choice(rec: dict) -> str | StageSpec | None:
+    """The choice a patch record measured, from its trace (the layer names exactly)."""
+    return trace_choice(Trace.from_json(rec["trace"]))

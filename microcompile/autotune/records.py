@@ -30,7 +30,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..escape import json_text, say
-from ..errors import UserError
+from ..errors import UserError, shown
 from ..project import toolchain_version
 from ..schedule import Trace, kernel_set
 from ..schedule.version import SCHEDULE_VERSION
@@ -254,4 +254,4 @@ def tuned_summary(compiled, sel: Selection) -> str:
     return (f"{len(compiled.tuned)} of {len(compiled.kernels)} kernels tuned ({workloads} workload(s) with a "
             f"record faster than the default; the file holds {sel.applicable} record(s) for this core and "
             f"toolchain, the best of {len(sel.best)} workload(s) used{slower}), the others keep the default "
-            "schedule" + (f"; patch stage {patch} from the records" if patch else ""))
+            "schedule" + (f"; patch stage {shown(patch, 200)} from the records" if patch else ""))

@@ -24,7 +24,7 @@ from pathlib import Path
 from .. import deploy, project
 from ..deploy import estimate
 from ..compiler import CompileOptions, check_arena, compile_model
-from ..compiler.patches import PATCH_FAMILY, parse_patch
+from ..compiler.patches import PATCH_FAMILY
 from ..deploy import Artifact, BuildOptions, Link
 from ..errors import ArenaBudgetError, DeviceError, UserError
 from ..escape import say
@@ -420,7 +420,7 @@ def _tune_in(default: Artifact, records_path: Path, options: TuneOptions, link: 
         with RecordWriter(records_path) as writer:
             chosen = patch_search.search(searcher, writer, env, default.name, previous, progress)
         if chosen is not None:
-            default = replace(default, options=replace(default.options, patch=parse_patch(chosen)))
+            default = replace(default, options=replace(default.options, patch=chosen))
     progress(f"[tune] {default.name} on {board.name}: compiling the default schedules")
     compiled, workloads = lowered_workloads(default.source, board, default.options)
     sizes = ", ".join(f"{w.key.split(':')[0]} x{len(w.nodes)} ({w.space.size} points)" for w in workloads) or \

@@ -184,19 +184,27 @@ def patch_key(g: Graph) -> str:
     return f"{PATCH_FAMILY}:{h.hexdigest()[:16]}"
 
 
-def patch_trace(choice: str):
-    """The record's trace of a patch choice ("off" or Bx1@FIRST:LAST): one knob decision."""
+def patch_trace(choice: str | StageSpec):
+    """The record's trace of a patch choice, "off" or a StageSpec: one knob decision that holds
+    the stage's layer names as they are (a name may hold ':' or '@', which the --patch
+    spelling cannot carry)."""
     from ..schedule import Decision, Trace
-    return Trace((Decision("knob", (PATCH_FAMILY, choice)),))
+    args = (PATCH_FAMILY, "off") if choice == "off" else (PATCH_FAMILY, choice.first, choice.last, choice.bands)
+    return Trace((Decision("knob", args),))
+
+
+def trace_choice(trace) -> str | StageSpec | None:
+    """The patch choice ("off" or a StageSpec) patch_trace wrote into `trace`, or None."""
+    args = next((d.args[1:] for d in trace.decisions if d.primitive == "knob" and d.args[0] == PATCH_FAMILY), None)
+    if args is None:
+        return None
+    return "off" if tuple(args) == ("off",) else StageSpec(args[0], args[1], int(args[2]))
 
 
 def tuned_choice(graph: Graph, tuned) -> str | StageSpec | None:
     """The patch choice a tuning record made for `graph` ("off" or a StageSpec), or None."""
     trace = dict(tuned or {}).get(patch_key(graph))
-    if trace is None:
-        return None
-    value = next((d.args[1] for d in trace.decisions if d.primitive == "knob" and d.args[0] == PATCH_FAMILY), None)
-    return None if value is None else parse_patch(value)
+    return None if trace is None else trace_choice(trace)
 
 
 def plan_with_patches(graph: Graph, board, options):

@@ -17,6 +17,7 @@ from microcompile.compiler.patches import PATCH_BUDGET, patch_key, patch_trace, 
 from microcompile.frontend.tflite.writer import write_tflite
 from microcompile.target import load_board
 from microcompile.transform import pipeline
+from microcompile.transform.patch_stage import StageSpec
 
 BOARD = load_board("mps2-an386")
 
@@ -34,8 +35,9 @@ def _expanding(int8: bool = True):
 
 
 def _rec(choice: str, count: int, arena: int, unit: str = "instructions", status: str = "ok") -> dict:
+    spec = "off" if choice == "off" else StageSpec("a", "b", int(choice.split("x")[0]))
     return {"workload": "patch:x", "family": "patch", "config": {"patch": choice}, "count": count, "arena": arena,
-            "unit": unit, "status": status, "trace": patch_trace(choice).to_json()}
+            "unit": unit, "status": status, "trace": patch_trace(spec).to_json()}
 
 
 def test_the_pick_is_the_smallest_arena_within_the_budget():
@@ -59,12 +61,12 @@ def test_a_recorded_choice_replaces_auto_and_only_auto():
     assert auto.patch.spec is not None and auto.patch.mode == "auto"
     other = next(s for s in specs if str(s) != str(auto.patch.spec))
     key = patch_key(g)
-    tuned = plan_model(_expanding(), BOARD, CompileOptions(tuned={key: patch_trace(str(other))}))
+    tuned = plan_model(_expanding(), BOARD, CompileOptions(tuned={key: patch_trace(other)}))
     assert str(tuned.patch.spec) == str(other) and tuned.patch.mode == f"{other} (tuned)"
     off = plan_model(_expanding(), BOARD, CompileOptions(tuned={key: patch_trace("off")}))
     assert off.patch.spec is None and not any(n.op == "patch_stage" for n in off.graph.nodes)
     # the user's --patch wins over a record, and a record of another graph is not applied
-    user = plan_model(_expanding(), BOARD, CompileOptions(patch="off", tuned={key: patch_trace(str(other))}))
+    user = plan_model(_expanding(), BOARD, CompileOptions(patch="off", tuned={key: patch_trace(other)}))
     assert user.patch.spec is None
     foreign = plan_model(_expanding(), BOARD, CompileOptions(tuned={"patch:0123456789abcdef": patch_trace("off")}))
     assert str(foreign.patch.spec) == str(auto.patch.spec)

@@ -264,6 +264,55 @@ def test_names_in_a_patch_stage_and_weights_in_ram_never_become_code(tmp_path):
         assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]", report)
 
 
+def test_names_in_a_tuned_patch_choice_round_trip_and_reach_the_terminal_escaped(tmp_path):
+    """A tuning record's patch choice holds the stage's layer names exactly (a name may hold ':' or
+    '@', which the --patch spelling cannot carry): compiled with it, the hostile model takes the
+    same stage; what `--records` and `tune` print of it carries no control, bidi or invisible
+    character."""
+    from types import SimpleNamespace
+
+    from microcompile.autotune import patch_search
+    from microcompile.autotune.records import Outcome, Selection, environment, tuned_summary
+    from microcompile.compiler.compile import optimized, read_model
+    from microcompile.compiler.options import CompileOptions
+    from microcompile.compiler.patches import patch_key, patch_trace
+    from microcompile.transform.patch_stage import StageSpec, chains
+
+    board = load_board("mps2-an386")
+    bad = r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]"
+    for seed in range(3):
+        data, placeholders = _onnx_model(30 + seed)
+        evil = tmp_path / f"evil{seed}.onnx"
+        # --patch's separators first in every name (its last two bytes dropped, keeping it distinct)
+        names = [b":@" + n[:-2] for n in hostile_names(random.Random(seed), len(placeholders))]
+        evil.write_bytes(patch(data, dict(zip(placeholders, names))))
+        g = optimized(read_model(evil))
+        chain = next(c for c in chains(g) if len(c) >= 2)
+        assert ":" in chain[0].name and "@" in chain[-1].name
+        spec = StageSpec(chain[0].name, chain[-1].name, g.tensors[chain[-1].outputs[0]].shape[1])
+        compiled = compile_model(evil, board, tmp_path / f"art{seed}",
+                                 CompileOptions(tuned={patch_key(g): patch_trace(spec)}))
+        stage = next(n for n in compiled.graph.nodes if n.op == "patch_stage")
+        body = stage.attrs["body"]
+        assert (body.nodes[0].name, body.nodes[-1].name) == (chain[0].name, chain[-1].name)
+        assert compiled.patch.mode.endswith("(tuned)")
+        assert not re.search(bad, tuned_summary(compiled, Selection()))
+
+        said, written = [], []
+        measurer = SimpleNamespace(default=SimpleNamespace(source=evil, options=CompileOptions()),
+                                   whole=lambda options: (Outcome("ok", count=100, unit="instructions"), 1000))
+        workload = patch_search.PatchWorkload(patch_key(g))
+        original = patch_search.choices
+        patch_search.choices = lambda source, options: (workload, ["off", spec])
+        try:
+            got = patch_search.search(measurer, SimpleNamespace(write=written.append), environment(board), "m", [],
+                                      said.append)
+        finally:
+            patch_search.choices = original
+        assert got == "off" and len(written) == 2 and len(said) >= 4
+        assert not re.search(bad, "\n".join(said))
+
+
 # --- built and run ---------------------------------------------------------------------------------
 
 def _file_name(rng: random.Random) -> str:
