@@ -167,19 +167,19 @@ def _code_tokens(project_dir: Path) -> dict[str, list[str]]:
     return out
 
 
-def _compile(model: Path, tmp: Path, tag: str, agent: bool) -> tuple[dict, dict]:
-    """Compile `model` for the host board and generate its project; its code tokens and its
-    reference outputs for a fixed input."""
+def _compile(model: Path, tmp: Path, tag: str, agent: bool, board=HOST) -> tuple[dict, dict]:
+    """Compile `model` for `board` (the host's by default) and generate its project; its code
+    tokens and its reference outputs for a fixed input."""
     art = tmp / f"art-{tag}"
-    compiled = compile_model(model, HOST, art)
+    compiled = compile_model(model, board, art)
     g = compiled.graph
     feed = {n: np.random.default_rng(0).uniform(-1, 1, g.tensors[n].shape).astype(g.tensors[n].dtype)
             if g.tensors[n].dtype == "float32" else
             np.random.default_rng(0).integers(-128, 128, g.tensors[n].shape).astype(np.int8) for n in g.inputs}
     outs = interp.run(g, feed)
     proj = tmp / f"proj-{tag}"
-    project.generate(art, HOST, proj, None if agent else [feed[n] for n in g.inputs],
-                     project.BuildOptions(agent=agent))
+    project.generate(art, board, proj, None if agent else [feed[n] for n in g.inputs],
+                     project.BuildOptions(agent=agent, emulate=board is not HOST))
     return _code_tokens(proj), [outs[o] for o in g.outputs]
 
 
@@ -262,6 +262,26 @@ def test_names_in_a_patch_stage_and_weights_in_ram_never_become_code(tmp_path):
         assert evil_code == plain_code, "hostile names changed the code outside comments and string literals"
         assert "patch stage (--patch" in report and "weights copied to RAM" in report
         assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]", report)
+
+
+def test_names_never_become_code_through_the_helium_kernels(tmp_path):
+    """int8 chains compiled for the Cortex-M55, whose whole-layer conv and depthwise kernels and
+    vector ADD carry the layers' constants and comments of their own: the same code tokens with
+    hostile names as with plain ones."""
+    board = load_board("mps3-an547")
+    kernels = set()
+    for seed in range(4):
+        data, placeholders = _tflite_model(seed, int8=True)
+        plain, evil = tmp_path / f"plain{seed}.tflite", tmp_path / f"evil{seed}.tflite"
+        plain.write_bytes(data)
+        evil.write_bytes(patch(data, dict(zip(placeholders, hostile_names(random.Random(seed), len(placeholders))))))
+        plain_code, _ = _compile(plain, tmp_path, f"m55-plain{seed}", False, board)
+        evil_code, _ = _compile(evil, tmp_path, f"m55-evil{seed}", False, board)
+        assert evil_code == plain_code, "hostile names changed the code outside comments and string literals"
+        model_c = (tmp_path / f"proj-m55-evil{seed}" / "model" / "model.c").read_text()
+        kernels |= {k for k in ("mc_conv_rq_mve_s8", "mc_depthwise_layer_mve_s8", "mc_add_tables_mve_s8")
+                    if f"{k}(" in model_c}
+    assert kernels, "no chain reached the Helium whole-layer kernels"
 
 
 def test_names_in_a_tuned_patch_choice_round_trip_and_reach_the_terminal_escaped(tmp_path):
