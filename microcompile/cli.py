@@ -334,6 +334,18 @@ def _cmd_profile(args) -> int:
     return 0
 
 
+def _families(given) -> tuple[str, ...]:
+    """--family NAME (repeatable, or comma-separated): knob families, checked."""
+    from .schedule import FAMILIES
+
+    names = tuple(dict.fromkeys(n.strip() for g in (given or ()) for n in g.split(",") if n.strip()))
+    unknown = [n for n in names if n not in FAMILIES]
+    if unknown:
+        raise UserError(f"unknown knob family {', '.join(map(repr, unknown))}",
+                        hint=f"--family takes {', '.join(FAMILIES)} (docs/tuning.md)")
+    return names
+
+
 def _cmd_tune(args) -> int:
     from . import api
     from .autotune.run import format_result, parse_arena_budget, parse_budget
@@ -344,7 +356,8 @@ def _cmd_tune(args) -> int:
                               scratch_budget=parse_bytes(args.scratch_budget, "--scratch-budget"),
                               arena_budget=parse_arena_budget(args.arena_budget), executor=args.executor,
                               address=args.address, work_dir=args.project_dir, ports=tuple(args.port or ()),
-                              probes=tuple(args.probe or ()), objective=args.objective)
+                              probes=tuple(args.probe or ()), objective=args.objective,
+                              families=_families(args.family))
     link = api.Link(emulate=args.emulate, timeout=args.timeout)
     board = api.board(args.board)
     api.check_tune(board, args.records, options, link)     # before any work
@@ -583,6 +596,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--objective", choices=("instructions", "cycles"), default="instructions",
                    help="rank candidates by instructions (default) or, on QEMU, by the cycle model's estimated "
                         "cycles (docs/cycles.md); a real board always measures cycles")
+    t.add_argument("--family", action="append", metavar="NAME",
+                   help="tune only the workloads of this knob family (repeatable or comma-separated: conv2d, "
+                        "f32_fpu, fully_connected, depthwise_conv2d, add, softmax, sketch); the others keep their "
+                        "default schedules")
     t.add_argument("--scratch-budget", metavar="BYTES", help="reject schedules whose scratch exceeds this")
     t.add_argument("--arena-budget", metavar="BYTES|none",
                    help="reject candidates whose firmware plans a larger arena (default: the default schedules' "

@@ -79,6 +79,7 @@ class TuneOptions:
     ports: tuple[str, ...] = ()
     probes: tuple[str, ...] = ()
     objective: str = "instructions"
+    families: tuple[str, ...] = ()      # tune only the workloads of these knob families (none: all)
 
 
 OBJECTIVES = ("instructions", "cycles")
@@ -423,6 +424,12 @@ def _tune_in(default: Artifact, records_path: Path, options: TuneOptions, link: 
             default = replace(default, options=replace(default.options, patch=chosen))
     progress(f"[tune] {default.name} on {board.name}: compiling the default schedules")
     compiled, workloads = lowered_workloads(default.source, board, default.options)
+    if options.families:
+        left = [w for w in workloads if w.family not in options.families]
+        workloads = [w for w in workloads if w.family in options.families]
+        if left:
+            progress(f"[tune] {len(left)} workload(s) of other families than {', '.join(options.families)} keep "
+                     "their default schedules")
     sizes = ", ".join(f"{w.key.split(':')[0]} x{len(w.nodes)} ({w.space.size} points)" for w in workloads) or \
         "none (fused row groups and patch stages keep their parts' default schedules)"
     progress(f"[tune] {len(compiled.kernels)} kernels, {len(workloads)} workloads: {sizes}")

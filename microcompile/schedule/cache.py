@@ -102,11 +102,17 @@ def _mod(v: Var, m: int):
     return BinOp("mod", v, IntImm(m)) if m > 1 else IntImm(0)
 
 
+LOCAL_TILE_MAX = 16     # elements: a local tile the C compiler can keep in registers
+
+
 @primitive("cache_write")
-def cache_write(f: PrimFunc, local: str, at: str) -> PrimFunc:
+def cache_write(f: PrimFunc, local: str, at: str, scope: str = "scratch") -> PrimFunc:
     """Expand the local scalar `local`, allocated inside the perfect loop chain starting at
-    `at`, into a scratch tile indexed by those loops, and distribute the loops over the
+    `at`, into a tile indexed by those loops, and distribute the loops over the
     statements of the Allocate body (init, reduction, epilogue become separate nests).
+    `scope`: "scratch" (the kernel's scratch in the arena) or "local" (a C array around the
+    nests, at most LOCAL_TILE_MAX elements: once its loops are unrolled the compiler keeps
+    it in registers, and it costs no arena).
 
         for t { for oc { acc = b[oc]; for k { acc += x*w }; y[t,oc] = E(acc) } }
         --cache_write(acc, t)-->
@@ -124,13 +130,19 @@ def cache_write(f: PrimFunc, local: str, at: str) -> PrimFunc:
     acc = alloc.buffer
     if acc.shape != ():
         raise ScheduleError(f"cache_write needs a scalar local, {local} has shape {acc.shape}")
+    if scope not in ("scratch", "local"):
+        raise ScheduleError(f"cache_write scope {scope!r} is neither scratch nor local")
+    extents = tuple(c.extent for c in chain)
+    if scope == "local" and int(np.prod(extents)) > LOCAL_TILE_MAX:
+        raise ScheduleError(f"cache_write: a local tile of {int(np.prod(extents))} elements is over "
+                            f"{LOCAL_TILE_MAX}; place it in scratch")
     stmts = list(alloc.body.stmts) if isinstance(alloc.body, SeqStmt) else [alloc.body]
     reads = [{id(n.buffer) for n in walk(s) if isinstance(n, Load)} for s in stmts]
     writes = [{id(n.buffer) for n in walk(s) if isinstance(n, Store)} - {id(acc)} for s in stmts]
     for i, w in enumerate(writes):
         if any(w & r for j, r in enumerate(reads) if j != i):
             raise ScheduleError(f"{f.name}: statements under {local} communicate through memory")
-    tile = Buffer(_fresh(f"{local}_tile", _names(f)), acc.dtype, tuple(c.extent for c in chain), "scratch",
+    tile = Buffer(_fresh(f"{local}_tile", _names(f)), acc.dtype, extents, scope,
                   comment=f"{local} per ({', '.join(c.var.name for c in chain)})")
     taken = _names(f) | {tile.name}
     nests = []
@@ -143,6 +155,9 @@ def cache_write(f: PrimFunc, local: str, at: str) -> PrimFunc:
         for c, v in reversed(list(zip(chain, new_vars))):
             s = For(v, c.extent, s, c.kind)
         nests.append(s)
+    if scope == "local":
+        body = _loop_rewritten(f, at, Allocate(tile, SeqStmt(tuple(nests))))
+        return verify_primfunc(PrimFunc(f.name, f.buffers, body, dict(f.attrs)))
     body = _loop_rewritten(f, at, SeqStmt(tuple(nests)))
     return verify_primfunc(PrimFunc(f.name, (*f.buffers, tile), body, dict(f.attrs)))
 

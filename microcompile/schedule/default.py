@@ -33,11 +33,13 @@ def default_unroll(func: PrimFunc | None) -> int:
 
 
 def default_schedule(func: PrimFunc, target=None, unroll_max_extent: int | None = None,
-                     wide: bool | None = None) -> tuple[PrimFunc, Trace]:
+                     wide: bool | None = None, sketch: bool = True) -> tuple[PrimFunc, Trace]:
     """Schedule `func` for `target` (a microcompile.target.Target or None: no DSP). `wide`:
     int16 weights where a kernel has that choice (schedule/widening.py decides per kernel),
     int8 ones, or None for each op family's own default. `unroll_max_extent` (None: the op's
-    default, default_unroll)."""
+    default, default_unroll). A kernel of no hand-written family takes its default sketch
+    (schedule/sketch.py's default_sketch) unless `sketch` is False (the parts of fused row
+    groups and patch stages, which tir/compose.py joins as lowered)."""
     if "row_parts" in func.attrs:
         return _schedule_parts_by_default(func, target, unroll_max_extent, wide)
     if unroll_max_extent is None:
@@ -45,7 +47,8 @@ def default_schedule(func: PrimFunc, target=None, unroll_max_extent: int | None 
     assert unroll_max_extent in UNROLL_MAX_EXTENT_DOMAIN, unroll_max_extent
     options = {} if wide is None else {"wide": wide}
     schedules = F32_GEMM_SCHEDULES + GEMM_SCHEDULES + DEPTHWISE_SCHEDULES + TABLE_SCHEDULES
-    sch = next((s for s in (fn(func, target, **options) for fn in schedules) if s is not None), None) or Schedule(func)
+    sch = next((s for s in (fn(func, target, **options) for fn in schedules) if s is not None), None) \
+        or (_default_sketch(func, target, unroll_max_extent) if sketch else Schedule(func))
     unroll_short_loops(sch, unroll_max_extent)
     return sch.func, sch.trace
 
@@ -53,7 +56,8 @@ def default_schedule(func: PrimFunc, target=None, unroll_max_extent: int | None 
 def _schedule_parts_by_default(func: PrimFunc, target, unroll_max_extent: int | None, wide: bool | None):
     """A fused row group (lower/fused.py): each part gets its op's default schedule, recorded as
     one decision that replays every part's trace (schedule_parts)."""
-    traces = [default_schedule(p, target, unroll_max_extent, wide)[1].to_json() for p in func.attrs["row_parts"].parts]
+    traces = [default_schedule(p, target, unroll_max_extent, wide, sketch=False)[1].to_json()
+              for p in func.attrs["row_parts"].parts]
     sch = Schedule(func)
     sch._apply("schedule_parts", traces)
     return sch.func, sch.trace
@@ -71,6 +75,15 @@ def schedule_parts(f: PrimFunc, traces: list) -> PrimFunc:
     if "scratch_union" in attrs:
         attrs["scratch_union"] = rp.scratch_union(buffers)
     return verify_primfunc(PrimFunc(f.name, buffers, body, attrs))
+
+
+def _default_sketch(func: PrimFunc, target, unroll_max_extent: int) -> Schedule:
+    from .spaces import family_of
+    from .sketch import apply_sketch, default_sketch
+
+    if family_of(func, target).name != "sketch":
+        return Schedule(func)
+    return apply_sketch(func, target, default_sketch(func, target), unroll_max_extent)
 
 
 def unroll_short_loops(sch: Schedule, max_extent: int) -> None:

@@ -451,8 +451,9 @@ def schedule_depthwise(func: PrimFunc, target=None, kernel: str = "rows", wide: 
     shifts as one records constant (mc_depthwise_<kh>x<kw>_dsp_rq_s8; more flash, one region's
     records per region, for three LDM per group of four channels)."""
     assert kernel in DEPTHWISE_KERNEL_DOMAIN, kernel
-    if func.attrs.get("op") != "depthwise_conv2d":
-        return None
+    x = next((b for b in func.buffers if b.name == "x"), None)
+    if func.attrs.get("op") != "depthwise_conv2d" or x is None or x.dtype != "int8":
+        return None               # float32 and int16 depthwise: loops, searched as sketches
     variant = kernel_set(target)
     if wide is False and not (kernel == "rows" and variant == "mve"):
         kernel = "loops"          # the micro-kernels read int16 weights; the loops read the model's int8

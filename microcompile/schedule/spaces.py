@@ -30,18 +30,21 @@ Families (matched in this order, the first whose `applies` holds):
                       unroll_max_extent
     add               int8 ADD and SUB rescale tables (tabulate.py): tables, unroll_max_extent
     softmax           int8 softmax's exp table (tabulate.py): tables, unroll_max_extent
-    loops             everything else (pooling, elementwise, float softmax, copies, float kernels other than
-                      f32_fpu's: float depthwise, any float kernel on cores without an FPU):
-                      loop_order, split_inner, unroll_max_extent
+    sketch            everything else (pooling, mean, elementwise, float softmax, copies, float depthwise,
+                      hybrid convolutions, any float kernel on cores without an FPU): a space derived from
+                      the loop nest itself, not written by hand (schedule/sketch.py): sketch (the sketches
+                      that apply: fuse, tile<T>[@scratch], unroll, tensorize and their combinations),
+                      unroll_max_extent
 """
 
 from __future__ import annotations
 
 import itertools
+import weakref
 from dataclasses import dataclass
 from typing import Callable
 
-from ..tir.nodes import For, PrimFunc, walk
+from ..tir.nodes import Call, For, PrimFunc, walk
 from .default import UNROLL_MAX_EXTENT_DOMAIN, default_unroll, unroll_short_loops
 from .depthwise_intrin import default_rows_block, layer_mve_fits, schedule_depthwise
 from .gemm_f32 import F32_COL_BYTES_MAX, f32_gemm_applies, schedule_conv2d_f32, schedule_dense_f32
@@ -50,6 +53,7 @@ from .gemm_schedule import (COL_BYTES_MAX, EPILOGUE_DOMAIN, FC_ACC_ROWS, FC_ACC_
                             schedule_dense_gemm)
 from .knobs import KNOBS, Knob, declare_knob
 from .primitives import ScheduleError
+from .sketch import apply_sketch, default_sketch, sketches
 from .tabulate import schedule_add_tables, schedule_softmax_table
 from .trace import Schedule, Trace
 from .variants import kernel_set
@@ -64,11 +68,6 @@ COLS_KNOB_DOMAIN = declare_knob("cols", (0, 1, 2, 4, 5, 8, 10, 16, 20, 25, 32),
 declare_knob("epilogue", ("auto",) + EPILOGUE_DOMAIN,
              "conv2d: bias and requantization in the micro-kernel (fused) or a pass over an int32 tile (tile); "
              "auto: fused where a kernel exists")
-# Loops of the "loops" family split by this factor (the inner part unrolled): 1 = no split.
-SPLIT_INNER_DOMAIN = declare_knob("split_inner", (1, 2, 4, 8),
-                                  "loops: innermost loops (else the longest) split, the inner part unrolled")
-LOOP_ORDER_DOMAIN = declare_knob("loop_order", ("lowered", "swap_inner"),
-                                 "loops: as lowered, or every innermost perfectly nested pair swapped")
 declare_knob("unroll_max_extent", UNROLL_MAX_EXTENT_DOMAIN, "innermost loops this short or shorter unrolled")
 
 
@@ -307,7 +306,9 @@ def _fc_schedule(func, target, config):
 # ---------------------------------------------------------------- depthwise_conv2d
 
 def _dw_applies(func, target) -> bool:
-    return func.attrs.get("op") == "depthwise_conv2d"
+    # int8 only: the other depthwise kernels (float32, int16) are loops, searched as sketches
+    x = next((b for b in func.buffers if b.name == "x"), None)
+    return func.attrs.get("op") == "depthwise_conv2d" and x is not None and x.dtype == "int8"
 
 
 def _dw_knobs(func, target):
@@ -340,7 +341,9 @@ def _dw_schedule(func, target, config):
 # ---------------------------------------------------------------- add (rescale tables)
 
 def _add_applies(func, target) -> bool:
-    return func.attrs.get("op") in ("add", "sub")
+    # the int8 form (its rescale helper): float and int16 adds are loops, searched as sketches
+    return func.attrs.get("op") in ("add", "sub") and any(
+        isinstance(n, Call) and n.name == "mc_mul_by_qm_smaller_than_one_exp" for n in walk(func.body))
 
 
 def _add_default(func, target, wide):
@@ -364,42 +367,26 @@ def _softmax_schedule(func, target, config):
     return schedule_softmax_table(func, target, wide=bool(config["tables"])) or Schedule(func)
 
 
-# ---------------------------------------------------------------- everything else: loops
+# ---------------------------------------------------------------- everything else: sketches
 
-def _loops_default(func, target, wide):
-    return {"loop_order": "lowered", "split_inner": 1, "unroll_max_extent": default_unroll(func)}
-
-
-def _swap_inner(sch: Schedule) -> None:
-    """Swap every innermost perfectly nested pair of loops (for a { for b { S } }, S no loop)."""
-    pairs = [(n.var.name, n.body.var.name) for n in walk(sch.func.body)
-             if isinstance(n, For) and isinstance(n.body, For)
-             and not any(isinstance(c, For) for c in walk(n.body.body))]
-    if not pairs:
-        raise InvalidConfig("loops: loop_order=swap_inner needs two perfectly nested innermost loops")
-    for outer, inner in pairs:
-        sch.reorder(inner, outer)
+def _sketch_knobs(func, target):
+    """The space derived from the loop nest (schedule/sketch.py): its sketches, and unroll_max_extent."""
+    return (Knob("sketch", sketch_names(func, target), KNOBS["sketch"].doc), KNOBS["unroll_max_extent"])
 
 
-@knob_family("loops", lambda f, t: True,
-             lambda f, t: _knobs("loop_order", "split_inner", "unroll_max_extent"),
-             _loops_default)
-def _loops_schedule(func, target, config):
-    factor = config["split_inner"]
-    sch = Schedule(func)
-    if config["loop_order"] == "swap_inner":
-        _swap_inner(sch)
-    if factor == 1:
-        return sch
-    loops = [n for n in walk(sch.func.body) if isinstance(n, For)]
-    fits = [n for n in loops if n.extent > factor and n.extent % factor == 0]
-    chosen = [n for n in fits if not any(isinstance(c, For) for c in walk(n.body))]
-    if not chosen and fits:        # no innermost loop it divides (a pooling window): the longest loop
-        chosen = [max(fits, key=lambda n: n.extent)]
-    if not chosen:
-        raise InvalidConfig(f"loops: no loop longer than {factor} that {factor} divides "
-                            f"(extents {sorted({n.extent for n in loops})})")
-    for n in chosen:
-        sch.split(n.var.name, factor)
-        sch.unroll(f"{n.var.name}_i")
-    return sch
+@knob_family("sketch", lambda f, t: True, _sketch_knobs,
+             lambda func, target, wide: {"sketch": default_sketch(func, target), "unroll_max_extent": default_unroll(func)})
+def _sketch_schedule(func, target, config):
+    return apply_sketch(func, target, config["sketch"], config["unroll_max_extent"])
+
+
+_SKETCHES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def sketch_names(func, target) -> tuple[str, ...]:
+    """sketch.sketches(func, target), computed once per function and kernel set."""
+    per = _SKETCHES.setdefault(func, {})
+    key = (kernel_set(target), bool(getattr(target, "fpu", False)))
+    if key not in per:
+        per[key] = sketches(func, target)
+    return per[key]

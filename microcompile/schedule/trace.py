@@ -99,8 +99,10 @@ class Schedule:
     def fuse(self, outer: str, inner: str) -> Schedule:
         return self._apply("fuse", outer, inner)
 
-    def cache_write(self, local: str, at: str) -> Schedule:
-        return self._apply("cache_write", local, at)
+    def cache_write(self, local: str, at: str, scope: str = "scratch") -> Schedule:
+        if scope == "scratch":       # (traces from before the local placement replay unchanged)
+            return self._apply("cache_write", local, at)
+        return self._apply("cache_write", local, at, scope)
 
     def cache_read(self, let_var: str, at: str, dtype: str | None = None) -> Schedule:
         return self._apply("cache_read", let_var, at, dtype)

@@ -99,12 +99,12 @@ def test_invalid_choices_are_rejected_with_the_reason(funcs):
     with pytest.raises(InvalidConfig, match="16 rows is larger than the 12 units"):
         apply_config(fc, DSP, {**default_config(fc, DSP, True), "acc_rows": 16})
     pool = _node(funcs, "dscnn_int8", "average_pool2d")
-    with pytest.raises(InvalidConfig, match="no loop longer than 8 that 8 divides"):
-        apply_config(pool, DSP, {**default_config(pool, DSP, True), "split_inner": 8})
-    soft = _node(funcs, "dscnn_int8", "softmax")     # int8: the exp-table family, not loops
+    with pytest.raises(InvalidConfig, match="knob sketch='tile16' is outside its domain"):   # 28 channels
+        apply_config(pool, DSP, {**default_config(pool, DSP, True), "sketch": "tile16"})
+    soft = _node(funcs, "dscnn_int8", "softmax")     # int8: the exp-table family, not sketches
     assert default_config(soft, DSP, True)["tables"] == 1 and default_config(soft, DSP, False)["tables"] == 0
-    with pytest.raises(InvalidConfig, match="loop_order"):
-        apply_config(soft, DSP, {**default_config(soft, DSP, True), "loop_order": "swap_inner"})
+    with pytest.raises(InvalidConfig, match="unknown knob.*sketch"):
+        apply_config(soft, DSP, {**default_config(soft, DSP, True), "sketch": "tile2"})
 
 
 def _same_results(func, scheduled, seed=0):
@@ -129,8 +129,8 @@ def _same_results(func, scheduled, seed=0):
     ("dscnn_int8", "conv2d", {"cols": 1, "wide_weights": 0, "unroll_max_extent": 8}),
     ("dscnn_int8", "depthwise_conv2d", {"depthwise_kernel": "loops"}),
     ("dscnn_int8", "fully_connected", {"acc_rows": 4, "wide_weights": 0}),
-    ("dscnn_int8", "average_pool2d", {"split_inner": 4}),
-    ("dscnn_int8", "average_pool2d", {"loop_order": "swap_inner", "split_inner": 2, "unroll_max_extent": 0}),
+    ("dscnn_int8", "average_pool2d", {"sketch": "tile4"}),
+    ("dscnn_int8", "average_pool2d", {"sketch": "tile2@scratch", "unroll_max_extent": 0}),
     ("dscnn_float32", "conv2d", {"cols": 1}),         # the FPU GEMM (f32_fpu) with its 4x1 tile only
     ("dscnn_float32", "conv2d", {"col_bytes_max": 256}),
 ])
@@ -147,10 +147,10 @@ def test_pooling_windows_up_to_eight_wide_are_unrolled_by_default(funcs):
     instructions on mps2-an386): a 5-wide pooling window is unrolled, a 5-wide loop of another
     op is not."""
     pool = _node(funcs, "dscnn_int8", "average_pool2d")
-    _, trace = default_schedule(pool, DSP, wide=True)
-    loops = {n.var.name: n.extent for n in walk(pool.body) if isinstance(n, For)}
+    f, trace = default_schedule(pool, DSP, wide=True)
+    loops = {n.var.name: n.extent for n in walk(f.body) if isinstance(n, For)}
     unrolled = {d.args[0] for d in trace.decisions if d.primitive == "unroll"}
-    assert any(loops[name] == 5 for name in unrolled), (loops, unrolled)
+    assert any(loops[name] == 5 for name in unrolled if name in loops), (loops, unrolled)
     assert default_config(pool, DSP, True)["unroll_max_extent"] == 8
     conv = _node(funcs, "dscnn_int8", "conv2d")
     assert default_config(conv, DSP, True)["unroll_max_extent"] == 4

@@ -1,0 +1,294 @@
+"""Template-free schedules: candidate schedules derived from a kernel's loop nest itself
+(Ansor's sketch generation, narrowed to the loop nests of microcontroller kernels), for every
+kernel that no hand-written knob space covers (pooling, mean, elementwise ops, float softmax,
+float depthwise, hybrid convolutions, transposes and copies, matmul and attention parts).
+
+The nest is read, not matched against a template: `blocks` finds its compute blocks,
+
+    reduction    a loop directly around a scalar accumulator (`alloc acc; acc = init;
+                 for k.. { acc = acc + ... }; y[..] = E(acc)`): pooling windows, a float
+                 depthwise pixel's taps, a hybrid convolution's dot products
+    elementwise  an innermost loop storing one element per iteration (no loop below it)
+
+each with the chain of loops directly nested above it. Rules then derive the sketches that
+apply (`sketches`), each a sequence of primitives:
+
+    fuse          fuse the block's chain of loops from the outside in, wherever the fused
+                  indices stay affine (no division or remainder): one long loop
+    tile<T>       split the block's innermost loop by T (T divides it); a reduction block also
+                  gets its accumulator as a tile of T (cache_write, placed as a local C
+                  array: registers once unrolled) and its tile loop moved inside the
+                  reduction loops (reorder), so each tap's address and padding test is shared
+                  by T outputs; the tile loops are unrolled
+    tile<T>@scratch  the same with the accumulator tile in the kernel's scratch (the cache
+                  placement: an arena buffer instead of registers)
+    unroll        unroll upward: every loop whose loops below are all unrolled and whose
+                  extent is at most unroll_max_extent, up to MAX_UNROLL_STEPS straight-line
+                  copies of a body (the default unrolls innermost loops only)
+    tensorize     each loop that a micro-kernel of this core matches (schedule/tensorize.py's
+                  registered intrinsics) becomes its call
+
+"fuse+" combines with the others. The space (family "sketch", schedule/spaces.py) is the
+derived sketches times unroll_max_extent; its default point (default_sketch: tile4 where a
+reduction block takes it, a finding of the tuner folded into the default, else "lowered"; the
+op's default unrolling) is the default schedule. Every sketch keeps the order in which output elements are
+written and writes each one after the reads it needs (only the innermost loop is tiled, and a
+tile's outputs are written after all its reads), so the in-place rules of memory/inplace.py
+hold for every point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..tir.nodes import Allocate, BinOp, For, PrimFunc, walk
+from .cache import LOCAL_TILE_MAX
+from .knobs import declare_knob
+from .primitives import ScheduleError
+from .tensorize import TENSOR_INTRINS
+from .trace import Schedule
+from .variants import kernel_set
+
+SKETCH_TILES = (2, 4, 8, 16)
+MAX_UNROLL_STEPS = 64          # straight-line copies of one body the "unroll" rule allows
+
+
+def _names() -> tuple[str, ...]:
+    bases = (["lowered", "unroll", "tensorize"] + [f"tile{t}" for t in SKETCH_TILES]
+             + [f"tile{t}@scratch" for t in SKETCH_TILES])
+    return tuple(bases) + tuple(f"fuse+{b}" for b in bases[1:]) + ("fuse",)
+
+
+SKETCH_DOMAIN = declare_knob("sketch", _names(), "sketch: the template-free schedule derived from the loop nest "
+                             "(schedule/sketch.py); each kernel's space holds the sketches that apply to it")
+
+
+@dataclass(frozen=True)
+class Block:
+    loop: str                   # the innermost loop of the block
+    extent: int
+    chain: tuple[str, ...]      # the loops directly nested down to `loop`, outermost first
+    acc: str | None = None      # a reduction block's accumulator
+
+
+def blocks(func: PrimFunc) -> list[Block]:
+    """The compute blocks of `func`'s nest, in program order."""
+    out: list[Block] = []
+
+    def visit(n, chain: tuple[For, ...]):
+        if isinstance(n, For):
+            chain = chain + (n,)
+            body = n.body
+            if isinstance(body, Allocate) and body.buffer.shape == () and any(isinstance(c, For) for c in walk(body)):
+                out.append(Block(n.var.name, n.extent, tuple(c.var.name for c in chain), body.buffer.name))
+                return
+            if not any(isinstance(c, (For, Allocate)) for c in walk(body)):
+                out.append(Block(n.var.name, n.extent, tuple(c.var.name for c in chain)))
+                return
+            visit(body, chain if isinstance(body, For) else ())
+            return
+        for child in _children(n):
+            visit(child, ())
+    visit(func.body, ())
+    return out
+
+
+def _children(n) -> list:
+    if hasattr(n, "stmts"):
+        return list(n.stmts)
+    return [c for c in (getattr(n, a, None) for a in ("body", "then_body", "else_body")) if c is not None]
+
+
+def _loop_names(f: PrimFunc) -> list[str]:
+    return [n.var.name for n in walk(f.body) if isinstance(n, For)]
+
+
+def _affine_body(f: PrimFunc, loop: str) -> bool:
+    """No division or remainder by a constant in `loop`'s body (a fuse that kept indices affine)."""
+    node = next(n for n in walk(f.body) if isinstance(n, For) and n.var.name == loop)
+    return not any(isinstance(n, BinOp) and n.op in ("div", "mod", "floordiv", "floormod") and
+                   any(getattr(v, "name", None) == loop for v in walk(n)) for n in walk(node.body))
+
+
+def _fuse_block(sch: Schedule, b: Block) -> str:
+    """Fuse b's chain from the outside in where the indices stay affine; the innermost loop's new name."""
+    current = b.chain[0]
+    for inner in b.chain[1:]:
+        before = set(_loop_names(sch.func))
+        trial = Schedule(sch.func)
+        trial.fuse(current, inner)
+        fused = next(n for n in _loop_names(trial.func) if n not in before)
+        if _affine_body(trial.func, fused):
+            sch.fuse(current, inner)
+            current = fused
+        else:
+            current = inner
+    return current
+
+
+def _tile_block(sch: Schedule, b: Block, loop: str, extent: int, tile: int, scope: str) -> None:
+    sch.split(loop, tile)
+    inner = f"{loop}_i"
+    if b.acc is None:
+        sch.unroll(inner)
+        return
+    before = set(_loop_names(sch.func))
+    sch.cache_write(b.acc, inner, scope)
+    tiles = [inner] + [n for n in _loop_names(sch.func) if n not in before]
+    for name in tiles:
+        node = next(n for n in walk(sch.func.body) if isinstance(n, For) and n.var.name == name)
+        chain, body = [node.var.name], node.body
+        while isinstance(body, For):
+            chain.append(body.var.name)
+            body = body.body
+        if len(chain) > 1:                      # a reduction nest: the tile loop goes inside it
+            sch.reorder(*chain[1:], chain[0])
+        sch.unroll(name)
+
+
+def _extent(f: PrimFunc, loop: str) -> int:
+    return next(n.extent for n in walk(f.body) if isinstance(n, For) and n.var.name == loop)
+
+
+def unroll_upward(sch: Schedule, max_extent: int) -> None:
+    """Unroll, bottom up, every loop of extent 2..max_extent whose loops below are all unrolled,
+    while the straight-line copies of its innermost body stay within MAX_UNROLL_STEPS."""
+    if max_extent < 2:
+        return
+    changed = True
+    while changed:
+        changed = False
+        for n in walk(sch.func.body):
+            if not isinstance(n, For) or n.kind == "unrolled" or not 1 < n.extent <= max_extent:
+                continue
+            inner = [c for c in walk(n.body) if isinstance(c, For)]
+            if any(c.kind != "unrolled" for c in inner):
+                continue
+            steps = n.extent
+            for c in inner:
+                steps *= c.extent
+            if steps <= MAX_UNROLL_STEPS:
+                sch.unroll(n.var.name)
+                changed = True
+                break
+
+
+def _available(intrin: str, target) -> bool:
+    """Whether `intrin`'s micro-kernel exists on `target`: its name says its kernel set
+    (mc_..._c_..., _dsp_, _mve_, _fpu_); a name without one is a portable kernel."""
+    tokens = set(intrin.split("_"))
+    if "fpu" in tokens:
+        return bool(getattr(target, "fpu", False))
+    for ks in ("c", "dsp", "mve"):
+        if ks in tokens:
+            return kernel_set(target) == ks
+    return True
+
+
+def _tensorizable(f: PrimFunc, target) -> list[tuple[str, str]]:
+    """(loop, intrinsic) for the outermost loops a micro-kernel of `target` matches."""
+    out, covered = [], set()
+    for n in walk(f.body):
+        if not isinstance(n, For) or n.var.name in covered:
+            continue
+        for name, ti in sorted(TENSOR_INTRINS.items()):
+            if _available(name, target) and ti.match(n) is not None:
+                out.append((n.var.name, name))
+                covered |= {c.var.name for c in walk(n) if isinstance(c, For)}
+                break
+    return out
+
+
+def apply_sketch(func: PrimFunc, target, sketch: str, unroll_max_extent: int) -> Schedule:
+    """`func` scheduled by `sketch` (one of `sketches(func, target)`); ScheduleError when it does
+    not apply. The innermost short loops are unrolled by apply_config afterwards."""
+    sch = Schedule(func)
+    parts = sketch.split("+")
+    fuse, rule = parts[0] == "fuse", parts[-1]
+    bs = blocks(func)
+    innermost = {}
+    for b in bs:
+        innermost[b] = _fuse_block(sch, b) if fuse and len(b.chain) > 1 else b.loop
+    if rule.startswith("tile"):
+        tile, _, scope = rule[4:].partition("@")
+        tile, scope = int(tile), scope or "local"
+        if scope == "local" and tile > LOCAL_TILE_MAX:
+            raise ScheduleError(f"sketch {sketch}: a local tile of {tile} is over {LOCAL_TILE_MAX}")
+        done = 0
+        for b in bs:
+            extent = _extent(sch.func, innermost[b])
+            if extent % tile == 0 and extent > 1 and (b.acc is not None or scope == "local"):
+                _tile_block(sch, b, innermost[b], extent, tile, scope)
+                done += 1
+        if not done:
+            raise ScheduleError(f"sketch {sketch}: no block's innermost loop is a multiple of {tile}")
+        unroll_upward(sch, unroll_max_extent)
+    elif rule == "unroll":
+        unroll_upward(sch, unroll_max_extent)
+    elif rule == "tensorize":
+        found = _tensorizable(sch.func, target)
+        if not found:
+            raise ScheduleError(f"sketch {sketch}: no loop matches a micro-kernel of this core")
+        for loop, intrin in found:
+            sch.tensorize(loop, intrin)
+    elif rule not in ("lowered", "fuse"):
+        raise ScheduleError(f"unknown sketch {sketch!r}")
+    if fuse and not any(d.primitive == "fuse" for d in sch.trace.decisions):
+        raise ScheduleError(f"sketch {sketch}: no chain of loops fuses with affine indices")
+    return sch
+
+
+# Folded from the tuner (benchmarks/sketches.py on mps2-an386, docs/tuning.md): a reduction
+# block whose innermost loop is a multiple of 4 takes tile4, four accumulators in registers
+# sharing each tap's address and padding test: kws's float depthwise 501,170 -> 324,250
+# instructions per layer, its hybrid convolutions 2,032,360 -> 1,220,600 and 3,013,100 ->
+# 1,829,270, its 25x5 average pool 22,040 -> 17,880. Tiles of 8 won on some (the hybrid k=40
+# convolution: 1,145,880) and lost on others (k=8000: 2,467,680, its eight sums spill), so 4.
+DEFAULT_TILE = "tile4"
+
+
+def default_sketch(func: PrimFunc, target) -> str:
+    """The default point's sketch: DEFAULT_TILE where a reduction block's innermost loop is a
+    multiple of 4 and the sketch applies, else "lowered" (the loops as lowered)."""
+    if not any(b.acc is not None and b.extent % 4 == 0 for b in blocks(func)):
+        return "lowered"
+    try:
+        apply_sketch(func, target, DEFAULT_TILE, 0)
+    except ScheduleError:
+        return "lowered"
+    return DEFAULT_TILE
+
+
+def sketches(func: PrimFunc, target) -> tuple[str, ...]:
+    """The sketches that apply to `func` on `target`, "lowered" first: each is tried, and kept
+    when it applies and gives another nest than the ones kept before it."""
+    from .default import UNROLL_MAX_EXTENT_DOMAIN
+
+    kept, seen = ["lowered"], set()
+    widest = max(UNROLL_MAX_EXTENT_DOMAIN)
+    default = default_sketch(func, target)
+    for name in SKETCH_DOMAIN:
+        if name == "lowered":
+            seen.add(_text(Schedule(func), func, widest))
+            continue
+        if name == default:              # the default point is always in the space
+            seen.add(_text(apply_sketch(func, target, name, widest), func, widest))
+            kept.append(name)
+            continue
+        try:
+            sch = apply_sketch(func, target, name, widest)
+        except ScheduleError:
+            continue
+        text = _text(sch, func, widest)
+        if text not in seen:
+            seen.add(text)
+            kept.append(name)
+    return tuple(kept)
+
+
+def _text(sch: Schedule, func: PrimFunc, widest: int) -> str:
+    from ..tir.printer import tir_str
+    from .default import unroll_short_loops
+
+    unroll_short_loops(sch, widest)
+    return tir_str(sch.func)
