@@ -25,6 +25,9 @@ Records written before the version existed have none and count as version 0.
        cores where its ring fits) and knob depthwise_rows_block (schedule/depthwise_intrin.py)
     5  on Helium cores the int8 im2col copy's runs of input channels are one mc_copy_mve_s8 call
        each (schedule/gemm_schedule.py MVE_COPY_MIN_RUN)
+    6  the "loops" family (knobs loop_order, split_inner) is replaced by the "sketch" family
+       derived from the loop nest (schedule/sketch.py: knob sketch); its default tiles reduction
+       blocks by 4 (tile4); float and int16 depthwise and float adds moved to it
 """
 
-SCHEDULE_VERSION = 5
+SCHEDULE_VERSION = 6
