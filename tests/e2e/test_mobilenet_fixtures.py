@@ -20,7 +20,10 @@ MACS = {"mobilenet_v1_025_96_int8": 7_491_968, "mobilenet_v2_035_96_int8": 10_67
 
 
 @pytest.mark.heavy
-@pytest.mark.parametrize("board", ["host", pytest.param("mps2-an386", marks=pytest.mark.qemu)])
+# The host build is `slow` (a minute each): the twin runs the same graph through the DSP kernels,
+# and the portable C kernels are checked op by op on the host (tests/e2e/test_ops_host_vs_litert.py).
+@pytest.mark.parametrize("board", [pytest.param("host", marks=pytest.mark.slow),
+                                   pytest.param("mps2-an386", marks=pytest.mark.qemu)])
 @pytest.mark.parametrize("name", NAMES)
 def test_the_fixture_equals_litert(name, board, tmp_path):
     path = FIXTURES / f"{name}.tflite"
