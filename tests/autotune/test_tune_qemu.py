@@ -276,3 +276,24 @@ def test_tune_objective_cycles_ranks_by_the_estimate_and_resumes_only_its_unit(d
     units = [r["unit"] for r in read_records(records)[0] if r["status"] == "ok"]
     assert units.count("estimated_cycles") == 3 and units.count("instructions") == 4
     assert not _qemu_running(str(tmp_path)), "a QEMU was left running"
+
+
+@pytest.mark.qemu
+def test_tune_family_searches_only_that_familys_workloads(dscnn, tmp_path, capsys):
+    """--family sketch: the DS-CNN's pooling (the one kernel outside the hand-written spaces) is
+    tuned, its convolutions and the rest keep their defaults; the records replay."""
+    from microcompile.cli import main
+
+    records = tmp_path / "r.jsonl"
+    code = main(["tune", str(dscnn), "--board=mps2-an386", "--emulate", "--trials", "2", "--family", "sketch",
+                 "--patch", "off", "--records", str(records)])
+    captured = capsys.readouterr()
+    said = captured.out + captured.err
+    assert code == 0, said
+    recs = read_records(records)[0]
+    assert len(recs) == 2 and {r["family"] for r in recs} == {"sketch"}
+    assert {r["workload"].split(":")[0] for r in recs} == {"average_pool2d"}
+    assert recs[0]["status"] == "ok" and recs[0]["config"]["sketch"] == "tile4"      # the default first
+    # (a tile in scratch grows this small model's arena: refused by the arena budget, not broken)
+    assert all(r["status"] == "ok" or "arena budget" in r["error"] for r in recs)
+    assert "of other families than sketch keep their default schedules" in said
