@@ -307,6 +307,18 @@ def _renamed(s: Stmt, suffix: str, taken: set[str]) -> Stmt:
     return rewrite(s, fn)
 
 
+# Suffixes of a partition's parts: _p1, _p2, ... unless a name is taken (a loop partitioned
+# again inside a part of an earlier partition), then _q1, ... (traces made before the others
+# existed only ever took _p).
+_PART_TAGS = ("p", "q", "r", "s", "t", "u")
+
+
+def _clashes(node: For, tag: str, n_parts: int, taken: set[str]) -> bool:
+    bound = {n.var.name for n in walk(node) if isinstance(n, (For, LetStmt))} | \
+        {n.buffer.name for n in walk(node) if isinstance(n, Allocate)}
+    return any(f"{name}_{tag}{i}" in taken for i in range(1, n_parts) for name in bound)
+
+
 @primitive("partition")
 def partition(f: PrimFunc, loop: str, *bounds: int) -> PrimFunc:
     """Cut the range of `loop` at the constant `bounds` into consecutive loops, each a copy of
@@ -320,7 +332,8 @@ def partition(f: PrimFunc, loop: str, *bounds: int) -> PrimFunc:
         for b_p1 in 0..4 { let ih_p1 = (b_p1 + 1) - 1 + kh_p1; col[...] = x[ih_p1] }
         for b_p2 in 0..1 { ... }
 
-    The first part keeps the names; names bound in part i > 0 get the suffix `_p<i>`.
+    The first part keeps the names; names bound in part i > 0 get the suffix `_p<i>` (or `_q<i>`,
+    ... where a name with `_p<i>` is taken).
     Requires: 0 < bounds[0] < bounds[1] < ... < the loop's extent."""
     node = find_loop(f, loop)
     cuts = [0, *bounds, node.extent]
@@ -328,13 +341,15 @@ def partition(f: PrimFunc, loop: str, *bounds: int) -> PrimFunc:
             or any(a >= b for a, b in zip(cuts, cuts[1:])):
         raise ScheduleError(f"{f.name}: partition bounds {list(bounds)} are not increasing inside 0..{node.extent}")
     taken = {n.var.name for n in walk(f.body) if isinstance(n, (For, LetStmt))} | {b.name for b in f.buffers}
+    taken |= {n.buffer.name for n in walk(f.body) if isinstance(n, Allocate)}
+    tag = next((t for t in _PART_TAGS if not _clashes(node, t, len(cuts) - 1, taken)), None)
+    if tag is None:
+        raise ScheduleError(f"partition: the names of {loop}'s parts are taken")
     parts = []
     for i, (lo, hi) in enumerate(zip(cuts, cuts[1:])):
-        var = node.var if i == 0 else Var(f"{node.var.name}_p{i}", node.var.dtype)
-        body = node.body if i == 0 else _renamed(node.body, f"_p{i}", taken)
+        var = node.var if i == 0 else Var(f"{node.var.name}_{tag}{i}", node.var.dtype)
+        body = node.body if i == 0 else _renamed(node.body, f"_{tag}{i}", taken)
         if i:
-            if var.name in taken:
-                raise ScheduleError(f"partition: the name {var.name} is taken")
             body = simplify(substitute(body, {node.var: BinOp("add", var, IntImm(lo))}))
         parts.append(prune_selects(For(var, hi - lo, body, node.kind), {}))
     new = SeqStmt(tuple(parts))

@@ -7,7 +7,7 @@ checks what it requires and raises ScheduleError otherwise.
 from __future__ import annotations
 
 from ..errors import shown
-from ..tir.nodes import (Buffer, For, IfThenElse, IntImm, PrimFunc, Stmt, Var, add, binop, mul, rewrite, substitute,
+from ..tir.nodes import (Buffer, For, IfThenElse, IntImm, LetStmt, PrimFunc, Stmt, Var, add, binop, mul, rewrite, substitute,
                          walk)
 from ..tir.verify import verify_primfunc
 from .knobs import KNOBS
@@ -76,6 +76,9 @@ def split(f: PrimFunc, loop: str, factor: int) -> PrimFunc:
     The guard is only emitted when factor does not divide n."""
     if factor < 1:
         raise ScheduleError(f"split factor {factor} < 1")
+    names = {n.var.name for n in walk(f.body) if isinstance(n, (For, LetStmt))}
+    if f"{loop}_o" in names or f"{loop}_i" in names:
+        raise ScheduleError(f"{f.name}: split of {loop}: the names {loop}_o, {loop}_i are taken")
 
     def do(loop_node: For) -> Stmt:
         n = loop_node.extent

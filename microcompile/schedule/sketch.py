@@ -5,7 +5,7 @@ float depthwise, hybrid convolutions, transposes and copies, matmul and attentio
 
 The nest is read, not matched against a template: `blocks` finds its compute blocks,
 
-    reduction    a loop directly around a scalar accumulator (`alloc acc; acc = init;
+    reduction    a loop directly around a scalar accumulator, with no other one inside (`alloc acc; acc = init;
                  for k.. { acc = acc + ... }; y[..] = E(acc)`): pooling windows, a float
                  depthwise pixel's taps, a hybrid convolution's dot products
     elementwise  an innermost loop storing one element per iteration (no loop below it)
@@ -13,6 +13,10 @@ The nest is read, not matched against a template: `blocks` finds its compute blo
 each with the chain of loops directly nested above it. Rules then derive the sketches that
 apply (`sketches`), each a sequence of primitives:
 
+    part          partition each loop of a block's chain where its padding tests are decided:
+                  the longest run of iterations with the fewest tests left becomes a part of
+                  its own, without them (the partition primitive; every copy of an inner loop
+                  too), the border iterations keep them
     fuse          fuse the block's chain of loops from the outside in, wherever the fused
                   indices stay affine (no division or remainder): one long loop
     tile<T>       split the block's innermost loop by T (T divides it); a reduction block also
@@ -28,7 +32,7 @@ apply (`sketches`), each a sequence of primitives:
     tensorize     each loop that a micro-kernel of this core matches (schedule/tensorize.py's
                   registered intrinsics) becomes its call
 
-"fuse+" combines with the others. The space (family "sketch", schedule/spaces.py) is the
+"part+" and "fuse+" combine with the others, in that order. The space (family "sketch", schedule/spaces.py) is the
 derived sketches times unroll_max_extent; its default point (default_sketch: tile4 where a
 reduction block takes it, a finding of the tuner folded into the default, else "lowered"; the
 op's default unrolling) is the default schedule. Every sketch keeps the order in which output elements are
@@ -39,10 +43,12 @@ hold for every point.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
-from ..tir.nodes import Allocate, BinOp, For, PrimFunc, walk
+from ..tir.nodes import Allocate, BinOp, For, IntImm, PrimFunc, Select, substitute, walk
 from .cache import LOCAL_TILE_MAX
+from .loop_xform import _conjuncts, prune_selects
 from .knobs import declare_knob
 from .primitives import ScheduleError
 from .tensorize import TENSOR_INTRINS
@@ -56,7 +62,8 @@ MAX_UNROLL_STEPS = 64          # straight-line copies of one body the "unroll" r
 def _names() -> tuple[str, ...]:
     bases = (["lowered", "unroll", "tensorize"] + [f"tile{t}" for t in SKETCH_TILES]
              + [f"tile{t}@scratch" for t in SKETCH_TILES])
-    return tuple(bases) + tuple(f"fuse+{b}" for b in bases[1:]) + ("fuse",)
+    fused = tuple(bases) + tuple(f"fuse+{b}" for b in bases[1:]) + ("fuse",)
+    return fused + tuple(f"part+{b}" for b in fused[1:]) + ("part",)
 
 
 SKETCH_DOMAIN = declare_knob("sketch", _names(), "sketch: the template-free schedule derived from the loop nest "
@@ -79,7 +86,7 @@ def blocks(func: PrimFunc) -> list[Block]:
         if isinstance(n, For):
             chain = chain + (n,)
             body = n.body
-            if isinstance(body, Allocate) and body.buffer.shape == () and any(isinstance(c, For) for c in walk(body)):
+            if isinstance(body, Allocate) and _simple_reduction(body):
                 out.append(Block(n.var.name, n.extent, tuple(c.var.name for c in chain), body.buffer.name))
                 return
             if not any(isinstance(c, (For, Allocate)) for c in walk(body)):
@@ -91,6 +98,23 @@ def blocks(func: PrimFunc) -> list[Block]:
             visit(child, ())
     visit(func.body, ())
     return out
+
+
+def _simple_reduction(alloc: Allocate) -> bool:
+    """`alloc acc; acc = init; (loops that write acc only)...; one store of the result`: the
+    accumulator set before anything reads it, loops in between, and the block's one output
+    store last, after every read (what lets a tile keep the in-place rules: its outputs are
+    written after all its reads)."""
+    from ..tir.nodes import SeqStmt, Store
+
+    acc = alloc.buffer
+    stmts = list(alloc.body.stmts) if isinstance(alloc.body, SeqStmt) else [alloc.body]
+    if acc.shape != () or len(stmts) < 3 or any(isinstance(n, Allocate) for n in walk(alloc.body)):
+        return False
+    first, middle, last = stmts[0], stmts[1:-1], stmts[-1]
+    if not (isinstance(first, Store) and first.buffer is acc and isinstance(last, Store) and last.buffer.scope != "local"):
+        return False
+    return all(isinstance(m, For) and all(w.buffer is acc for w in walk(m) if isinstance(w, Store)) for m in middle)
 
 
 def _children(n) -> list:
@@ -126,7 +150,75 @@ def _fuse_block(sch: Schedule, b: Block) -> str:
     return current
 
 
+def _open_terms(node: For, value: int) -> int:
+    """Select terms (padding tests) left undecided in `node`'s body when its var is `value`."""
+    body = prune_selects(substitute(node.body, {node.var: IntImm(value)}), {})
+    return sum(len(_conjuncts(n.cond)) for n in walk(body) if isinstance(n, Select))
+
+
+def _partition_loop(sch: Schedule, loop: str) -> list[str]:
+    """Cut `loop` where its padding tests are decided: the longest run of values that leaves the
+    fewest tests open becomes a part of its own (partition prunes them there). The loop's
+    copies' names (one, or one per part)."""
+    node = next(n for n in walk(sch.func.body) if isinstance(n, For) and n.var.name == loop)
+    if node.extent < 3:
+        return [loop]
+    opens = [_open_terms(node, i) for i in range(node.extent)]
+    least = min(opens)
+    if least == max(opens):
+        return [loop]
+    best, start = (0, 0), None
+    for i, k in enumerate(opens + [None]):
+        if k == least and start is None:
+            start = i
+        elif k != least and start is not None:
+            best = max(best, (i - start, -start))
+            start = None
+    lo = -best[1]
+    hi = lo + best[0]
+    cuts = [c for c in (lo, hi) if 0 < c < node.extent]
+    before = set(_loop_names(sch.func))
+    sch.apply("partition", loop, *cuts)
+    return [loop] + [n for n in _loop_names(sch.func) if n not in before and n.startswith(f"{loop}_")]
+
+
+def _is_copy(n: str, name: str) -> bool:
+    rest = n[len(name):]
+    return n.startswith(name) and len(rest) >= 3 and all(
+        len(part) >= 2 and part[0] in "pqrstu" and part[1:].isdigit() for part in rest[1:].split("_")) \
+        and rest[0] == "_"
+
+
+def _partition_blocks(sch: Schedule) -> None:
+    """Partition each block's chain of loops, outermost first, every copy of an inner loop too."""
+    for b in blocks(sch.func):
+        copies = [b.chain[0]]
+        for depth, name in enumerate(b.chain):
+            if depth:      # the copies of this loop that the cuts above made (suffixes _p1, _q2, ...)
+                copies = [n for n in _loop_names(sch.func) if n == name or _is_copy(n, name)]
+            for loop in copies:
+                try:
+                    _partition_loop(sch, loop)
+                except ScheduleError:
+                    continue
+
+
+_PARTITIONS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _partitions(func: PrimFunc) -> tuple:
+    """The partition decisions of the "part" rule on `func` (computed once per function)."""
+    if func not in _PARTITIONS:
+        sch = Schedule(func)
+        _partition_blocks(sch)
+        _PARTITIONS[func] = sch.trace.decisions
+    return _PARTITIONS[func]
+
+
 def _tile_block(sch: Schedule, b: Block, loop: str, extent: int, tile: int, scope: str) -> None:
+    taken = set(_loop_names(sch.func))
+    if f"{loop}_o" in taken or f"{loop}_i" in taken:
+        raise ScheduleError(f"sketch tile: the names {loop}_o, {loop}_i are taken")
     sch.split(loop, tile)
     inner = f"{loop}_i"
     if b.acc is None:
@@ -155,22 +247,23 @@ def unroll_upward(sch: Schedule, max_extent: int) -> None:
     while the straight-line copies of its innermost body stay within MAX_UNROLL_STEPS."""
     if max_extent < 2:
         return
-    changed = True
-    while changed:
-        changed = False
-        for n in walk(sch.func.body):
-            if not isinstance(n, For) or n.kind == "unrolled" or not 1 < n.extent <= max_extent:
-                continue
-            inner = [c for c in walk(n.body) if isinstance(c, For)]
-            if any(c.kind != "unrolled" for c in inner):
-                continue
-            steps = n.extent
-            for c in inner:
-                steps *= c.extent
-            if steps <= MAX_UNROLL_STEPS:
-                sch.unroll(n.var.name)
-                changed = True
-                break
+    loops = [n for n in walk(sch.func.body) if isinstance(n, For)]
+    unrolled = {n.var.name for n in loops if n.kind == "unrolled"}
+    chosen = []
+    for n in reversed(loops):            # every loop after the loops below it
+        if n.var.name in unrolled or not 1 < n.extent <= max_extent:
+            continue
+        inner = [c for c in walk(n.body) if isinstance(c, For)]
+        if any(c.var.name not in unrolled for c in inner):
+            continue
+        steps = n.extent
+        for c in inner:
+            steps *= c.extent
+        if steps <= MAX_UNROLL_STEPS:
+            unrolled.add(n.var.name)
+            chosen.append(n.var.name)
+    for name in chosen:
+        sch.unroll(name)
 
 
 def _available(intrin: str, target) -> bool:
@@ -204,8 +297,14 @@ def apply_sketch(func: PrimFunc, target, sketch: str, unroll_max_extent: int) ->
     not apply. The innermost short loops are unrolled by apply_config afterwards."""
     sch = Schedule(func)
     parts = sketch.split("+")
-    fuse, rule = parts[0] == "fuse", parts[-1]
-    bs = blocks(func)
+    part, fuse, rule = "part" in parts, "fuse" in parts, parts[-1]
+    if part:
+        cuts = _partitions(func)
+        if not cuts:
+            raise ScheduleError(f"sketch {sketch}: no loop has padding tests a partition decides")
+        for d in cuts:
+            sch.apply(d.primitive, *d.args)
+    bs = blocks(sch.func)
     innermost = {}
     for b in bs:
         innermost[b] = _fuse_block(sch, b) if fuse and len(b.chain) > 1 else b.loop
@@ -231,7 +330,7 @@ def apply_sketch(func: PrimFunc, target, sketch: str, unroll_max_extent: int) ->
             raise ScheduleError(f"sketch {sketch}: no loop matches a micro-kernel of this core")
         for loop, intrin in found:
             sch.tensorize(loop, intrin)
-    elif rule not in ("lowered", "fuse"):
+    elif rule not in ("lowered", "fuse", "part"):
         raise ScheduleError(f"unknown sketch {sketch!r}")
     if fuse and not any(d.primitive == "fuse" for d in sch.trace.decisions):
         raise ScheduleError(f"sketch {sketch}: no chain of loops fuses with affine indices")

@@ -341,7 +341,7 @@ def _dw_schedule(func, target, config):
 # ---------------------------------------------------------------- add (rescale tables)
 
 def _add_applies(func, target) -> bool:
-    # the int8 form (its rescale helper): float and int16 adds are loops, searched as sketches
+    # the quantized form (its rescale helper): float adds are loops, searched as sketches
     return func.attrs.get("op") in ("add", "sub") and any(
         isinstance(n, Call) and n.name == "mc_mul_by_qm_smaller_than_one_exp" for n in walk(func.body))
 

@@ -18,10 +18,10 @@ from microcompile.lower import lower_node
 from microcompile.memory.inplace import node_shifts
 from microcompile.schedule import InvalidConfig, ScheduleError, apply_config, default_config, knob_space
 from microcompile.schedule.cache import cache_write
-from microcompile.schedule.sketch import MAX_UNROLL_STEPS, blocks, sketches
+from microcompile.schedule.sketch import MAX_UNROLL_STEPS, blocks
 from microcompile.target import load_board
 from microcompile.tir.interp import run_primfunc
-from microcompile.tir.nodes import Allocate, BinOp, For, walk
+from microcompile.tir.nodes import Allocate, BinOp, For, Select, walk
 from microcompile.transform import pipeline
 
 DSP = load_board("mps2-an386").target
@@ -179,7 +179,11 @@ def _check_sketches_in_place(g, target, seed):
     ins = random_inputs(g, seed)
     ref = reference(g, ins)
     checked = 0
-    for sketch in sketches(func, target):
+    for sketch in knob_space(func, target).knobs[0].domain:
+        # a tile in scratch runs the local tile's loops; partitions keep the order of iterations:
+        # one combination of each stands for the rest
+        if "@scratch" in sketch or (sketch.startswith("part+") and sketch not in ("part+tile2", "part+fuse+tile2")):
+            continue
         f, _ = apply_config(func, target, {"sketch": sketch, "unroll_max_extent": 8})
         for y, x, shift in node_shifts(g, node):
             if shift is None or g.tensors[x].is_const:
@@ -196,3 +200,69 @@ def test_every_sketch_keeps_the_in_place_rules():
     checked = sum(_check_sketches_in_place(build_graph(c), DSP, c["seed"]) for c in IN_PLACE)
     checked += _check_sketches_in_place(hybrid_conv_graph(seed=3), PLAIN, 4)
     assert checked >= 20, checked
+
+
+def test_part_takes_the_padding_tests_out_of_the_interior():
+    """part: the hybrid convolution's output rows and columns are cut where the padding tests
+    are decided (the partition primitive, again inside each part: the copies take the suffix
+    _q where _p is taken); the interior region reads the input with no test at all."""
+    g = hybrid_conv_graph(seed=3)
+    conv = lower_node(g, g.nodes[0], PLAIN)
+    names = knob_space(conv, PLAIN).knobs[0].domain
+    assert {"part", "part+tile4"} <= set(names)
+    f, trace = apply_config(conv, PLAIN, {"sketch": "part+tile4", "unroll_max_extent": 4})
+    cuts = [d.args for d in trace.decisions if d.primitive == "partition"]
+    assert [c[0] for c in cuts][:2] == ["oh", "ow"] and len(cuts) == 4          # oh, then ow in each of its parts
+    regions = [n for n in walk(f.body) if isinstance(n, For) and n.var.name.startswith("oc") and n.var.name.endswith("_o")]
+    assert len(regions) == 9
+    selects = [sum(1 for x in walk(r) if isinstance(x, Select)) for r in regions]
+    assert selects.count(0) == 1 and all(selects[i] for i in range(9) if i != selects.index(0))
+    assert any("_q" in n.var.name for n in walk(f.body) if isinstance(n, For))
+    _same_results(conv, f)
+
+
+def _synthetic(extra):
+    """A float reduction y[c] = sum_k x[4c + k], with `extra` statements after its output store."""
+    from microcompile.tir.nodes import Buffer, FloatImm, IntImm, Load, PrimFunc, SeqStmt, Store, Var
+    from microcompile.tir.nodes import BinOp as B
+
+    x = Buffer("x", "float32", (32,), "arena", tensor="x")
+    y = Buffer("y", "float32", (8,), "arena", tensor="y")
+    z = Buffer("z", "float32", (8,), "arena", tensor="z")
+    c, k = Var("c"), Var("k")
+    acc = Buffer("acc", "float32", (), "local")
+    stmts = (acc.store(FloatImm(0.0)),
+             For(k, 4, acc.store(B("add", acc.load(), Load(x, B("add", B("mul", c, IntImm(4)), k))))),
+             Store(y, c, acc.load())) + tuple(extra(x, z, c))
+    return PrimFunc("k", (x, y, z), For(c, 8, Allocate(acc, SeqStmt(stmts))), {"op": "synthetic"}), z
+
+
+def test_a_statement_after_the_output_store_keeps_the_block_untiled():
+    """A tile writes its outputs after all its reads only when the output store is the block's
+    last statement: a block that reads the input after it (found by a review) is no reduction
+    block, so no tile could let that read see a later element's output over its input."""
+    from microcompile.schedule import default_schedule
+    from microcompile.tir.nodes import IntImm, Load, Store
+    from microcompile.tir.nodes import BinOp as B
+
+    plain, _ = _synthetic(lambda x, z, c: ())
+    assert [b.acc for b in blocks(plain)] == ["acc"] and "tile4" in knob_space(plain, DSP).knobs[0].domain
+    late, _ = _synthetic(lambda x, z, c: (Store(z, c, Load(x, B("add", c, IntImm(1)))),))
+    assert all(b.acc is None for b in blocks(late))
+    assert default_config(late, DSP)["sketch"] == "lowered"
+    _, trace = default_schedule(late, DSP)
+    assert not any(d.primitive in ("split", "cache_write") for d in trace.decisions)
+
+
+def test_a_loop_name_that_a_tile_would_take_falls_back_to_lowered():
+    """split names its loops <loop>_o and <loop>_i: where a kernel already binds one (found by a
+    review), the tile does not apply and the default stays the lowered loops, no crash."""
+    from microcompile.schedule import default_schedule
+    from microcompile.tir.nodes import FloatImm, PrimFunc, SeqStmt, Store, Var
+
+    f, z = _synthetic(lambda x, z, c: ())
+    ci = Var("c_i")
+    g = PrimFunc("k", f.buffers, SeqStmt((f.body, For(ci, 8, Store(z, ci, FloatImm(1.0))))), f.attrs)
+    assert default_config(g, DSP)["sketch"] == "lowered"
+    out, _ = default_schedule(g, DSP)
+    _same_results(g, out)
