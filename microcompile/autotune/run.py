@@ -26,7 +26,7 @@ from ..deploy import estimate
 from ..compiler import CompileOptions, check_arena, compile_model
 from ..compiler.patches import PATCH_FAMILY
 from ..deploy import Artifact, BuildOptions, Link
-from ..errors import ArenaBudgetError, DeviceError, UserError
+from ..errors import ArenaBudgetError, DeviceError, UserError, shown
 from ..escape import say
 from ..files import OutputTree, check_output_dir, check_output_file
 from ..ir.compare import compare
@@ -35,7 +35,7 @@ from ..progress import progress_bar
 from ..reference import interp
 from ..report.memory import parse_bytes
 from ..target.cycles import CORES
-from ..schedule import ScheduleError, blocks
+from ..schedule import FAMILIES, ScheduleError, blocks
 from ..target import Board
 from .boards import BoardLink, resolve_boards
 from .records import Outcome, RecordWriter, compatible, environment, read_records
@@ -61,7 +61,9 @@ class TuneOptions:
     candidates are built (default a temporary directory). ports / probes: the real boards.
     objective: what a candidate is ranked by: "instructions" (QEMU's count; on a real board its
     cycles) or "cycles" (on QEMU, the cycle model's estimate, unit "estimated_cycles":
-    docs/cycles.md; on a real board the measured cycles, as always).
+    docs/cycles.md; on a real board the measured cycles, as always). families: tune only the
+    workloads of these knob families (schedule.FAMILIES; empty: all), the others keep their
+    default schedules.
     """
 
     budget: Budget
@@ -489,6 +491,10 @@ def check_request(board: Board, records_path, options: TuneOptions, link: Link) 
                         hint=f"models: {', '.join(sorted(CORES))} (docs/cycles.md)")
     if options.executor not in EXECUTORS:
         raise UserError(f"unknown executor {options.executor!r}", hint=f"one of {', '.join(EXECUTORS)}")
+    unknown = [n for n in options.families if n not in FAMILIES]
+    if unknown:
+        raise UserError(f"unknown knob family {', '.join(shown(n) for n in unknown)}",
+                        hint=f"--family takes {', '.join(FAMILIES)} (docs/tuning.md)")
     if options.address is not None and options.executor != "ray":
         raise UserError("--address is the Ray cluster's address", hint="add --executor ray")
     records_path = check_output_file(records_path, "--records file")   # never a link
