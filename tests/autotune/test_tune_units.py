@@ -254,7 +254,7 @@ def test_a_time_budget_that_has_run_out_measures_nothing(tmp_path):
     (["--trials", "5", "--jobs", "0"], "--jobs 0"),
     (["--trials", "5", "--address", "10.0.0.1:6379"], "--address is the Ray cluster's address"),
     (["--budget", "soon"], "neither a trial count nor minutes"),
-    (["--trials", "5", "--family", "conv2d,loops"], "unknown knob family 'loops'"),
+    (["--trials", "5", "--family", "conv2d,loops"], "unknown knob family loops"),
     (["--trials", "5", "--jobs", "2"], "--jobs 2 on real boards needs 2 nucleo-f446re boards; found 1: "),
 ])
 def test_tune_refuses_bad_arguments_with_exit_2(dscnn, tmp_path, args, message, capsys):
