@@ -5,9 +5,10 @@ float depthwise, hybrid convolutions, transposes and copies, matmul and attentio
 
 The nest is read, not matched against a template: `blocks` finds its compute blocks,
 
-    reduction    a loop directly around a scalar accumulator, with no other one inside (`alloc acc; acc = init;
-                 for k.. { acc = acc + ... }; y[..] = E(acc)`): pooling windows, a float
-                 depthwise pixel's taps, a hybrid convolution's dot products
+    reduction    a loop directly around a scalar accumulator, set first, written by the loops
+                 inside and stored once, last (`alloc acc; acc = init; for k.. { acc = acc +
+                 ... }; y[..] = E(acc)`): pooling windows, a float depthwise pixel's taps, a
+                 hybrid convolution's dot products
     elementwise  an innermost loop storing one element per iteration (no loop below it)
 
 each with the chain of loops directly nested above it. Rules then derive the sketches that
@@ -32,13 +33,14 @@ apply (`sketches`), each a sequence of primitives:
     tensorize     each loop that a micro-kernel of this core matches (schedule/tensorize.py's
                   registered intrinsics) becomes its call
 
-"part+" and "fuse+" combine with the others, in that order. The space (family "sketch", schedule/spaces.py) is the
-derived sketches times unroll_max_extent; its default point (default_sketch: tile4 where a
-reduction block takes it, a finding of the tuner folded into the default, else "lowered"; the
-op's default unrolling) is the default schedule. Every sketch keeps the order in which output elements are
-written and writes each one after the reads it needs (only the innermost loop is tiled, and a
-tile's outputs are written after all its reads), so the in-place rules of memory/inplace.py
-hold for every point.
+"part+" and "fuse+" combine with the others, in that order. The space (family "sketch",
+schedule/spaces.py) is the derived sketches times unroll_max_extent; its default point
+(default_sketch: tile4 where a reduction block takes it, a finding of the tuner folded into the
+default, else "lowered"; the op's default unrolling) is the default schedule. Every sketch
+keeps the order in which output elements are written and writes each one after the reads it
+needs (only the innermost loop is tiled, a tile's outputs are written after all its reads, a
+partition keeps the order of iterations), so the in-place rules of memory/inplace.py hold for
+every point.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
-from ..tir.nodes import Allocate, BinOp, For, IntImm, PrimFunc, Select, substitute, walk
+from ..tir.nodes import Allocate, BinOp, For, IntImm, PrimFunc, Select, SeqStmt, Store, substitute, walk
 from .cache import LOCAL_TILE_MAX
 from .loop_xform import _conjuncts, prune_selects
 from .knobs import declare_knob
@@ -105,14 +107,13 @@ def _simple_reduction(alloc: Allocate) -> bool:
     accumulator set before anything reads it, loops in between, and the block's one output
     store last, after every read (what lets a tile keep the in-place rules: its outputs are
     written after all its reads)."""
-    from ..tir.nodes import SeqStmt, Store
-
     acc = alloc.buffer
     stmts = list(alloc.body.stmts) if isinstance(alloc.body, SeqStmt) else [alloc.body]
     if acc.shape != () or len(stmts) < 3 or any(isinstance(n, Allocate) for n in walk(alloc.body)):
         return False
     first, middle, last = stmts[0], stmts[1:-1], stmts[-1]
-    if not (isinstance(first, Store) and first.buffer is acc and isinstance(last, Store) and last.buffer.scope != "local"):
+    if not (isinstance(first, Store) and first.buffer is acc and isinstance(last, Store)
+            and last.buffer.scope != "local"):
         return False
     return all(isinstance(m, For) and all(w.buffer is acc for w in walk(m) if isinstance(w, Store)) for m in middle)
 

@@ -375,7 +375,8 @@ def _sketch_knobs(func, target):
 
 
 @knob_family("sketch", lambda f, t: True, _sketch_knobs,
-             lambda func, target, wide: {"sketch": default_sketch(func, target), "unroll_max_extent": default_unroll(func)})
+             lambda func, target, wide: {"sketch": default_sketch(func, target),
+                                         "unroll_max_extent": default_unroll(func)})
 def _sketch_schedule(func, target, config):
     return apply_sketch(func, target, config["sketch"], config["unroll_max_extent"])
 

@@ -213,7 +213,8 @@ def test_part_takes_the_padding_tests_out_of_the_interior():
     f, trace = apply_config(conv, PLAIN, {"sketch": "part+tile4", "unroll_max_extent": 4})
     cuts = [d.args for d in trace.decisions if d.primitive == "partition"]
     assert [c[0] for c in cuts][:2] == ["oh", "ow"] and len(cuts) == 4          # oh, then ow in each of its parts
-    regions = [n for n in walk(f.body) if isinstance(n, For) and n.var.name.startswith("oc") and n.var.name.endswith("_o")]
+    regions = [n for n in walk(f.body)
+               if isinstance(n, For) and n.var.name.startswith("oc") and n.var.name.endswith("_o")]
     assert len(regions) == 9
     selects = [sum(1 for x in walk(r) if isinstance(x, Select)) for r in regions]
     assert selects.count(0) == 1 and all(selects[i] for i in range(9) if i != selects.index(0))
