@@ -10,26 +10,17 @@ board's flash by schedule/widening.py)."""
 
 from __future__ import annotations
 
-from ..tir.nodes import For, PrimFunc, walk
+from ..tir.nodes import PrimFunc
 from ..tir.verify import verify_primfunc
 from .depthwise_intrin import DEPTHWISE_SCHEDULES
 from .gemm_f32 import F32_GEMM_SCHEDULES
 from .gemm_schedule import GEMM_SCHEDULES
 from .tabulate import TABLE_SCHEDULES
+from .applies import sketch_family
 from .primitives import ScheduleError, primitive
+from .sketch import apply_sketch, default_sketch
 from .trace import Schedule, Trace
-
-UNROLL_MAX_EXTENT_DOMAIN = (0, 2, 3, 4, 8)   # 0 = never unroll
-UNROLL_MAX_EXTENT = 4
-# Tuned (issue 10): a pooling window row up to 8 wide unrolled. kws's 25x5 average pool took
-# 39,760 instructions with 4 and takes 22,120 with 8 (tune, mps2-an386); the other kernels the
-# tuner measured gained nothing from 8.
-UNROLL_MAX_EXTENT_BY_OP = {"average_pool2d": 8, "max_pool2d": 8}
-
-
-def default_unroll(func: PrimFunc | None) -> int:
-    """The default's unroll_max_extent for `func` (None: the general one)."""
-    return UNROLL_MAX_EXTENT_BY_OP.get(func.attrs.get("op") if func is not None else None, UNROLL_MAX_EXTENT)
+from .unrolling import UNROLL_MAX_EXTENT_DOMAIN, default_unroll, unroll_short_loops
 
 
 def default_schedule(func: PrimFunc, target=None, unroll_max_extent: int | None = None,
@@ -78,17 +69,6 @@ def schedule_parts(f: PrimFunc, traces: list) -> PrimFunc:
 
 
 def _default_sketch(func: PrimFunc, target, unroll_max_extent: int) -> Schedule:
-    from .spaces import family_of
-    from .sketch import apply_sketch, default_sketch
-
-    if family_of(func, target).name != "sketch":
+    if not sketch_family(func, target):
         return Schedule(func)
     return apply_sketch(func, target, default_sketch(func, target), unroll_max_extent)
-
-
-def unroll_short_loops(sch: Schedule, max_extent: int) -> None:
-    """Unroll every innermost loop (one that holds no further loop) of extent 2..max_extent."""
-    for loop in [n for n in walk(sch.func.body) if isinstance(n, For)]:
-        innermost = not any(isinstance(c, For) for c in walk(loop.body))
-        if innermost and 1 < loop.extent <= max_extent:
-            sch.unroll(loop.var.name)

@@ -55,6 +55,7 @@ from .knobs import declare_knob
 from .primitives import ScheduleError
 from .tensorize import TENSOR_INTRINS
 from .trace import Schedule
+from .unrolling import UNROLL_MAX_EXTENT_DOMAIN, unroll_short_loops
 from .variants import kernel_set
 
 SKETCH_TILES = (2, 4, 8, 16)
@@ -362,8 +363,6 @@ def default_sketch(func: PrimFunc, target) -> str:
 def sketches(func: PrimFunc, target) -> tuple[str, ...]:
     """The sketches that apply to `func` on `target`, "lowered" first: each is tried, and kept
     when it applies and gives another nest than the ones kept before it."""
-    from .default import UNROLL_MAX_EXTENT_DOMAIN
-
     kept, seen = ["lowered"], set()
     widest = max(UNROLL_MAX_EXTENT_DOMAIN)
     default = default_sketch(func, target)
@@ -388,7 +387,6 @@ def sketches(func: PrimFunc, target) -> tuple[str, ...]:
 
 def _text(sch: Schedule, func: PrimFunc, widest: int) -> str:
     from ..tir.printer import tir_str
-    from .default import unroll_short_loops
 
     unroll_short_loops(sch, widest)
     return tir_str(sch.func)

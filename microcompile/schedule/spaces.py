@@ -44,8 +44,9 @@ import weakref
 from dataclasses import dataclass
 from typing import Callable
 
-from ..tir.nodes import Call, For, PrimFunc, walk
-from .default import UNROLL_MAX_EXTENT_DOMAIN, default_unroll, unroll_short_loops
+from ..tir.nodes import For, PrimFunc, walk
+from .applies import add_applies, conv_applies, dw_applies, fc_applies, softmax_applies
+from .unrolling import UNROLL_MAX_EXTENT_DOMAIN, default_unroll, unroll_short_loops
 from .depthwise_intrin import default_rows_block, layer_mve_fits, schedule_depthwise
 from .gemm_f32 import F32_COL_BYTES_MAX, f32_gemm_applies, schedule_conv2d_f32, schedule_dense_f32
 from .gemm_schedule import (COL_BYTES_MAX, EPILOGUE_DOMAIN, FC_ACC_ROWS, FC_ACC_ROWS_DOMAIN, FC_INPUT,
@@ -198,11 +199,6 @@ def _knobs(*names: str) -> tuple[Knob, ...]:
 
 # ---------------------------------------------------------------- conv2d (int8 GEMM)
 
-def _conv_applies(func, target) -> bool:
-    w = next((b for b in func.buffers if b.name == "w"), None)
-    return func.attrs.get("op") == "conv2d" and not func.attrs.get("hybrid") and w is not None and w.dtype == "int8"
-
-
 def _conv_knobs(func, target):
     return _knobs("cols", "col_bytes_max", "widen_min_run", "wide_weights", "epilogue", "pointwise", "pad_split",
                   "cache_read_at", "cache_write_at", "gemm_loop_order", "gemm_tile", "conv_kernel",
@@ -217,7 +213,7 @@ def _conv_default(func, target, wide):
             "unroll_max_extent": default_unroll(func)}
 
 
-@knob_family("conv2d", _conv_applies, _conv_knobs, _conv_default)
+@knob_family("conv2d", conv_applies, _conv_knobs, _conv_default)
 def _conv_schedule(func, target, config):
     wide = bool(config["wide_weights"])
     if wide and kernel_set(target) != "dsp":
@@ -272,10 +268,6 @@ def _f32_schedule(func, target, config):
 
 # ---------------------------------------------------------------- fully_connected
 
-def _fc_applies(func, target) -> bool:
-    return func.attrs.get("op") == "fully_connected"
-
-
 def _fc_knobs(func, target):
     return _knobs("acc_rows", "wide_weights", "fc_input", "unroll_max_extent")
 
@@ -285,7 +277,7 @@ def _fc_default(func, target, wide):
             "unroll_max_extent": default_unroll(func)}
 
 
-@knob_family("fully_connected", _fc_applies, _fc_knobs, _fc_default)
+@knob_family("fully_connected", fc_applies, _fc_knobs, _fc_default)
 def _fc_schedule(func, target, config):
     loops = _loops(func)
     units = loops["u"].extent if "u" in loops else 1
@@ -305,12 +297,6 @@ def _fc_schedule(func, target, config):
 
 # ---------------------------------------------------------------- depthwise_conv2d
 
-def _dw_applies(func, target) -> bool:
-    # int8 only: the other depthwise kernels (float32, int16) are loops, searched as sketches
-    x = next((b for b in func.buffers if b.name == "x"), None)
-    return func.attrs.get("op") == "depthwise_conv2d" and x is not None and x.dtype == "int8"
-
-
 def _dw_knobs(func, target):
     return _knobs("depthwise_kernel", "depthwise_rows_block", "wide_weights", "unroll_max_extent")
 
@@ -328,7 +314,7 @@ def _dw_default(func, target, wide):
             "depthwise_rows_block": 0 if block is None else block, "unroll_max_extent": default_unroll(func)}
 
 
-@knob_family("depthwise_conv2d", _dw_applies, _dw_knobs, _dw_default)
+@knob_family("depthwise_conv2d", dw_applies, _dw_knobs, _dw_default)
 def _dw_schedule(func, target, config):
     int8_rows = config["depthwise_kernel"] == "rows" and kernel_set(target) == "mve"
     if config["depthwise_kernel"] in ("rows", "kernel") and not config["wide_weights"] and not int8_rows:
@@ -340,28 +326,18 @@ def _dw_schedule(func, target, config):
 
 # ---------------------------------------------------------------- add (rescale tables)
 
-def _add_applies(func, target) -> bool:
-    # the quantized form (its rescale helper): float adds are loops, searched as sketches
-    return func.attrs.get("op") in ("add", "sub") and any(
-        isinstance(n, Call) and n.name == "mc_mul_by_qm_smaller_than_one_exp" for n in walk(func.body))
-
-
 def _add_default(func, target, wide):
     return {"tables": int(bool(wide)), "unroll_max_extent": default_unroll(func)}
 
 
-@knob_family("add", _add_applies, lambda f, t: _knobs("tables", "unroll_max_extent"), _add_default)
+@knob_family("add", add_applies, lambda f, t: _knobs("tables", "unroll_max_extent"), _add_default)
 def _add_schedule(func, target, config):
     return schedule_add_tables(func, target, wide=bool(config["tables"]))
 
 
 # ---------------------------------------------------------------- int8 softmax (exp table)
 
-def _softmax_applies(func, target) -> bool:
-    return func.attrs.get("op") == "softmax" and schedule_softmax_table(func, target) is not None
-
-
-@knob_family("softmax", _softmax_applies, lambda f, t: _knobs("tables", "unroll_max_extent"),
+@knob_family("softmax", softmax_applies, lambda f, t: _knobs("tables", "unroll_max_extent"),
              lambda func, target, wide: {"tables": int(bool(wide)), "unroll_max_extent": default_unroll(func)})
 def _softmax_schedule(func, target, config):
     return schedule_softmax_table(func, target, wide=bool(config["tables"])) or Schedule(func)
