@@ -55,7 +55,7 @@ from .knobs import declare_knob
 from .primitives import ScheduleError
 from .tensorize import TENSOR_INTRINS
 from .trace import Schedule
-from .unrolling import UNROLL_MAX_EXTENT_DOMAIN, unroll_short_loops
+from .unrolling import UNROLL_MAX_EXTENT_DOMAIN, default_unroll, unroll_short_loops
 from .variants import kernel_set
 
 SKETCH_TILES = (2, 4, 8, 16)
@@ -294,9 +294,30 @@ def _tensorizable(f: PrimFunc, target) -> list[tuple[str, str]]:
     return out
 
 
+_APPLIED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def apply_sketch(func: PrimFunc, target, sketch: str, unroll_max_extent: int) -> Schedule:
     """`func` scheduled by `sketch` (one of `sketches(func, target)`); ScheduleError when it does
-    not apply. The innermost short loops are unrolled by apply_config afterwards."""
+    not apply. The innermost short loops are unrolled by apply_config afterwards. Each result is
+    kept per function (default_sketch's check and the default schedule ask for the same one)."""
+    key = (sketch, unroll_max_extent, kernel_set(target), bool(getattr(target, "fpu", False)))
+    memo = _APPLIED.setdefault(func, {})
+    if key not in memo:
+        try:
+            done = _apply_sketch(func, target, sketch, unroll_max_extent)
+            memo[key] = (done.func, tuple(done.trace.decisions))
+        except ScheduleError as e:
+            memo[key] = e
+    got = memo[key]
+    if isinstance(got, ScheduleError):
+        raise got
+    sch = Schedule(func)                    # a fresh Schedule: callers go on scheduling it
+    sch.func, sch._decisions = got[0], list(got[1])
+    return sch
+
+
+def _apply_sketch(func: PrimFunc, target, sketch: str, unroll_max_extent: int) -> Schedule:
     sch = Schedule(func)
     parts = sketch.split("+")
     part, fuse, rule = "part" in parts, "fuse" in parts, parts[-1]
@@ -354,7 +375,7 @@ def default_sketch(func: PrimFunc, target) -> str:
     if not any(b.acc is not None and b.extent % 4 == 0 for b in blocks(func)):
         return "lowered"
     try:
-        apply_sketch(func, target, DEFAULT_TILE, 0)
+        apply_sketch(func, target, DEFAULT_TILE, default_unroll(func))
     except ScheduleError:
         return "lowered"
     return DEFAULT_TILE
