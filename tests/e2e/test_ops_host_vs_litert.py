@@ -36,6 +36,7 @@ def _plan():
 
 
 @pytest.mark.heavy
+@pytest.mark.slow      # about 2 minutes; the default run checks every op on the Cortex-M twins (test_ops_on_cortex_m.py)
 def test_every_op_compiled_for_host_matches_litert(tmp_path):
     plan = _plan()
     models = [write_tflite(build_graph(c)) for c in plan]

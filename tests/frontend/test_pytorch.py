@@ -93,6 +93,7 @@ def test_the_pt2e_mobilenet_is_int8_in_qemu_and_agrees_with_torch(tmp_path):
 
 
 @pytest.mark.heavy
+@pytest.mark.slow      # a minute: an accuracy comparison, not a correctness check
 def test_our_ptq_of_the_float_mobilenet_is_no_worse_than_onnxruntimes(tmp_path):
     """mc.quantize on the torch program vs onnxruntime's quantize_static (QDQ, per-channel int8
     weights, int8 activations) of the same program written as ONNX, both calibrated on the

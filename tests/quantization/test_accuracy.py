@@ -32,6 +32,7 @@ def test_digits_int8_accuracy_against_float_and_onnxruntime(tmp_path):
 
 
 @pytest.mark.heavy
+@pytest.mark.slow      # a minute: an accuracy comparison, not a correctness check
 def test_mlperf_sqnr_no_worse_than_reference_minus_1db():
     for name in ("kws_ref_model_float32", "pretrainedResnet", "ad01_fp32"):
         model_path(name)   # skips when the models are absent
