@@ -9,28 +9,21 @@ import numpy as np
 import pytest
 
 from support.inplace_check import aliased_run
-from support.lower_cases import build_graph, cases, hybrid_conv_graph, random_inputs, reference
+from support.lower_cases import (build_graph, cases, hybrid_conv_graph, lowered_model, random_inputs, reference,
+                                 same_results)
 from support import multi_op_models as M
-from microcompile.frontend import load_model
 from microcompile.ir import ops
-from microcompile.ir.compare import compare
 from microcompile.lower import lower_node
 from microcompile.memory.inplace import node_shifts
 from microcompile.schedule import InvalidConfig, ScheduleError, apply_config, default_config, knob_space
 from microcompile.schedule.cache import cache_write
 from microcompile.schedule.sketch import MAX_UNROLL_STEPS, blocks
 from microcompile.target import load_board
-from microcompile.tir.interp import run_primfunc
 from microcompile.tir.nodes import Allocate, BinOp, For, Select, walk
-from microcompile.transform import pipeline
 
 DSP = load_board("mps2-an386").target
 PLAIN = load_board("mps2-an385").target          # no FPU: float convolutions are loops here
 
-
-def _lowered(path, target):
-    g = pipeline.run(load_model(path))
-    return [(n, lower_node(g, n, target)) for n in g.nodes if not ops.get(n.op).is_view]
 
 
 @pytest.fixture(scope="module")
@@ -40,24 +33,13 @@ def funcs(tmp_path_factory):
     for name in ("dscnn_int8", "dscnn_float32"):
         path = M.write(name, tmp)
         for target in ((DSP, PLAIN) if name == "dscnn_float32" else (DSP,)):
-            out += [(name, target, n, f) for n, f in _lowered(path, target)
+            out += [(name, target, n, f) for n, f in lowered_model(path, target)
                     if knob_space(f, target).family == "sketch"]
     return out
 
 
 def _node(funcs, model, op, target=DSP):
     return next(f for name, t, n, f in funcs if name == model and n.op == op and t is target)
-
-
-def _same_results(func, scheduled, seed=0):
-    rng = np.random.default_rng(seed)
-    arrays = {b.name: (rng.integers(-128, 128, b.shape).astype(np.int8) if b.dtype == "int8"
-                       else rng.standard_normal(b.shape).astype(np.float32))
-              for b in func.buffers if b.scope == "arena"}
-    want = run_primfunc(func, {k: v.copy() for k, v in arrays.items()})
-    got = run_primfunc(scheduled, {k: v.copy() for k, v in arrays.items()})
-    for name in arrays:
-        assert compare(got[name], want[name]).equal, name
 
 
 def test_blocks_are_read_from_the_nest(funcs):
@@ -121,7 +103,7 @@ def test_fuse_keeps_indices_affine():
     f, trace = apply_config(mul, DSP, {"sketch": "fuse", "unroll_max_extent": 4})
     assert any(d.primitive == "fuse" for d in trace.decisions)
     assert not any(isinstance(n, BinOp) and n.op in ("div", "mod") for n in walk(f.body))
-    _same_results(mul, f)
+    same_results(mul, f)
 
 
 def test_tensorize_where_a_micro_kernel_matches():
@@ -129,7 +111,7 @@ def test_tensorize_where_a_micro_kernel_matches():
     assert "tensorize" in knob_space(cat, DSP).knobs[0].domain
     f, trace = apply_config(cat, DSP, {"sketch": "tensorize", "unroll_max_extent": 4})
     assert {d.args[1] for d in trace.decisions if d.primitive == "tensorize"} == {"mc_copy_f32"}
-    _same_results(cat, f)
+    same_results(cat, f)
 
 
 def test_unroll_upward_is_bounded(funcs):
@@ -153,7 +135,7 @@ def test_every_sketch_computes_the_same(funcs):
         for sketch in knob_space(func, target).knobs[0].domain:
             for unroll in ((0, 8) if sketch == "tile2" else (8,)):
                 scheduled, _ = apply_config(func, target, {"sketch": sketch, "unroll_max_extent": unroll})
-                _same_results(func, scheduled)
+                same_results(func, scheduled)
                 tried += 1
     assert tried > 30, tried
 
@@ -219,7 +201,7 @@ def test_part_takes_the_padding_tests_out_of_the_interior():
     selects = [sum(1 for x in walk(r) if isinstance(x, Select)) for r in regions]
     assert selects.count(0) == 1 and all(selects[i] for i in range(9) if i != selects.index(0))
     assert any("_q" in n.var.name for n in walk(f.body) if isinstance(n, For))
-    _same_results(conv, f)
+    same_results(conv, f)
 
 
 def _synthetic(extra):
@@ -266,4 +248,4 @@ def test_a_loop_name_that_a_tile_would_take_falls_back_to_lowered():
     g = PrimFunc("k", f.buffers, SeqStmt((f.body, For(ci, 8, Store(z, ci, FloatImm(1.0))))), f.attrs)
     assert default_config(g, DSP)["sketch"] == "lowered"
     out, _ = default_schedule(g, DSP)
-    _same_results(g, out)
+    same_results(g, out)

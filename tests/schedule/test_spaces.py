@@ -8,25 +8,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from microcompile.lower import lower_node
 from microcompile.schedule import (FAMILIES, InvalidConfig, KnobSpace, apply_config, default_config,
                                    default_schedule, knob_space)
 from microcompile.target import load_board
 from microcompile.tir.nodes import For, walk
 from microcompile.tir.printer import tir_str
-from microcompile.transform import pipeline
-from microcompile.frontend import load_model
-from microcompile.ir import ops
 from tests.conftest import model_path
 from support import multi_op_models as M
+from support.lower_cases import lowered_model, same_results
 
 DSP = load_board("mps2-an386").target
 PLAIN = load_board("mps2-an385").target
 
-
-def _lowered(path, target):
-    g = pipeline.run(load_model(path))
-    return [(n, lower_node(g, n, target)) for n in g.nodes if not ops.get(n.op).is_view]
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +29,7 @@ def funcs(tmp_path_factory):
     for name in ("dscnn_int8", "residual_int8", "multi_io_int8", "dscnn_float32"):
         path = M.write(name, tmp)
         for target in (DSP, PLAIN):
-            out += [(name, target, n, f) for n, f in _lowered(path, target)]
+            out += [(name, target, n, f) for n, f in lowered_model(path, target)]
     return out
 
 
@@ -109,23 +102,6 @@ def test_invalid_choices_are_rejected_with_the_reason(funcs):
         apply_config(soft, DSP, {**default_config(soft, DSP, True), "sketch": "tile2"})
 
 
-def _same_results(func, scheduled, seed=0):
-    """Run both in the loop-IR interpreter on the same random arena contents: every arena
-    buffer ends equal (int8 byte for byte, float32 within the project's 1e-5: a swapped
-    reduction adds in another order)."""
-    from microcompile.ir.compare import compare
-    from microcompile.tir.interp import run_primfunc
-
-    rng = np.random.default_rng(seed)
-    arrays = {b.name: (rng.integers(-128, 128, b.shape).astype(np.int8) if b.dtype == "int8"
-                       else rng.standard_normal(b.shape).astype(np.float32))
-              for b in func.buffers if b.scope == "arena"}
-    want = run_primfunc(func, {k: v.copy() for k, v in arrays.items()})
-    got = run_primfunc(scheduled, {k: v.copy() for k, v in arrays.items()})
-    for name in arrays:
-        assert compare(got[name], want[name]).equal, name
-
-
 @pytest.mark.parametrize("model,op,over", [
     ("dscnn_int8", "conv2d", {"cols": 5, "epilogue": "tile"}),
     ("dscnn_int8", "conv2d", {"cols": 1, "wide_weights": 0, "unroll_max_extent": 8}),
@@ -141,7 +117,7 @@ def test_valid_points_compute_the_same(funcs, model, op, over):
     config = {**default_config(func, DSP, True), **over}
     scheduled, trace = apply_config(func, DSP, config)
     assert trace.decisions and scheduled is not func
-    _same_results(func, scheduled)
+    same_results(func, scheduled)
 
 
 def test_pooling_windows_up_to_eight_wide_are_unrolled_by_default(funcs):

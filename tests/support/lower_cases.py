@@ -103,3 +103,29 @@ def depthwise_case(name: str, dtype: str, seed: int = 0) -> dict:
     base = cases("depthwise_conv2d", dtype, 1, seed=seed)[0]
     return dict(base, **{"batch": 2, "activation": "RELU6", "rect": False, "bias": True, **DEPTHWISE_SPLITS[name]},
                 index=name)
+
+
+def lowered_model(path, target) -> list:
+    """[(node, lowered PrimFunc)] of every kernel of the model file at `path` on `target`
+    (after the graph passes; views have no kernel)."""
+    from microcompile.frontend import load_model
+    from microcompile.ir import ops
+    from microcompile.lower import lower_node
+    from microcompile.transform import pipeline
+
+    g = pipeline.run(load_model(path))
+    return [(n, lower_node(g, n, target)) for n in g.nodes if not ops.get(n.op).is_view]
+
+
+def same_results(func: PrimFunc, scheduled: PrimFunc, seed: int = 0) -> None:
+    """Run both in the loop-IR interpreter on the same random arena contents: every arena
+    buffer ends equal (int8 byte for byte, float32 within the project's 1e-5: a swapped
+    reduction adds in another order)."""
+    rng = np.random.default_rng(seed)
+    arrays = {b.name: (rng.integers(-128, 128, b.shape).astype(np.int8) if b.dtype == "int8"
+                       else rng.standard_normal(b.shape).astype(np.float32))
+              for b in func.buffers if b.scope == "arena"}
+    want = run_primfunc(func, {k: v.copy() for k, v in arrays.items()})
+    got = run_primfunc(scheduled, {k: v.copy() for k, v in arrays.items()})
+    for name in arrays:
+        assert compare(got[name], want[name]).equal, name
