@@ -381,9 +381,21 @@ def default_sketch(func: PrimFunc, target) -> str:
     return DEFAULT_TILE
 
 
+_SKETCHES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def sketches(func: PrimFunc, target) -> tuple[str, ...]:
     """The sketches that apply to `func` on `target`, "lowered" first: each is tried, and kept
-    when it applies and gives another nest than the ones kept before it."""
+    when it applies and gives another nest than the ones kept before it (computed once per
+    function and core: the knob space asks for it at every apply_config)."""
+    per = _SKETCHES.setdefault(func, {})
+    key = (kernel_set(target), bool(getattr(target, "fpu", False)))
+    if key not in per:
+        per[key] = _derive_sketches(func, target)
+    return per[key]
+
+
+def _derive_sketches(func: PrimFunc, target) -> tuple[str, ...]:
     kept, seen = ["lowered"], set()
     widest = max(UNROLL_MAX_EXTENT_DOMAIN)
     default = default_sketch(func, target)

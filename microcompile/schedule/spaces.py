@@ -40,7 +40,6 @@ Families (matched in this order, the first whose `applies` holds):
 from __future__ import annotations
 
 import itertools
-import weakref
 from dataclasses import dataclass
 from typing import Callable
 
@@ -347,7 +346,7 @@ def _softmax_schedule(func, target, config):
 
 def _sketch_knobs(func, target):
     """The space derived from the loop nest (schedule/sketch.py): its sketches, and unroll_max_extent."""
-    return (Knob("sketch", sketch_names(func, target), KNOBS["sketch"].doc), KNOBS["unroll_max_extent"])
+    return (Knob("sketch", sketches(func, target), KNOBS["sketch"].doc), KNOBS["unroll_max_extent"])
 
 
 @knob_family("sketch", lambda f, t: True, _sketch_knobs,
@@ -355,15 +354,3 @@ def _sketch_knobs(func, target):
                                          "unroll_max_extent": default_unroll(func)})
 def _sketch_schedule(func, target, config):
     return apply_sketch(func, target, config["sketch"], config["unroll_max_extent"])
-
-
-_SKETCHES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def sketch_names(func, target) -> tuple[str, ...]:
-    """sketch.sketches(func, target), computed once per function and kernel set."""
-    per = _SKETCHES.setdefault(func, {})
-    key = (kernel_set(target), bool(getattr(target, "fpu", False)))
-    if key not in per:
-        per[key] = sketches(func, target)
-    return per[key]
