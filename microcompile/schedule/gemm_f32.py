@@ -1,6 +1,8 @@
 """float32 conv2d and fully_connected as calls of the register-blocked FPU GEMM micro-kernel
 (mc_gemm_p4_[min_|minmax_]fpu_f32, runtime_c/kernels/mc_gemm_f32.c; declared in tir/intrinsics_gemm_f32.py),
-on cores with a hardware FPU only (`target.fpu`); elsewhere the lowered loops stay as they are
+on cores with a hardware FPU only (`target.fpu`); on Helium cores its vector twin
+(mc_gemm_p4_[min_|minmax_]mve_f32, runtime_c/kernels/mve/mc_gemm_f32_mve.c: a panel's four rows in
+one vector, one VFMA by scalar per column and k) and the copy by vectors (mc_copy_mve_f32); elsewhere the lowered loops stay as they are
 (soft float: a library call per operation, where the kernel's fmaf would be one too).
 
 conv2d, as the int8 GEMM schedule (gemm_schedule.py) with nothing to widen or requantize:
@@ -34,8 +36,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..tir.intrinsics_gemm import pack_panels4
-from ..tir.intrinsics_gemm_f32 import (ACT_MAX, ACT_MIN, COPY_F32_KERNEL, GEMM_F32_KERNELS, GEMM_F32_PARAMS,
-                                       TILE_COLS)
+from ..tir.intrinsics_gemm_f32 import (ACT_MAX, ACT_MIN, COPY_F32_KERNEL, COPY_F32_MVE_KERNEL, GEMM_F32_KERNELS,
+                                       GEMM_F32_MVE_KERNELS, GEMM_F32_PARAMS, TILE_COLS)
 from ..tir.nodes import (Address, BinOp, Buffer, Call, Evaluate, FloatImm, For, IntImm, LetStmt, Load, PrimFunc,
                          Store, substitute, walk)
 from .epilogue import eval_int, unit_load
@@ -44,6 +46,7 @@ from .gemm_schedule import tensorize_runs, unswitch_padding
 from .primitives import ScheduleError, weights_name
 from .tensorize import accumulation_nest, affine, perfect_nest, tensor_intrin
 from .trace import Schedule
+from .variants import kernel_set
 
 # The shortest run of channels the im2col copy hands to mc_copy_f32 (2.5 instructions per
 # element against about 5 in the copy loop; a call costs about as much as 8 elements).
@@ -162,14 +165,22 @@ def _matcher(act: int):
     return match
 
 
-for _act, _name in GEMM_F32_KERNELS.items():
-    tensor_intrin(_name, _emitter(_name), doc="float32 y = clamp(bias + A * B^T), A in panels of 4 rows (fpu)")(
-        _matcher(_act))
+for _kernels, _core in ((GEMM_F32_KERNELS, "fpu"), (GEMM_F32_MVE_KERNELS, "Helium")):
+    for _act, _name in _kernels.items():
+        tensor_intrin(_name, _emitter(_name),
+                      doc=f"float32 y = clamp(bias + A * B^T), A in panels of 4 rows ({_core})")(_matcher(_act))
 
 
-def _tensorize(sch: Schedule, loop: str) -> None:
+def gemm_f32_kernels(target) -> dict[int, str]:
+    """The float GEMM kernels of `target`'s core, by clamp: Helium's float vectors where the
+    core has MVE (with an FPU: MVE-F, the Cortex-M55), else the FPU's."""
+    mve = kernel_set(target) == "mve" and bool(getattr(target, "fpu", False))
+    return GEMM_F32_MVE_KERNELS if mve else GEMM_F32_KERNELS
+
+
+def _tensorize(sch: Schedule, loop: str, target) -> None:
     """tensorize(loop, <the kernel of the block's clamp>); ScheduleError where none matches."""
-    for name in GEMM_F32_KERNELS.values():
+    for name in gemm_f32_kernels(target).values():
         try:
             sch.tensorize(loop, name)
             return
@@ -178,8 +189,9 @@ def _tensorize(sch: Schedule, loop: str) -> None:
     raise ScheduleError(f"{sch.func.name}: loop {loop} matches no float32 GEMM kernel")
 
 
-tensor_intrin(COPY_F32_KERNEL, copy_emitter(COPY_F32_KERNEL), doc="float32 dst = src, a run (the im2col copy)")(
-    lambda loop: copy_run(loop, "float32", "float32"))
+for _name in (COPY_F32_KERNEL, COPY_F32_MVE_KERNEL):
+    tensor_intrin(_name, copy_emitter(_name), doc="float32 dst = src, a run (the im2col copy)")(
+        lambda loop: copy_run(loop, "float32", "float32"))
 
 
 # ---------------------------------------------------------------- the schedules
@@ -232,8 +244,9 @@ def schedule_conv2d_f32(func: PrimFunc, target=None, cols: int | None = None,
                 sch.split(p, cols)
         sch.cache_read("xv", at_cache)
         unswitch_padding(sch)
-        _tensorize(sch, block)
-        tensorize_runs(sch, COPY_MIN_RUN, COPY_F32_KERNEL)   # one mc_copy_f32 call per run
+        _tensorize(sch, block, target)
+        mve = gemm_f32_kernels(target) is GEMM_F32_MVE_KERNELS   # one copy call per run
+        tensorize_runs(sch, COPY_MIN_RUN, COPY_F32_MVE_KERNEL if mve else COPY_F32_KERNEL)
     except ScheduleError:
         if explicit:
             raise                  # the tuner's choice: say why it does not apply
@@ -252,7 +265,7 @@ def schedule_dense_f32(func: PrimFunc, target=None) -> Schedule | None:
         return None
     sch = Schedule(func)
     try:
-        _tensorize(sch, at)
+        _tensorize(sch, at, target)
     except ScheduleError:
         return None
     return sch

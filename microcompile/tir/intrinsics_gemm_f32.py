@@ -8,7 +8,10 @@ Python semantics.
                            max(acc, act_min)                 mc_gemm_p4_min_fpu_f32
                            min(max(acc, act_min), act_max)   mc_gemm_p4_minmax_fpu_f32
 
+    mc_gemm_p4_<clamp>mve_f32(...): the same on Helium's float vectors (the same semantics)
+
     mc_copy_f32(dst, src, n):   dst[i] = src[i] for i < n   (a run of the im2col copy)
+    mc_copy_mve_f32(dst, src, n): the same by 16-byte vectors (Helium)
 
 A is packed in panels of four rows with groups of one k (intrinsics_gemm.pack_panels4 with
 group 1: a[(P*k + p)*4 + r] = A[4P + r][p]). The C sums each product into the running sum
@@ -32,6 +35,9 @@ ACT_MIN, ACT_MAX = 1, 2
 # the kernel of each clamp (an upper bound alone is no TFLite activation: no kernel)
 GEMM_F32_KERNELS = {0: "mc_gemm_p4_fpu_f32", ACT_MIN: "mc_gemm_p4_min_fpu_f32",
                     ACT_MIN | ACT_MAX: "mc_gemm_p4_minmax_fpu_f32"}
+# the same on Helium's float vectors (kernels/mve/mc_gemm_f32_mve.c): the same sums, in the same
+# order, each product fused with one rounding, so the same semantics
+GEMM_F32_MVE_KERNELS = {act: name.replace("_fpu_", "_mve_") for act, name in GEMM_F32_KERNELS.items()}
 # the register tile's columns (mc_gemm_f32.h): blocks of output pixels are best a multiple
 TILE_COLS = 4
 
@@ -53,16 +59,21 @@ def _gemm_f32(act: int):
     return impl
 
 
-for _act, _name in GEMM_F32_KERNELS.items():
+for _act, _name in [*GEMM_F32_KERNELS.items(), *GEMM_F32_MVE_KERNELS.items()]:
     intrinsic(_name, ("handle", "handle", "handle", "handle", "float32", "float32", GEMM_F32_PARAMS), "void",
               "mc_gemm_f32.h", extern=True, writes=(0,))(_gemm_f32(_act))
 
 
-# The im2col copy of a run of float32 channels (schedule/gemm_f32.py): dst[i] = src[i], i < n.
+# The im2col copy of a run of float32 channels (schedule/gemm_f32.py): dst[i] = src[i], i < n;
+# on Helium cores by vectors.
 COPY_F32_KERNEL = "mc_copy_f32"
+COPY_F32_MVE_KERNEL = "mc_copy_mve_f32"
 
 
-@intrinsic(COPY_F32_KERNEL, ("handle", "handle", "int32"), "void", "mc_gemm_f32.h", extern=True, writes=(0,))
 def _copy_f32(dst_ptr, src_ptr, n):
     (da, do), (sa, so) = dst_ptr, src_ptr
     da[do:do + n] = sa[so:so + n]
+
+
+for _name in (COPY_F32_KERNEL, COPY_F32_MVE_KERNEL):
+    intrinsic(_name, ("handle", "handle", "int32"), "void", "mc_gemm_f32.h", extern=True, writes=(0,))(_copy_f32)

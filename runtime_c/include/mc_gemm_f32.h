@@ -38,8 +38,20 @@ void mc_gemm_p4_min_fpu_f32(float *y, const float *a, const float *b, const floa
 void mc_gemm_p4_minmax_fpu_f32(float *y, const float *a, const float *b, const float *bias, float act_min,
                                float act_max, const mc_gemm_f32_params_t *params);
 
+/* The same on Helium's floating-point vectors (kernels/mve/mc_gemm_f32_mve.c, MVE-F cores
+ * only): a panel's four rows are one vector, four columns' sums four vectors, one VFMA
+ * (vector by scalar) per column and k; the same sums in the same order. */
+void mc_gemm_p4_mve_f32(float *y, const float *a, const float *b, const float *bias, float act_min, float act_max,
+                        const mc_gemm_f32_params_t *params);
+void mc_gemm_p4_min_mve_f32(float *y, const float *a, const float *b, const float *bias, float act_min,
+                            float act_max, const mc_gemm_f32_params_t *params);
+void mc_gemm_p4_minmax_mve_f32(float *y, const float *a, const float *b, const float *bias, float act_min,
+                               float act_max, const mc_gemm_f32_params_t *params);
+
 /* dst[i] = src[i] for i < n: a run of an im2col copy (the channels of one tap), eight at a
  * time. dst and src do not overlap. */
 void mc_copy_f32(float *dst, const float *src, int32_t n);
+/* The same by 16-byte vectors (Helium cores). */
+void mc_copy_mve_f32(float *dst, const float *src, int32_t n);
 
 #endif

@@ -24,12 +24,14 @@ from microcompile.schedule import InvalidConfig, Trace, apply_config, default_co
 from microcompile.target import load_board
 from microcompile.tir.intrinsics import get
 from microcompile.tir.intrinsics_gemm import pack_panels4
-from microcompile.tir.intrinsics_gemm_f32 import ACT_MAX, ACT_MIN, COPY_F32_KERNEL, GEMM_F32_KERNELS
+from microcompile.tir.intrinsics_gemm_f32 import (ACT_MAX, ACT_MIN, COPY_F32_KERNEL, COPY_F32_MVE_KERNEL,
+                                                   GEMM_F32_KERNELS, GEMM_F32_MVE_KERNELS)
 from microcompile.tir.nodes import Call, walk
 from microcompile.tir.printer import tir_str
 
 M4F = load_board("mps2-an386").target
 M3 = load_board("mps2-an385").target
+M55 = load_board("mps3-an547").target
 
 def _calls(f) -> list[Call]:
     return [n for n in walk(f.body) if isinstance(n, Call) and n.name in GEMM_F32_KERNELS.values()]
@@ -184,9 +186,27 @@ def test_float_gemm_in_host_c(tmp_path):
     assert result.report["verified"], result.report["outputs"]
 
 
+def test_helium_cores_take_the_vector_kernels():
+    """On the Cortex-M55 every case above is one call per block of the Helium twin
+    (mc_gemm_p4_<clamp>mve_f32) with its copy runs by vectors, and matches in the interpreter;
+    the FPU kernels are not called there."""
+    for k, over in enumerate(CONV):
+        g = conv_graph(k, over)
+        _, sched, _ = _check(g, M55)
+        names = {n.name for n in walk(sched.body) if isinstance(n, Call)}
+        assert names & set(GEMM_F32_MVE_KERNELS.values()) and not names & set(GEMM_F32_KERNELS.values()), names
+        assert (COPY_F32_MVE_KERNEL in names) == (k in COPIED) and COPY_F32_KERNEL not in names, names
+    for g in fc_graphs():
+        _, sched, _ = _check(g, M55)
+        assert {n.name for n in walk(sched.body) if isinstance(n, Call)} & set(GEMM_F32_MVE_KERNELS.values())
+
+
 @pytest.mark.qemu
-def test_float_gemm_on_the_cortex_m4_twin(tmp_path):
-    """One firmware: every case above on mps2-an386 (VFMA), against the interpreter and LiteRT."""
+@pytest.mark.parametrize("board", ["mps2-an386", "mps3-an547"])
+def test_float_gemm_on_the_twins(tmp_path, board):
+    """One firmware: every case above on mps2-an386 (VFMA) and on mps3-an547 (Helium's vector
+    VFMA: the 4x4 and 4x1 tiles, partial panels under a predicate, k tails), against the
+    interpreter and LiteRT."""
     g, inputs = _merged()
-    report = deploy_graph(g, inputs, "mps2-an386", tmp_path)
+    report = deploy_graph(g, inputs, board, tmp_path)
     assert report["verified"], report["outputs"]
