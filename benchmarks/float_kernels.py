@@ -2,6 +2,7 @@
 MLPerf Tiny models, on a board's QEMU twin: the FPU GEMM micro-kernel (schedule/gemm_f32.py).
 
     python benchmarks/float_kernels.py [--boards mps2-an386] [--models kws resnet ad01] [--all-layers]
+                                       [--weights-region NAME]
 
 Models (../shared/models):
   resnet  pretrainedResnet.tflite, float32 weights and activations as published.
@@ -65,10 +66,12 @@ def model_file(name: str, tmp: Path) -> Path:
     return MODELS / {"resnet": "pretrainedResnet.tflite", "ad01": "ad01_fp32.tflite"}[name]
 
 
-def profile(model: Path, board: str, tmp: Path) -> dict:
+def profile(model: Path, board: str, tmp: Path, weights_region: str | None = None) -> dict:
     out = tmp / f"{model.stem}-{board}.json"
     cmd = [sys.executable, "-m", "microcompile", "profile", "--board", board, "--emulate",
            "-o", str(tmp / f"{model.stem}-{board}"), "--json", str(out), str(model)]
+    if weights_region:           # ad01_fp32's 1 MiB of weights: mps3-an547's QSPI flash
+        cmd += ["--weights-region", weights_region]
     subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     return json.loads(out.read_text())
 
@@ -78,12 +81,13 @@ def main(argv=None) -> int:
     ap.add_argument("--boards", nargs="+", default=["mps2-an386"])
     ap.add_argument("--models", nargs="+", default=["kws", "resnet", "ad01"], choices=["kws", "resnet", "ad01"])
     ap.add_argument("--all-layers", action="store_true", help="print every layer, not only conv/fc")
+    ap.add_argument("--weights-region", help="place the weights in this memory region (profile --weights-region)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         for board in args.boards:
             for name in args.models:
-                report = profile(model_file(name, tmp), board, tmp)
+                report = profile(model_file(name, tmp), board, tmp, args.weights_region)
                 print(f"\n{name} on {board}: {report['total']:,} {report['unit']} in the profiled inference "
                       "(per-kernel hooks included)")
                 print(f"  {'layer':<24} {'op':<18} {'MACs':>10} {'count':>12} {'per MAC':>8}")

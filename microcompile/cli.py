@@ -221,6 +221,7 @@ def _compiled(args):
 
     board = api.board(args.board)
     api.check_link(board, _link(args))
+    _placement(args, board)
     return api.compile(args.model, board, records=getattr(args, "records", None), progress=_PROGRESS,
                        options=_compile_options(args))
 
@@ -250,12 +251,27 @@ def _project_dir(args):
     return api.check_project_dir(args.project_dir) if args.project_dir else None
 
 
+def _placement(args, board):
+    """--arena-region / --weights-region of a device command (run, profile, verify) as
+    BuildOptions, checked against the board before any work; None when neither is given."""
+    from . import api
+
+    if not (args.arena_region or args.weights_region):
+        return None
+    build = api.BuildOptions(emulate=bool(getattr(args, "emulate", False)), arena_region=args.arena_region,
+                             weights_region=args.weights_region)
+    api.check_build_options(board, build)
+    return build
+
+
 def _device(cm, args, project_dir):
     """The agent firmware on the host, the QEMU twin or the board, for run and profile."""
     link = _link(args)
+    options = _placement(args, cm.board)
     if link.emulate or cm.board.is_host:
-        return cm.emulate(project_dir, timeout=link.timeout, progress=_PROGRESS)
-    return cm.connect(link.port, link.probe, directory=project_dir, timeout=link.timeout, progress=_PROGRESS)
+        return cm.emulate(project_dir, timeout=link.timeout, options=options, progress=_PROGRESS)
+    return cm.connect(link.port, link.probe, directory=project_dir, timeout=link.timeout, options=options,
+                      progress=_PROGRESS)
 
 
 def _cmd_verify(args) -> int:
@@ -264,7 +280,9 @@ def _cmd_verify(args) -> int:
     _check_outputs(args)
     project_dir = _project_dir(args)
     inputs = api.read_inputs(args.input) if args.input else None
-    result = _compiled(args).verify(project_dir, inputs=inputs, link=_link(args), progress=_PROGRESS)
+    cm = _compiled(args)
+    result = cm.verify(project_dir, inputs=inputs, link=_link(args), options=_placement(args, cm.board),
+                       progress=_PROGRESS)
     if args.report:
         api.write_report(result.report, args.report)
     _print(result.table)
@@ -542,6 +560,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_records_arg(r)
     _add_input_layout_arg(r)
     _add_patch_arg(r)
+    _add_placement_args(r)
     r.set_defaults(fn=_cmd_run)
 
     pr = sub.add_parser("profile", help="per-kernel instructions (QEMU) or cycles (board) over the host agent",
@@ -557,6 +576,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_records_arg(pr)
     _add_input_layout_arg(pr)
     _add_patch_arg(pr)
+    _add_placement_args(pr)
     pr.set_defaults(fn=_cmd_profile)
 
     from .autotune import COST_MODELS, STRATEGIES
@@ -655,6 +675,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("-o", "--project-dir", help="where the trace project goes (default build/<model>-trace)")
     _add_input_layout_arg(v)
     _add_patch_arg(v)
+    _add_placement_args(v)
     v.set_defaults(fn=_cmd_verify)
 
     i = sub.add_parser("inspect", help="ops, shapes, quantization, MACs, params and tensor bytes per layer; "

@@ -318,33 +318,37 @@ class CompiledModel:
         return deploy.selftest(fw.built, link, progress)
 
     def verify(self, directory=None, *, inputs=None, emulate: bool = False, link: Link | None = None,
-               progress: ProgressArg = False) -> deploy.VerifyResult:
+               options: BuildOptions | None = None, progress: ProgressArg = False) -> deploy.VerifyResult:
         """Compare every layer's device tensor with the reference interpreter and, for a .tflite
-        model with ai-edge-litert installed, LiteRT's reference kernels: `microcompile verify`."""
+        model with ai-edge-litert installed, LiteRT's reference kernels: `microcompile verify`.
+        `options` sets the memory regions, as for build."""
         progress = as_progress(progress)
         link = link or Link(emulate=emulate)
         deploy.check_target(self.board, link)
         if self.board.is_host:
-            fw = self.build(directory, trace=True, inputs=inputs, progress=progress)
+            fw = self.build(directory, trace=True, inputs=inputs, options=options, progress=progress)
             return deploy.verify_traced(fw.built, link, progress)
-        fw = self.build(directory, agent=True, emulate=link.emulate, inputs=inputs, progress=progress)
+        fw = self.build(directory, agent=True, emulate=link.emulate, inputs=inputs, options=options,
+                        progress=progress)
         return deploy.verify_over_agent(fw.built, link, progress)
 
-    def emulate(self, directory=None, *, timeout: float = 10.0, progress: ProgressArg = False) -> Device:
+    def emulate(self, directory=None, *, timeout: float = 10.0, options: BuildOptions | None = None,
+                progress: ProgressArg = False) -> Device:
         """The board's QEMU twin (or, for the host board, a native process) running the agent
-        firmware, as a Device to use in a ``with`` block."""
-        return self._device(directory, Link(emulate=True, timeout=timeout), progress)
+        firmware, as a Device to use in a ``with`` block. `options` sets the memory regions."""
+        return self._device(directory, Link(emulate=True, timeout=timeout), progress, options)
 
     def connect(self, port: str | None = None, probe: str | None = None, *, directory=None,
-                timeout: float = 10.0, progress: ProgressArg = False) -> Device:
+                timeout: float = 10.0, options: BuildOptions | None = None, progress: ProgressArg = False) -> Device:
         """The real board on serial `port` (found by its USB id when None), flashed with
-        `probe` when it does not run this build, as a Device to use in a ``with`` block."""
-        return self._device(directory, Link(port=port, probe=probe, timeout=timeout), progress)
+        `probe` when it does not run this build, as a Device to use in a ``with`` block.
+        `options` sets the memory regions."""
+        return self._device(directory, Link(port=port, probe=probe, timeout=timeout), progress, options)
 
-    def _device(self, directory, link: Link, progress: ProgressArg) -> Device:
+    def _device(self, directory, link: Link, progress: ProgressArg, options: BuildOptions | None = None) -> Device:
         progress = as_progress(progress)
         deploy.check_target(self.board, link)
-        fw = self.build(directory, agent=True, emulate=link.emulate, progress=progress)
+        fw = self.build(directory, agent=True, emulate=link.emulate, options=options, progress=progress)
         return Device(fw.built, link, progress)
 
     def __repr__(self) -> str:

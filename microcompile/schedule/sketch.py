@@ -53,6 +53,7 @@ from .cache import LOCAL_TILE_MAX
 from .loop_xform import _conjuncts, prune_selects
 from .knobs import declare_knob
 from .primitives import ScheduleError
+from .depthwise_f32 import DEPTHWISE_F32_MVE
 from .tensorize import TENSOR_INTRINS
 from .trace import Schedule
 from .unrolling import UNROLL_MAX_EXTENT_DOMAIN, default_unroll, unroll_short_loops
@@ -369,9 +370,27 @@ def _apply_sketch(func: PrimFunc, target, sketch: str, unroll_max_extent: int) -
 DEFAULT_TILE = "tile4"
 
 
+# Micro-kernels that are the default wherever one matches a loop of the kernel, by the
+# `tensorize` sketch: Helium's float depthwise (kws's float twin on mps3-an547: 325,969 ->
+# see docs/performance.md, per layer).
+DEFAULT_TENSORIZE = (DEPTHWISE_F32_MVE,)
+
+
+def _default_tensorize(func: PrimFunc, target) -> bool:
+    for name in DEFAULT_TENSORIZE:
+        if _available(name, target):
+            match = TENSOR_INTRINS[name].match
+            if any(isinstance(n, For) and match(n) is not None for n in walk(func.body)):
+                return True
+    return False
+
+
 def default_sketch(func: PrimFunc, target) -> str:
-    """The default point's sketch: DEFAULT_TILE where a reduction block's innermost loop is a
-    multiple of 4 and the sketch applies, else "lowered" (the loops as lowered)."""
+    """The default point's sketch: `tensorize` where a DEFAULT_TENSORIZE kernel matches, else
+    DEFAULT_TILE where a reduction block's innermost loop is a multiple of 4 and the sketch
+    applies, else "lowered" (the loops as lowered)."""
+    if _default_tensorize(func, target):
+        return "tensorize"
     if not any(b.acc is not None and b.extent % 4 == 0 for b in blocks(func)):
         return "lowered"
     try:

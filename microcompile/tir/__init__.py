@@ -12,3 +12,4 @@ from . import intrinsics_signal_fft  # noqa: F401,E402
 from . import intrinsics_signal  # noqa: F401,E402
 from . import intrinsics_matmul  # noqa: F401,E402
 from . import intrinsics_gemm_f32  # noqa: F401,E402
+from . import intrinsics_depthwise_f32  # noqa: F401,E402

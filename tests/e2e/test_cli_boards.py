@@ -1,9 +1,12 @@
-"""`microcompile boards` (text and --json) and the bank options of `deploy`."""
+"""`microcompile boards` (text and --json) and the bank options of `deploy`, `run`, `profile` and `verify`."""
 
 import json
+import re
+
+import pytest
 
 from tests.e2e.test_cli_errors import run_cli, tiny_model  # noqa: F401  (tiny_model is a fixture)
-from microcompile.target import list_boards
+from microcompile.target import list_boards, load_board
 
 
 def test_boards_json_lists_every_board_with_the_stated_keys():
@@ -46,3 +49,20 @@ def test_bank_options_are_checked(tiny_model, tmp_path):  # noqa: F811
     assert "hint: ram banks of nucleo-f746zg: ITCM, DTCM, SRAM" in p.stderr
     p = run_cli("deploy", tiny_model, "--board=mps2-an386", "--weights-region", "QSPI", "-o", tmp_path / "o")
     assert p.returncode == 2 and "mps2-an386 has no bank 'QSPI'" in p.stderr
+
+
+@pytest.mark.qemu
+def test_device_commands_take_the_bank_options(tiny_model, tmp_path):  # noqa: F811
+    """run, profile and verify build the agent firmware with --arena-region / --weights-region
+    (the fit check's hint names them when a model's weights do not fit the default bank), and
+    check them before compiling, as deploy does."""
+    p = run_cli("profile", tiny_model, "--board=mps2-an386", "--emulate", "--weights-region", "QSPI",
+                "-o", tmp_path / "x")
+    assert p.returncode == 2 and "mps2-an386 has no bank 'QSPI'" in p.stderr and not (tmp_path / "x").exists()
+    p = run_cli("profile", tiny_model, "--board=mps3-an547", "--emulate", "--arena-region", "ISRAM",
+                "-o", tmp_path / "p")
+    assert p.returncode == 0, p.stderr
+    bank = next(b for b in load_board("mps3-an547").mcu.banks if b.name == "ISRAM")
+    at = re.search(r"^\s*\S*mc_arena\s+(0x[0-9a-f]+)", (tmp_path / "p" / "firmware.map").read_text(), re.M)
+    assert at, "mc_arena not in the map"
+    assert bank.origin <= int(at.group(1), 16) < bank.origin + bank.size
