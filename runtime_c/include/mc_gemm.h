@@ -61,6 +61,8 @@
 
 #include <stdint.h>
 
+#include "mc_copy.h"   /* mc_widen_pairs_dsp_s8_s16, inline on DSP cores */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -111,7 +113,6 @@ void mc_gemm_p4_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t));
 void mc_gemm_p4_rq_dsp_s16_cols(MC_GEMM_RQ_ARGS(int16_t));
 void mc_gemm_p4x2_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t));
 void mc_gemm_p4_rq_dsp_s8(MC_GEMM_RQ_ARGS(int8_t));
-void mc_widen_pairs_dsp_s8_s16(int16_t *dst, const int8_t *src, int32_t n);
 void mc_gemm_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t));
 void mc_gemm_p4_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t));
 void mc_conv_rq_mve_s8(int8_t *y, const int8_t *x, const int8_t *w, const int32_t *bias, const int32_t *mult,

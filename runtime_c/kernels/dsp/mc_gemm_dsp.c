@@ -650,29 +650,6 @@ static inline int32_t il_index(int32_t j, int32_t p, int32_t n, int32_t ldb)
     return j < (n & ~1) ? (j >> 1) * 2 * ldb + (p >> 1) * 4 + (j & 1) * 2 + (p & 1) : j * ldb + p;
 }
 
-/* dst[il] = src: a run of n int8 of one column, starting at an even k, widened into its
- * pair-interleaved place (pairs of int16 every 4 elements), 10 instructions per 4 elements as
- * mc_widen_dsp_s8_s16. */
-void mc_widen_pairs_dsp_s8_s16(int16_t *dst, const int8_t *src, int32_t n)
-{
-    const int8_t *end4 = src + (n & ~3);
-    int32_t i;
-
-    while (src != end4) {
-        const int32_t v = ld32(src), e = __sxtb16(v), o = sxtb16_ror8(v);   /* x0 x2, x1 x3 */
-        int32_t lo, hi;
-
-        __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(lo) : "r"(e), "r"(o));
-        __asm__("pkhtb %0, %2, %1, asr #16" : "=r"(hi) : "r"(e), "r"(o));
-        memcpy(dst, &lo, 4);
-        memcpy(dst + 4, &hi, 4);
-        src += 4;
-        dst += 8;
-    }
-    for (i = 0; i < (n & 3); ++i)
-        dst[(i >> 1) * 4 + (i & 1)] = src[i];
-}
-
 /* Any shape or alignment, one MAC at a time (the assembly needs k % 8 == 0, whole panels and
  * a word-aligned B with an even ldb; the schedule offers 4x2 only there). */
 static void p4x2_rq_s16_any(MC_GEMM_RQ_ARGS(int16_t))
