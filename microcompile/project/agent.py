@@ -10,6 +10,7 @@ tensors that GET_TENSOR reads.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 from microcompile.codegen.c_emitter import float_literal
@@ -23,13 +24,17 @@ _C_DTYPES = {"int8": "MC_INT8", "float32": "MC_FLOAT32", "int32": "MC_INT32", "i
              "uint32": "MC_UINT32", "uint64": "MC_UINT64"}
 
 
-def build_id(artifact_dir: str | Path, manifest: dict) -> str:
-    """16 hex digits: SHA-256 over the names and bytes of the generated model C files."""
+def build_id(artifact_dir: str | Path, manifest: dict, placement: dict | None = None) -> str:
+    """16 hex digits: SHA-256 over the names and bytes of the generated model C files and, when
+    given, the memory placement (the same model with its weights in another bank is another
+    firmware: a board running the one must be flashed with the other)."""
     h = hashlib.sha256()
     for name in manifest["sources"] + manifest["headers"]:
         data = (Path(artifact_dir) / name).read_bytes()
         h.update(f"{name}\0{len(data)}\0".encode())
         h.update(data)
+    if placement:
+        h.update(json.dumps(placement, sort_keys=True).encode())
     return h.hexdigest()[:16]
 
 

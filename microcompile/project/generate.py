@@ -295,7 +295,7 @@ def _write_project(w: _Writer, env, job: _Job) -> dict:
         for name, unbounded in (("linker.ld", False), ("linker.measure.ld", True)):
             w.text(name, _linker_script(board, where, unbounded))
 
-    build = agent_build_id(artifact_dir, manifest)
+    build = agent_build_id(artifact_dir, manifest, where.to_json() if not board.is_host else None)
     if agent:
         w.text("main.c", env.get_template("agent_main.c.j2").render(**agent_values(manifest, board.name, build)))
     else:

@@ -58,8 +58,9 @@ def _match(loop: For) -> dict | None:
     clamp = clamp_bits(out.value, acc)
     if ya is None or ya[0] != {ic: 1} or out.buffer.dtype != "float32" or clamp is None:
         return None
-    outer = tloops[0] if tloops else None              # the kernel's i (rows), then j
-    inner = tloops[1] if len(tloops) == 2 else None
+    # the kernel's i (rows) and j: a single tap loop is its j, one assembly loop over the taps
+    outer = tloops[0] if len(tloops) == 2 else None
+    inner = tloops[-1] if tloops else None
 
     def stride(a, f):
         return a[0].get(f.var.name, 0) if f is not None else 0

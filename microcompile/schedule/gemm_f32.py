@@ -173,8 +173,8 @@ for _kernels, _core in ((GEMM_F32_KERNELS, "fpu"), (GEMM_F32_MVE_KERNELS, "Heliu
 
 def gemm_f32_kernels(target) -> dict[int, str]:
     """The float GEMM kernels of `target`'s core, by clamp: Helium's float vectors where the
-    core has MVE (with an FPU: MVE-F, the Cortex-M55), else the FPU's."""
-    mve = kernel_set(target) == "mve" and bool(getattr(target, "fpu", False))
+    core has them (MVE-F, `target.mve_float`: the Cortex-M55), else the FPU's."""
+    mve = kernel_set(target) == "mve" and bool(getattr(target, "mve_float", False))
     return GEMM_F32_MVE_KERNELS if mve else GEMM_F32_KERNELS
 
 

@@ -35,8 +35,9 @@ apply (`sketches`), each a sequence of primitives:
 
 "part+" and "fuse+" combine with the others, in that order. The space (family "sketch",
 schedule/spaces.py) is the derived sketches times unroll_max_extent; its default point
-(default_sketch: tile4 where a reduction block takes it, a finding of the tuner folded into the
-default, else "lowered"; the op's default unrolling) is the default schedule. Every sketch
+(default_sketch: tensorize where a kernel of DEFAULT_TENSORIZE matches, else tile4 where a
+reduction block takes it, a finding of the tuner folded into the default, else "lowered"; the
+op's default unrolling) is the default schedule. Every sketch
 keeps the order in which output elements are written and writes each one after the reads it
 needs (only the innermost loop is tiled, a tile's outputs are written after all its reads, a
 partition keeps the order of iterations), so the in-place rules of memory/inplace.py hold for
@@ -275,6 +276,8 @@ def _available(intrin: str, target) -> bool:
     tokens = set(intrin.split("_"))
     if "fpu" in tokens:
         return bool(getattr(target, "fpu", False))
+    if {"mve", "f32"} <= tokens:              # Helium's float vectors (MVE-F)
+        return bool(getattr(target, "mve_float", False))
     for ks in ("c", "dsp", "mve"):
         if ks in tokens:
             return kernel_set(target) == ks
@@ -302,7 +305,8 @@ def apply_sketch(func: PrimFunc, target, sketch: str, unroll_max_extent: int) ->
     """`func` scheduled by `sketch` (one of `sketches(func, target)`); ScheduleError when it does
     not apply. The innermost short loops are unrolled by apply_config afterwards. Each result is
     kept per function (default_sketch's check and the default schedule ask for the same one)."""
-    key = (sketch, unroll_max_extent, kernel_set(target), bool(getattr(target, "fpu", False)))
+    key = (sketch, unroll_max_extent, kernel_set(target), bool(getattr(target, "fpu", False)),
+           bool(getattr(target, "mve_float", False)))
     memo = _APPLIED.setdefault(func, {})
     if key not in memo:
         try:
@@ -372,7 +376,7 @@ DEFAULT_TILE = "tile4"
 
 # Micro-kernels that are the default wherever one matches a loop of the kernel, by the
 # `tensorize` sketch: Helium's float depthwise (kws's float twin on mps3-an547: 325,969 ->
-# see docs/performance.md, per layer).
+# 101,188 instructions per depthwise layer, docs/performance.md).
 DEFAULT_TENSORIZE = (DEPTHWISE_F32_MVE,)
 
 
@@ -408,7 +412,7 @@ def sketches(func: PrimFunc, target) -> tuple[str, ...]:
     when it applies and gives another nest than the ones kept before it (computed once per
     function and core: the knob space asks for it at every apply_config)."""
     per = _SKETCHES.setdefault(func, {})
-    key = (kernel_set(target), bool(getattr(target, "fpu", False)))
+    key = (kernel_set(target), bool(getattr(target, "fpu", False)), bool(getattr(target, "mve_float", False)))
     if key not in per:
         per[key] = _derive_sketches(func, target)
     return per[key]

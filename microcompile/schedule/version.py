@@ -29,7 +29,9 @@ Records written before the version existed have none and count as version 0.
        derived from the loop nest (schedule/sketch.py: knob sketch); its default tiles reduction
        blocks by 4 (tile4); float and int16 depthwise and float adds moved to it
     7  on Helium cores float32 conv2d and fully_connected call the vector GEMM kernels
-       (mc_gemm_p4_<clamp>mve_f32) and copy im2col runs by vectors (mc_copy_mve_f32)
+       (mc_gemm_p4_<clamp>mve_f32) and copy im2col runs by vectors (mc_copy_mve_f32); float32
+       depthwise's default sketch there is `tensorize` (mc_depthwise_<clamp>mve_f32), which the
+       sketch value `tensorize` now reaches
 """
 
 SCHEDULE_VERSION = 7

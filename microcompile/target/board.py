@@ -27,7 +27,7 @@ from pathlib import Path
 from microcompile.errors import BoardError, shown
 from microcompile.resources import resource_dir
 
-CORE_KEYS = {"name", "arch", "toolchain", "cflags", "dsp", "ssat", "mve", "fpu", "cyccnt"}
+CORE_KEYS = {"name", "arch", "toolchain", "cflags", "dsp", "ssat", "mve", "mve_float", "fpu", "cyccnt"}
 MCU_KEYS = {"name", "extends", "vendor", "family", "core", "counter", "sources", "include_dirs", "code", "ram",
             "memory", "debug", "platform", "timing"}
 BOARD_KEYS = {"name", "aliases", "description", "mcu", "clock_hz", "console", "flash_runners", "twin", "probe",
@@ -61,6 +61,7 @@ class Target:
     clock_hz: int             # the board's core clock
     fpu_kind: str = "none"    # "none", "fpv4-sp-d16", "fpv5-sp-d16", "fpv5-d16", "host"
     cyccnt: bool = False      # DWT->CYCCNT exists (not on Armv6-M)
+    mve_float: bool = False   # Helium's floating-point vectors (MVE-F; false for a core built +nomve.fp)
 
     @property
     def is_host(self) -> bool:
@@ -297,10 +298,13 @@ def _load_target(core: str, clock_hz: int) -> Target:
         raise BoardError(f"board data refers to unknown core {core!r} ({path} is missing)")
     d = _read(path)
     _check_keys(path, d, CORE_KEYS, "core", sorted(CORE_KEYS))
+    if d["mve_float"] and not (d["mve"] and d["fpu"] != "none"):
+        raise BoardError(f"{path}: mve_float (Helium's float vectors) needs mve = true and an fpu")
     return Target(
         core=d["name"], arch=d["arch"], toolchain=d["toolchain"], cflags=tuple(d["cflags"]),
         dsp=bool(d["dsp"]), ssat=bool(d["ssat"]), fpu=d["fpu"] != "none", mve=bool(d["mve"]),
         clock_hz=clock_hz, fpu_kind=d["fpu"], cyccnt=bool(d["cyccnt"]),
+        mve_float=bool(d["mve_float"]),
     )
 
 

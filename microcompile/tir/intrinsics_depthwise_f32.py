@@ -9,7 +9,8 @@ their declaration and Python semantics.
 
 Each product fused into the sum with one rounding (VFMA.F32), taps in (i, j) order: the sums
 here take the same steps, each product exact in float64 and the sum rounded to float32 (as
-intrinsics_gemm_f32.py). The kernel reads a block's taps before it writes the block's outputs,
+intrinsics_gemm_f32.py: equal to fmaf but for a rare double rounding; and Helium flushes
+subnormals to zero, which this does not model: differences under 1.2e-38). The kernel reads a block's taps before it writes the block's outputs,
 blocks of 16 channels and then of 4 in increasing order, and so do the semantics, so that an
 output planned over its input (memory/inplace.py) is interpreted as the C runs it. The tensor
 intrinsic that reaches it is in schedule/depthwise_f32.py.

@@ -40,7 +40,8 @@ void mc_gemm_p4_minmax_fpu_f32(float *y, const float *a, const float *b, const f
 
 /* The same on Helium's floating-point vectors (kernels/mve/mc_gemm_f32_mve.c, MVE-F cores
  * only): a panel's four rows are one vector, four columns' sums four vectors, one VFMA
- * (vector by scalar) per column and k; the same sums in the same order. */
+ * (vector by scalar) per column and k; the same sums in the same order, but with subnormals
+ * flushed to zero (Helium's float instructions use the standard FPSCR value). */
 void mc_gemm_p4_mve_f32(float *y, const float *a, const float *b, const float *bias, float act_min, float act_max,
                         const mc_gemm_f32_params_t *params);
 void mc_gemm_p4_min_mve_f32(float *y, const float *a, const float *b, const float *bias, float act_min,

@@ -66,3 +66,15 @@ def test_device_commands_take_the_bank_options(tiny_model, tmp_path):  # noqa: F
     at = re.search(r"^\s*\S*mc_arena\s+(0x[0-9a-f]+)", (tmp_path / "p" / "firmware.map").read_text(), re.M)
     assert at, "mc_arena not in the map"
     assert bank.origin <= int(at.group(1), 16) < bank.origin + bank.size
+
+
+def test_the_agent_build_id_names_the_placement(tiny_model, tmp_path):  # noqa: F811
+    """The same model with its arena in another bank is another firmware: its build id differs,
+    so `run`/`profile` on a board running the one flash the other."""
+    import microcompile as mc
+
+    cm = mc.compile(tiny_model, "mps3-an547")
+    default = cm.build(tmp_path / "a", agent=True).build_id
+    moved = cm.build(tmp_path / "b", agent=True, options=mc.BuildOptions(arena_region="ISRAM")).build_id
+    assert default and moved and default != moved
+    assert cm.build(tmp_path / "c", agent=True).build_id == default

@@ -8,6 +8,8 @@ twin; other cores and depth multipliers keep the loops."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from support.inplace_check import check_in_place
@@ -74,6 +76,10 @@ def test_other_cores_and_multipliers_keep_the_loops():
     g = GRAPHS[0]
     sched, _ = default_schedule(lower_node(g, g.nodes[0], M4F), M4F)
     assert not _calls(sched)
+    no_float_vectors = replace(M55, mve_float=False)     # a Cortex-M55 built +nomve.fp
+    f = lower_node(g, g.nodes[0], no_float_vectors)
+    sched, _ = default_schedule(f, no_float_vectors)
+    assert not _calls(sched) and default_sketch(f, no_float_vectors) == "tile4"
     case = dict(cases("depthwise_conv2d", "float32", 1, seed=9)[0], batch=1, multiplier=2, cin=4, hw=5)
     g2 = build_graph(case)
     f = lower_node(g2, g2.nodes[0], M55)

@@ -10,6 +10,7 @@ the default schedule is the default point of the f32_fpu knob space; traces repl
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -199,6 +200,11 @@ def test_helium_cores_take_the_vector_kernels():
     for g in fc_graphs():
         _, sched, _ = _check(g, M55)
         assert {n.name for n in walk(sched.body) if isinstance(n, Call)} & set(GEMM_F32_MVE_KERNELS.values())
+    # a Cortex-M55 built +nomve.fp (mve_float = false in its core TOML): the FPU kernels
+    no_float_vectors = replace(M55, mve_float=False)
+    _, sched, _ = _check(conv_graph(1, CONV[1]), no_float_vectors)
+    names = {n.name for n in walk(sched.body) if isinstance(n, Call)}
+    assert names & set(GEMM_F32_KERNELS.values()) and not names & set(GEMM_F32_MVE_KERNELS.values())
 
 
 @pytest.mark.qemu

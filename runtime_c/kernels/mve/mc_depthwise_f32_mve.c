@@ -6,11 +6,13 @@
  * (x and w both hold a tap's channels contiguously); the channels left over by 16 go four at a
  * time, the last group under a tail predicate (VCTP), which reads and writes nothing past the
  * last channel. Each lane sums bias, then the taps in order, each product fused with one
- * rounding: the semantics of tir/intrinsics_depthwise_f32.py. The clamp is C's `v < lo ? lo :
+ * rounding: the semantics of tir/intrinsics_depthwise_f32.py, except that Helium's float
+ * instructions flush subnormals to zero (the Arm "standard FPSCR value"; see
+ * mc_gemm_f32_mve.c). The clamp is C's `v < lo ? lo :
  * v` per lane (VCMP, VPSEL), as mc_gemm_f32_mve.c's. */
-#if !defined(__ARM_FEATURE_MVE) || !(__ARM_FEATURE_MVE & 2)
-#error "microcompile: this kernel uses Helium's floating-point vectors (MVE-F), which the compiler flags do not enable: compile with the core's -mcpu (e.g. -mcpu=cortex-m55), or export the model for a board whose core lacks them"
-#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+/* (Helium cores without its float vectors, -mcpu=cortex-m55+nomve.fp, compile this file to
+ * nothing: their core TOML says mve_float = false, so no model calls these kernels.) */
 #include <arm_mve.h>
 
 #include "mc_depthwise_f32.h"
@@ -31,7 +33,7 @@ MC_INLINE float32x4_t clamp4(float32x4_t v, float lo, float hi, int32_t act)
 MC_INLINE void depthwise_mve_f32(float *y, const float *x, const float *w, const float *bias, float lo, float hi,
                                  const mc_depthwise_f32_params_t *p, int32_t act)
 {
-    const int32_t channels = p->channels, kh = p->kh, kw = p->kw;
+    const int32_t channels = p->channels, kw = p->kw, kh = kw > 0 ? p->kh : 0;   /* no taps: the bias */
     const int32_t x_row = p->x_row, x_col = p->x_col, w_row = p->w_row, w_col = p->w_col;
     int32_t c = 0;
 
@@ -41,7 +43,7 @@ MC_INLINE void depthwise_mve_f32(float *y, const float *x, const float *w, const
         const float *xr = x + c, *wr = w + c;
 
         for (int32_t i = 0; i < kh; ++i, xr += x_row, wr += w_row) {
-            /* a row of taps: per tap eight vector loads at immediate offsets, four VFMA, the
+            /* a row of taps (kw >= 1 here: DLS runs its body once even for a count of 0): per tap eight vector loads at immediate offsets, four VFMA, the
              * two pointer steps and LE: 15 instructions per 16 MACs. Assembly: GCC's form of
              * the same loop copies the pointers every pass (18). */
             const float *xp = xr, *wp = wr;
@@ -107,3 +109,5 @@ void mc_depthwise_minmax_mve_f32(float *y, const float *x, const float *w, const
 {
     depthwise_mve_f32(y, x, w, bias, act_min, act_max, params, MC_F32_MIN | MC_F32_MAX);
 }
+
+#endif /* __ARM_FEATURE_MVE & 2 */

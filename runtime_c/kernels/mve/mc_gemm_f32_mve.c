@@ -7,19 +7,23 @@
  * and issues one VFMA (vector by scalar: VFMA.F32 Qda, Qn, Rm) per column, the column's input
  * in a core register. With k unrolled by four the loop holds four weight vectors and four sum
  * vectors (all eight q registers) and loads each column's four inputs as core registers:
- * 4 vector loads, 8 LDRD and 16 VFMA per 64 MACs.
+ * 4 vector loads, 4 LDM and 16 VFMA per 64 MACs.
  *
  * Each lane is one output channel, and its sum is the bias followed by the k products in
- * increasing order, each fused with one rounding: the same steps as mc_gemm_p4_fpu_f32 and
- * the Python semantics (tir/intrinsics_gemm_f32.py). The clamp is C's `v < lo ? lo : v` per
+ * increasing order, each fused with one rounding: the steps of mc_gemm_p4_fpu_f32 and of the
+ * Python semantics (tir/intrinsics_gemm_f32.py). One difference: Helium's float instructions
+ * run with the Arm "standard FPSCR value" (subnormal inputs and results flushed to zero,
+ * default NaN), where the scalar FPU keeps FPSCR's (subnormals kept). So results can differ
+ * from the FPU kernel's by less than the smallest normal float (1.2e-38), and NaN payloads
+ * are not kept; ir/compare's float tolerance covers the first. The clamp is C's `v < lo ? lo : v` per
  * lane (VCMP and VPSEL), not VMAXNM, which orders -0.0 below +0.0. A last partial panel
  * (m not a multiple of 4) computes its zero padding rows and stores under a predicate (VCTP),
  * reading its bias under the same predicate: nothing past the ends is read or written.
  *
  * mc_copy_mve_f32: the im2col copy of a run of channels, 16 bytes per vector. */
-#if !defined(__ARM_FEATURE_MVE) || !(__ARM_FEATURE_MVE & 2)
-#error "microcompile: this kernel uses Helium's floating-point vectors (MVE-F), which the compiler flags do not enable: compile with the core's -mcpu (e.g. -mcpu=cortex-m55), or export the model for a board whose core lacks them"
-#endif
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+/* (Helium cores without its float vectors, -mcpu=cortex-m55+nomve.fp, compile this file to
+ * nothing: their core TOML says mve_float = false, so no model calls these kernels.) */
 #include <arm_mve.h>
 
 #include "mc_gemm_f32.h"
@@ -190,3 +194,5 @@ void mc_copy_mve_f32(float *dst, const float *src, int32_t n)
 {
     mc_copy_run_mve((int8_t *)dst, (const int8_t *)src, 4 * n);
 }
+
+#endif /* __ARM_FEATURE_MVE & 2 */
