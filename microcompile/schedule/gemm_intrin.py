@@ -32,7 +32,8 @@ import numpy as np
 
 from ..tir.intrinsics_copy import WIDEN_KERNEL
 from ..tir.intrinsics_gemm import (GEMM_DTYPES, GEMM_KERNELS, GEMM_PARAMS, GEMM_RQ_PARAMS, P4_KERNELS, P4X2_KERNELS,
-                                   PANEL_ROWS, RQ_KERNELS, WIDEN_PAIRS_KERNEL, gemm_kernel_name, pack_panels4)
+                                   PANEL_ROWS, RQ_KERNELS, RQ_RECORD_KERNELS, WIDEN_PAIRS_KERNEL, gemm_kernel_name,
+                                   pack_panels4, rq_records)
 from ..tir.nodes import (Address, BinOp, Buffer, Call, Cast, Evaluate, For, IfThenElse, IntImm, LetStmt, Load,
                          ParamStruct, PrimFunc, Select, Store, Var, add, mul, rewrite, simplify, sub, substitute, walk)
 from ..tir.verify import verify_primfunc
@@ -156,72 +157,93 @@ for _name, (_dt, _group) in P4_KERNELS.items():
                   doc=f"int32 C += {_dt} A * {_dt} B^T, A packed in panels of 4 rows (dsp)")(_match_p4(_dt, _group))
 
 
-def _match_rq(dtype: str, group: int):
+def _records(bind: dict) -> dict | None:
+    """The bindings with the output stage as one records constant (RQ_RECORD_KERNELS): made from
+    the constant bias, multipliers and shifts at compile time; None where one is not constant."""
+    if any(bind[k].scope != "const" or bind[k].data is None for k in ("bias", "mult", "rshift")):
+        return None
+    m = bind["m"]
+    data = rq_records(*(np.asarray(bind[k].data).reshape(-1)[:m] for k in ("bias", "mult", "rshift")))
+    tag = bind["bias"].name[len("bias"):]
+    rq = Buffer(f"gemm_rq{tag}", "int32", (data.size,), "const", data=data,
+                comment=f"{bind['bias'].name}, mult, rshift - 1 per panel of {PANEL_ROWS} rows")
+    return {**bind, "rq": rq, "add_buffers": (*bind.get("add_buffers", ()), rq)}
+
+
+def _match_rq(dtype: str, group: int, records: bool = False):
     def match(loop: For) -> dict | None:
-        nest = accumulation_nest(loop, "int32")
-        if nest is None:
-            return None
-        chain, acc, init, taps, out = nest
-        oc = chain[-1]
-        bias = unit_load(init.value, oc.var.name)
-        if bias is None or bias[0].dtype != "int32" or bias[0].scope != "const" or eval_int(bias[1], {}) != 0:
-            return None
-        # The accumulation, with the scalar acc read as a [columns, rows] tile: the GEMM nest.
-        cols = chain[0] if len(chain) == 2 else None
-        tile = Buffer("acc_tile", "int32", ((cols.extent if cols else 1) * oc.extent,), "scratch")
-        ti = oc.var if cols is None else BinOp("add", BinOp("mul", cols.var, IntImm(oc.extent)), oc.var)
-        tloops, tap = perfect_nest(taps)
-        while isinstance(tap, LetStmt):
-            tap = substitute(tap.body, {tap.var: tap.value})
-        v = tap.value if isinstance(tap, Store) else None
-        if not (isinstance(v, BinOp) and v.op == "add" and isinstance(v.a, Load) and v.a.buffer is acc
-                and tap.buffer is acc):
-            return None
-        nest = Store(tile, ti, BinOp("add", Load(tile, ti), v.b))
-        for f in reversed([*chain, *tloops]):
-            nest = For(f.var, f.extent, nest, f.kind)
-        g = _match_gemm(dtype)(nest)
-        if g is None or g["m"] != oc.extent or g["c"] is not tile:
-            return None
-        names = {f.var.name for f in chain}
-        ya = affine(out.index, names)
-        ep = requant_epilogue(out.value, acc, oc.var.name)
-        if ya is None or ep is None or out.buffer.dtype != "int8" or ya[0].get(oc.var.name) != 1:
-            return None
-        ldy = ya[0].get(cols.var.name, 0) if cols is not None else oc.extent
-        if set(ya[0]) - names or (cols is not None and ldy < oc.extent):
-            return None
-        a = g["a"]
-        bind = {**g, "y": out.buffer, "ybase": ya[1], "bias": bias[0], "ldy": ldy, **ep}
-        if not group:
-            return bind
-        if a.scope != "const" or not (isinstance(g["abase"], IntImm) and g["abase"].value == 0) \
-                or g["lda"] != g["k"] or a.size != g["m"] * g["k"]:
-            return None
-        packed = pack_panels4(np.asarray(a.data).reshape(g["m"], g["k"]), group, weights_name(a))
-        new = Buffer(a.name, a.dtype, (packed.size,), "const", data=packed,
-                     comment=f"{a.comment} (panels of {PANEL_ROWS} rows)")
-        return {**bind, "a": new, "rebind": {a: new}}
+        bind = _match_rq_plain(dtype, group, loop)
+        return _records(bind) if bind is not None and records else bind
     return match
+
+
+def _match_rq_plain(dtype: str, group: int, loop: For) -> dict | None:
+    """The requantizing GEMM block (bias, mult and rshift as the loops read them)."""
+    nest = accumulation_nest(loop, "int32")
+    if nest is None:
+        return None
+    chain, acc, init, taps, out = nest
+    oc = chain[-1]
+    bias = unit_load(init.value, oc.var.name)
+    if bias is None or bias[0].dtype != "int32" or bias[0].scope != "const" or eval_int(bias[1], {}) != 0:
+        return None
+    # The accumulation, with the scalar acc read as a [columns, rows] tile: the GEMM nest.
+    cols = chain[0] if len(chain) == 2 else None
+    tile = Buffer("acc_tile", "int32", ((cols.extent if cols else 1) * oc.extent,), "scratch")
+    ti = oc.var if cols is None else BinOp("add", BinOp("mul", cols.var, IntImm(oc.extent)), oc.var)
+    tloops, tap = perfect_nest(taps)
+    while isinstance(tap, LetStmt):
+        tap = substitute(tap.body, {tap.var: tap.value})
+    v = tap.value if isinstance(tap, Store) else None
+    if not (isinstance(v, BinOp) and v.op == "add" and isinstance(v.a, Load) and v.a.buffer is acc
+            and tap.buffer is acc):
+        return None
+    nest = Store(tile, ti, BinOp("add", Load(tile, ti), v.b))
+    for f in reversed([*chain, *tloops]):
+        nest = For(f.var, f.extent, nest, f.kind)
+    g = _match_gemm(dtype)(nest)
+    if g is None or g["m"] != oc.extent or g["c"] is not tile:
+        return None
+    names = {f.var.name for f in chain}
+    ya = affine(out.index, names)
+    ep = requant_epilogue(out.value, acc, oc.var.name)
+    if ya is None or ep is None or out.buffer.dtype != "int8" or ya[0].get(oc.var.name) != 1:
+        return None
+    ldy = ya[0].get(cols.var.name, 0) if cols is not None else oc.extent
+    if set(ya[0]) - names or (cols is not None and ldy < oc.extent):
+        return None
+    a = g["a"]
+    bind = {**g, "y": out.buffer, "ybase": ya[1], "bias": bias[0], "ldy": ldy, **ep}
+    if not group:
+        return bind
+    if a.scope != "const" or not (isinstance(g["abase"], IntImm) and g["abase"].value == 0) \
+            or g["lda"] != g["k"] or a.size != g["m"] * g["k"]:
+        return None
+    packed = pack_panels4(np.asarray(a.data).reshape(g["m"], g["k"]), group, weights_name(a))
+    new = Buffer(a.name, a.dtype, (packed.size,), "const", data=packed,
+                 comment=f"{a.comment} (panels of {PANEL_ROWS} rows)")
+    return {**bind, "a": new, "rebind": {a: new}}
 
 
 def _emit_rq(kernel: str):
     def emit(b: dict):
         params = GEMM_RQ_PARAMS(m=b["m"], n=b["n"], k=b["k"], lda=b["lda"], ldb=b["ldb"], ldy=b["ldy"],
                                 out_offset=b["off"], act_min=b["lo"], act_max=b["hi"])
-        args = (Address(b["y"], b["ybase"]), Address(b["a"], b["abase"]), Address(b["b"], b["bbase"]),
-                Address(b["bias"], IntImm(0)), Address(b["mult"], IntImm(0)), Address(b["rshift"], IntImm(0)), params)
+        stage = ((Address(b["rq"], IntImm(0)),) if kernel in RQ_RECORD_KERNELS else
+                 (Address(b["bias"], IntImm(0)), Address(b["mult"], IntImm(0)), Address(b["rshift"], IntImm(0))))
+        args = (Address(b["y"], b["ybase"]), Address(b["a"], b["abase"]), Address(b["b"], b["bbase"]), *stage, params)
         return Evaluate(Call(kernel, args, "void"))
     return emit
 
 
 for _name, (_dt, _group) in RQ_KERNELS.items():
-    tensor_intrin(_name, _emit_rq(_name), doc=f"int8 y = requantize(bias + {_dt} A * {_dt} B^T)")(_match_rq(_dt, _group))
+    tensor_intrin(_name, _emit_rq(_name), doc=f"int8 y = requantize(bias + {_dt} A * {_dt} B^T)")(
+        _match_rq(_dt, _group, _name in RQ_RECORD_KERNELS))
 # The 4x2 tile matches the same nest; the call reads B pair-interleaved, so interleave_columns
 # must follow it (the schedule applies both).
 for _name, (_dt, _group) in P4X2_KERNELS.items():
     tensor_intrin(_name, _emit_rq(_name), doc=f"int8 y = requantize(bias + {_dt} A * {_dt} B^T), B pair-interleaved "
-                                              "(follow with interleave_columns)")(_match_rq(_dt, _group))
+                                              "(follow with interleave_columns)")(_match_rq(_dt, _group, True))
 
 
 @primitive("interleave_columns")
@@ -238,7 +260,7 @@ def interleave_columns(f: PrimFunc, kernel: str) -> PrimFunc:
     if kernel not in P4X2_KERNELS or len(calls) != 1:
         raise ScheduleError(f"{f.name}: interleave_columns needs one call of a pair-interleaved GEMM kernel, "
                             f"found {len(calls)} of {kernel}")
-    baddr, params = calls[0].args[2], calls[0].args[6]
+    baddr, params = calls[0].args[2], calls[0].args[-1]
     buf = baddr.buffer
     if not (isinstance(params, ParamStruct) and buf.scope == "scratch" and baddr.index == IntImm(0)):
         raise ScheduleError(f"{f.name}: interleave_columns needs B as a whole scratch buffer")

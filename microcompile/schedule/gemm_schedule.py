@@ -90,11 +90,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..tir.nodes import For, LetStmt, Load, PrimFunc, Select, Store, substitute, walk
+from ..tir.nodes import Call, For, LetStmt, Load, PrimFunc, Select, Store, substitute, walk
 from .conv_mve import CONV_KERNEL_DOMAIN, layer_refusal
 from .copy_intrin import COPY_MVE_KERNEL, WIDEN_KERNEL
 from .knobs import declare_knob
-from ..tir.intrinsics_gemm import (PANEL_ROWS, RQ_CHUNK, RQ_COLS_PANELS, RQ_LOOP_ORDERS, RQ_TILES,
+from ..tir.intrinsics_gemm import (PANEL_ROWS, RQ_CHUNK, RQ_COLS_PANELS, RQ_LOOP_ORDERS, RQ_RECORD_KERNELS, RQ_TILES,
                                    gemm_kernel_name, rq_kernel_name)
 from ..tir.intrinsics_gemm_mixed import MIXED_KERNEL
 from .loop_xform import proven, unswitch, value_range
@@ -661,6 +661,8 @@ def _conv2d_gemm(func: PrimFunc, target, knobs: GemmKnobs, wide: bool, fused: bo
         if fused and tile != "4x1":
             # last: the copies (partitioned, widened by calls) write the pair-interleaved layout
             sch.apply("interleave_columns", RQ_TILES[tile])
+        if fused and any(isinstance(n, Call) and n.name in RQ_RECORD_KERNELS for n in walk(sch.func.body)):
+            sch.apply("drop_unused_constants")      # bias, mult and rshift live on in the records
     except KnobRefused:
         raise
     except ScheduleError:

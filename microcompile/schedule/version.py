@@ -32,6 +32,9 @@ Records written before the version existed have none and count as version 0.
        (mc_gemm_p4_<clamp>mve_f32) and copy im2col runs by vectors (mc_copy_mve_f32); float32
        depthwise's default sketch there is `tensorize` (mc_depthwise_<clamp>mve_f32), which the
        sketch value `tensorize` now reaches
+    8  the int16 DSP requantizing GEMM kernels read bias, multipliers and shifts as one records
+       constant made at compile time (RQ_RECORD_KERNELS), and the default trace drops the
+       constants no code reads any more (drop_unused_constants)
 """
 
-SCHEDULE_VERSION = 7
+SCHEDULE_VERSION = 8

@@ -21,6 +21,8 @@ The requantizing variants keep the accumulator in registers and write int8 (no i
             y[j*ldy + i] = clamp(MultiplyByQuantizedMultiplier(acc, mult[i], -rshift[i]) + out_offset,
                                  act_min, act_max)
 
+(the int16 DSP ones, RQ_RECORD_KERNELS, take bias, mult and rshift as one records array made at
+compile time: mc_gemm_p4_rq_dsp_s16(y, a_packed, b, rq, &{...}), rq_records)
 in mc_requant.h's mc_mul_by_qm_pos_rshift domain (mult >= 0, rshift >= 1, |acc| < 2^30,
 which the lowering proves from the weights). The tensor intrinsics that reach them are in
 schedule/gemm_intrin.py.
@@ -150,6 +152,28 @@ RQ_KERNELS = {"mc_gemm_rq_c_s8": ("int8", 0), "mc_gemm_rq_c_s16": ("int16", 0),
               "mc_gemm_p4_rq_dsp_s16": ("int16", 2), "mc_gemm_p4_rq_dsp_s16_cols": ("int16", 2),
               "mc_gemm_p4_rq_dsp_s8": ("int8", 4), "mc_gemm_rq_mve_s8": ("int8", 0),
               "mc_gemm_p4_rq_mve_s8": ("int8", 16)}
+# The kernels that read their output stage as one records array made at compile time
+# (mc_gemm.h, MC_GEMM_RQREC_ARGS; rq_records): (y, a, b, rq, params), not (y, a, b, bias, mult,
+# rshift, params). Building the records per call cost kws 90,700 instructions on the Cortex-M4.
+RQ_RECORD_KERNELS = ("mc_gemm_p4_rq_dsp_s16", "mc_gemm_p4_rq_dsp_s16_cols", "mc_gemm_p4x2_rq_dsp_s16")
+
+
+def rq_records(bias, mult, rshift) -> np.ndarray:
+    """The records of RQ_RECORD_KERNELS: per panel of four rows bias[4], mult[4], rshift[4] - 1
+    (12 int32; zeros for the rows past the last)."""
+    m = len(bias)
+    rows = -(-m // PANEL_ROWS) * PANEL_ROWS
+    fields = np.zeros((3, rows), np.int64)
+    fields[0, :m], fields[1, :m], fields[2, :m] = bias, mult, np.asarray(rshift, np.int64) - 1
+    return fields.reshape(3, rows // PANEL_ROWS, PANEL_ROWS).transpose(1, 0, 2).reshape(-1).astype(np.int32)
+
+
+def records_fields(rq_ptr, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bias, mult, rshift) of m rows from a records pointer (flat array, offset)."""
+    ra, ro = rq_ptr
+    rows = -(-m // PANEL_ROWS) * PANEL_ROWS
+    rec = np.asarray(ra[ro:ro + 3 * rows], np.int64).reshape(rows // PANEL_ROWS, 3, PANEL_ROWS)
+    return rec[:, 0].reshape(-1)[:m], rec[:, 1].reshape(-1)[:m], rec[:, 2].reshape(-1)[:m] + 1
 # The loop orders of the requantizing s16 DSP kernel (schedule knob gemm_loop_order), same
 # result: "panels" runs chunks of RQ_CHUNK panels outermost and the columns inside (records
 # and a chunk's weights stay near), "columns" the columns outermost with every panel of a column
@@ -188,9 +212,22 @@ def _gemm_rq_impl(group: int, interleaved: bool = False):
     return impl
 
 
+def _gemm_rq_records_impl(group: int, interleaved: bool = False):
+    inner = _gemm_rq_impl(group, interleaved)
+
+    def impl(y_ptr, a_ptr, b_ptr, rq_ptr, p: dict):
+        bias, mult, rshift = records_fields(rq_ptr, p["m"])
+        inner(y_ptr, a_ptr, b_ptr, (bias, 0), (mult, 0), (rshift, 0), p)
+    return impl
+
+
 for _name, (_dt, _group) in RQ_KERNELS.items():
-    intrinsic(_name, ("handle",) * 6 + (GEMM_RQ_PARAMS,), "void", "mc_gemm.h", extern=True,
-              writes=(0,))(_gemm_rq_impl(_group))
+    if _name in RQ_RECORD_KERNELS:
+        intrinsic(_name, ("handle",) * 4 + (GEMM_RQ_PARAMS,), "void", "mc_gemm.h", extern=True,
+                  writes=(0,))(_gemm_rq_records_impl(_group))
+    else:
+        intrinsic(_name, ("handle",) * 6 + (GEMM_RQ_PARAMS,), "void", "mc_gemm.h", extern=True,
+                  writes=(0,))(_gemm_rq_impl(_group))
 
 # The requantizing twin of mc_gemm_p4_dsp_s4: a convolution's int4 weights read in place.
 S4_RQ_KERNEL, S4_RQ_FROM = "mc_gemm_p4_rq_dsp_s4", "mc_gemm_p4_rq_dsp_s8"
@@ -212,8 +249,8 @@ intrinsic(S4_RQ_KERNEL, ("handle",) * 6 + (GEMM_RQ_PARAMS,), "void", "mc_gemm_s4
 RQ_TILES = {"4x1": "mc_gemm_p4_rq_dsp_s16", "4x2": "mc_gemm_p4x2_rq_dsp_s16"}
 P4X2_KERNELS = {"mc_gemm_p4x2_rq_dsp_s16": ("int16", 2)}
 for _name, (_dt, _group) in P4X2_KERNELS.items():
-    intrinsic(_name, ("handle",) * 6 + (GEMM_RQ_PARAMS,), "void", "mc_gemm.h", extern=True,
-              writes=(0,))(_gemm_rq_impl(_group, interleaved=True))
+    intrinsic(_name, ("handle",) * 4 + (GEMM_RQ_PARAMS,), "void", "mc_gemm.h", extern=True,
+              writes=(0,))(_gemm_rq_records_impl(_group, interleaved=True))
 
 WIDEN_PAIRS_KERNEL = "mc_widen_pairs_dsp_s8_s16"
 

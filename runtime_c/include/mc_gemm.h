@@ -36,7 +36,9 @@
  * with mult >= 0, rshift >= 1 and |acc| < 2^30, which the code generator proves from the
  * weights (mc_requant.h's mc_mul_by_qm_pos_rshift). mc_gemm_rq_c_<dtype> and mc_gemm_rq_mve_s8
  * read a row-major (lda); mc_gemm_p4_rq_dsp_<dtype> read it packed in panels as above (lda
- * ignored). mc_gemm_p4_rq_dsp_s16_cols computes the same as mc_gemm_p4_rq_dsp_s16 in another
+ * ignored). The int16 DSP ones (mc_gemm_p4_rq_dsp_s16, _s16_cols, mc_gemm_p4x2_rq_dsp_s16) take
+ * bias, mult and rshift as one records array made at compile time (MC_GEMM_RQREC_ARGS), which
+ * their assembly loops read as it is. mc_gemm_p4_rq_dsp_s16_cols computes the same as mc_gemm_p4_rq_dsp_s16 in another
  * loop order (columns outermost instead of chunks of eight panels; schedule knob gemm_loop_order).
  *
  * mc_gemm_p4x2_rq_dsp_s16 (schedule knob gemm_tile=4x2) computes the same on a B laid out
@@ -99,6 +101,10 @@ typedef struct {
 #define MC_GEMM_RQ_ARGS(T)                                                                         \
     int8_t *y, const T *a, const T *b, const int32_t *bias, const int32_t *mult, const int32_t *rshift, \
         const mc_gemm_rq_params_t *params
+/* The int16 DSP kernels read the output stage as records made at compile time: per panel of
+ * four rows its bias[4], mult[4] and rshift[4] - 1 (12 words, three LDM; zeros for the rows
+ * of a last partial panel), rq[12 * P + ...]. */
+#define MC_GEMM_RQREC_ARGS(T) int8_t *y, const T *a, const T *b, const int32_t *rq, const mc_gemm_rq_params_t *params
 
 void mc_gemm_nt_c_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params);
 void mc_gemm_nt_c_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc_gemm_params_t *params);
@@ -109,9 +115,9 @@ void mc_gemm_p4_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_ge
 void mc_gemm_nt_mve_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_gemm_params_t *params);
 void mc_gemm_rq_c_s8(MC_GEMM_RQ_ARGS(int8_t));
 void mc_gemm_rq_c_s16(MC_GEMM_RQ_ARGS(int16_t));
-void mc_gemm_p4_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t));
-void mc_gemm_p4_rq_dsp_s16_cols(MC_GEMM_RQ_ARGS(int16_t));
-void mc_gemm_p4x2_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t));
+void mc_gemm_p4_rq_dsp_s16(MC_GEMM_RQREC_ARGS(int16_t));
+void mc_gemm_p4_rq_dsp_s16_cols(MC_GEMM_RQREC_ARGS(int16_t));
+void mc_gemm_p4x2_rq_dsp_s16(MC_GEMM_RQREC_ARGS(int16_t));
 void mc_gemm_p4_rq_dsp_s8(MC_GEMM_RQ_ARGS(int8_t));
 void mc_gemm_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t));
 void mc_gemm_p4_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t));

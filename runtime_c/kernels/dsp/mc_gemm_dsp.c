@@ -431,8 +431,50 @@ void mc_gemm_p4_dsp_s8(int32_t *c, const int8_t *a, const int8_t *b, const mc_ge
         }                                                                                             \
     }
 
-static void MC_GEMM_P4_RQ(p4_rq_s16_any_k, int16_t, p4_s16_panel)
 void MC_GEMM_P4_RQ(mc_gemm_p4_rq_dsp_s8, int8_t, p4_s8_panel)
+
+/* The requantizing int16 kernels' output stage reads records made at compile time (mc_gemm.h,
+ * MC_GEMM_RQREC_ARGS): per panel bias[4], mult[4], rshift[4] - 1. One panel's four sums after
+ * p4_s16_panel, requantized from its record; `rows` (1..4) of them stored. */
+static inline void rq_store_panel(int8_t *y, const int32_t s[4], const int32_t *rec, int32_t rows,
+                                  const mc_gemm_rq_params_t *params, int32_t lo4, int32_t hi4)
+{
+    const int32_t off = params->out_offset;
+
+    if (rows == 4) {
+        mc_store4_s8(y, mc_requant_ssat8(s[0], rec[4], rec[8] + 1, off), mc_requant_ssat8(s[1], rec[5], rec[9] + 1, off),
+                     mc_requant_ssat8(s[2], rec[6], rec[10] + 1, off),
+                     mc_requant_ssat8(s[3], rec[7], rec[11] + 1, off), lo4, hi4);
+        return;
+    }
+    for (int32_t r = 0; r < rows; ++r) {
+        int32_t v = mc_requant_ssat8(s[r], rec[4 + r], rec[8 + r] + 1, off);
+
+        v = v < params->act_min ? params->act_min : v;
+        y[r] = (int8_t)(v > params->act_max ? params->act_max : v);
+    }
+}
+
+/* Any k, shape or alignment (the assembly loops need k % 8 == 0 and a word-aligned B with an
+ * even ldb): per column, per panel, the C panel loop. Not inlined: one instance serves the
+ * three kernels (their frames stay as small as their assembly paths need). */
+__attribute__((noinline)) static void p4_rq_s16_any(MC_GEMM_RQREC_ARGS(int16_t))
+{
+    const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy;
+    const int32_t lo4 = mc_bytes4(params->act_min), hi4 = mc_bytes4(params->act_max);
+
+    for (int32_t j = 0; j < n; ++j) {
+        const int16_t *col = b + j * ldb, *w = a;
+
+        for (int32_t i = 0; i < m; i += 4) {
+            const int32_t *rec = rq + i * 3;
+            int32_t s[4] = {rec[0], rec[1], rec[2], rec[3]};
+
+            w = p4_s16_panel(s, w, col, col + (k & ~7), k);
+            rq_store_panel(y + j * ldy + i, s, rec, m - i < 4 ? m - i : 4, params, lo4, hi4);
+        }
+    }
+}
 
 /* int16 operands with k a multiple of 8 (every pointwise and 3x3 convolution of our models):
  * one column's panels in a single assembly loop. The epilogue is what it saves: each panel's
@@ -450,6 +492,7 @@ typedef struct {
     int8_t *y;              /* the first panel's four outputs */
     int32_t lo4, hi4;       /* act_min / act_max in every byte */
     int32_t off2;           /* 1 + 2 * out_offset */
+    int32_t *pad;           /* the caller's words for what the naked loop pushes (unread) */
 } rq_column_t;
 
 /* Panels rq .. rq_end (12 words each: bias[4], mult[4], rshift[4] - 1) of one column, weights
@@ -542,100 +585,61 @@ __attribute__((naked, noinline)) static void p4_rq_s16_column(const rq_column_t 
         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t");
 }
 
-/* The records of `rows` rows (a multiple of 4) for the assembly loops: per panel its bias[4],
- * mult[4] and rshift[4] - 1, 12 words read by three LDM. */
-static inline void rq_records(int32_t *rq, const int32_t *bias, const int32_t *mult, const int32_t *rshift,
-                              int32_t rows)
-{
-    for (int32_t r = 0; r < rows; r += 4) {
-        int32_t *rec = rq + r * 3;
-
-        memcpy(rec, bias + r, 16);
-        memcpy(rec + 4, mult + r, 16);
-        for (int32_t q = 0; q < 4; ++q)
-            rec[8 + q] = rshift[r + q] - 1;
-    }
-}
-
 /* The loop orders of the requantizing s16 kernel: chunks of CHUNK panels outermost, the
- * columns inside (records built once per chunk, a chunk's weights read once per column); where
- * the assembly does not apply, ANY_K. A macro, so that each kernel's frame holds its records
- * and the 16 words more: the 60 bytes p4_rq_s16_column pushes, which GCC's stack usage
- * (-fstack-usage, the fit report's static bound) cannot see in a naked function; and so that
- * the default kernel compiles to the same instructions as before the knob existed. */
-#define MC_GEMM_P4_RQ_S16_CHUNKS(NAME, CHUNK, ANY_K)                                                 \
-void NAME(MC_GEMM_RQ_ARGS(int16_t))                                                                  \
+ * columns inside (a chunk's weights read once per column); where the assembly does not apply,
+ * p4_rq_s16_any. A macro, so that each kernel's frame holds the 16 words of the 60 bytes
+ * p4_rq_s16_column pushes, which GCC's stack usage (-fstack-usage, the fit report's static
+ * bound) cannot see in a naked function (their address escapes through ctx.pad). */
+#define MC_GEMM_P4_RQ_S16_CHUNKS(NAME, CHUNK)                                                        \
+void NAME(MC_GEMM_RQREC_ARGS(int16_t))                                                               \
 {                                                                                                    \
     const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy; \
     const int32_t m4 = m & ~3;                                                                       \
-    /* The records, and 16 words more: the 60 bytes p4_rq_s16_column pushes, which GCC's stack       \
-     * usage (-fstack-usage, the fit report's static bound) cannot see in a naked function, so       \
-     * they are counted in this frame instead. */                                                    \
-    int32_t rq[CHUNK * 12 + 16];                                                                     \
+    int32_t pad[16];                                                                                 \
     rq_column_t ctx;                                                                                 \
                                                                                                      \
     /* LDM needs word-aligned columns: an aligned B and an even ldb (im2col scratch is). */          \
     if ((k & 7) != 0 || k == 0 || m4 == 0 || ((uintptr_t)b & 3u) != 0 || (ldb & 1) != 0) {           \
-        ANY_K(y, a, b, bias, mult, rshift, params);                                                  \
+        p4_rq_s16_any(y, a, b, rq, params);                                                          \
         return;                                                                                      \
     }                                                                                                \
     ctx.lo4 = mc_bytes4(params->act_min);                                                            \
     ctx.hi4 = mc_bytes4(params->act_max);                                                            \
     ctx.off2 = 1 + 2 * params->out_offset;                                                           \
+    ctx.pad = pad;                                                                                   \
     for (int32_t i0 = 0; i0 < m4; i0 += 4 * CHUNK) {                                                 \
         const int32_t rows = m4 - i0 < 4 * CHUNK ? m4 - i0 : 4 * CHUNK;                              \
                                                                                                      \
-        for (int32_t r = 0; r < rows; r += 4) {                                                      \
-            int32_t *rec = rq + r * 3;                                                               \
-                                                                                                     \
-            memcpy(rec, bias + i0 + r, 16);                                                          \
-            memcpy(rec + 4, mult + i0 + r, 16);                                                      \
-            for (int32_t q = 0; q < 4; ++q)                                                          \
-                rec[8 + q] = rshift[i0 + r + q] - 1;                                                 \
-        }                                                                                            \
         for (int32_t j = 0; j < n; ++j) {                                                            \
             ctx.col = b + j * ldb;                                                                   \
             ctx.col8 = ctx.col + k;                                                                  \
             ctx.y = y + j * ldy + i0;                                                                \
-            p4_rq_s16_column(&ctx, a + i0 * k, rq, rq + rows * 3);                                   \
+            p4_rq_s16_column(&ctx, a + i0 * k, rq + i0 * 3, rq + (i0 + rows) * 3);                   \
         }                                                                                            \
     }                                                                                                \
     if (m4 != m) {    /* the last, partial panel (its padding rows are zero), column by column */    \
-        const int32_t off = params->out_offset;                                                      \
+        const int32_t *rec = rq + m4 * 3;                                                            \
                                                                                                      \
         for (int32_t j = 0; j < n; ++j) {                                                            \
             const int16_t *col = b + j * ldb;                                                        \
-            int8_t *yj = y + j * ldy;                                                                \
-            int32_t s[4] = {0, 0, 0, 0};                                                             \
+            int32_t s[4] = {rec[0], rec[1], rec[2], rec[3]};                                         \
                                                                                                      \
-            for (int32_t r = m4; r < m; ++r)                                                         \
-                s[r - m4] = bias[r];                                                                 \
             p4_s16_panel(s, a + m4 * k, col, col + k, k);                                            \
-            for (int32_t r = m4; r < m; ++r) {                                                       \
-                int32_t v = mc_requant_ssat8(s[r - m4], mult[r], rshift[r], off);                    \
-                                                                                                     \
-                v = v < params->act_min ? params->act_min : v;                                       \
-                yj[r] = (int8_t)(v > params->act_max ? params->act_max : v);                         \
-            }                                                                                        \
+            rq_store_panel(y + j * ldy + m4, s, rec, m - m4, params, ctx.lo4, ctx.hi4);               \
         }                                                                                            \
     }                                                                                                \
 }
 
 /* gemm_loop_order "panels" (the default): chunks of RQ_CHUNK panels outermost. */
-MC_GEMM_P4_RQ_S16_CHUNKS(mc_gemm_p4_rq_dsp_s16, RQ_CHUNK, p4_rq_s16_any_k)
+MC_GEMM_P4_RQ_S16_CHUNKS(mc_gemm_p4_rq_dsp_s16, RQ_CHUNK)
 
 /* gemm_loop_order "columns": the columns outermost, each column's panels in one call of the
- * assembly loop (records for up to RQ_COLS_PANELS panels built once; the schedule offers this
- * order for at most that many, a larger m would run in chunks of it). One call per column
- * instead of one per column and chunk, for 384 bytes more stack than the default's records. Where
- * the assembly does not apply the orders do not matter: the C loop, an instance of its own, not
- * inlined (a call of the default kernel would add that kernel's frame to the stack bound; a
- * shared or inlinable instance changes how GCC 12 inlines the default's, whose instructions
- * stay as before the knob). */
+ * assembly loop (up to RQ_COLS_PANELS panels; the schedule offers this order for at most that
+ * many, a larger m would run in chunks of it). One call per column instead of one per column
+ * and chunk. Where the assembly does not apply the orders do not matter (p4_rq_s16_any). */
 #define RQ_COLS_PANELS 16
 
-__attribute__((noinline)) static void MC_GEMM_P4_RQ(p4_rq_s16_any_k_cols, int16_t, p4_s16_panel)
-MC_GEMM_P4_RQ_S16_CHUNKS(mc_gemm_p4_rq_dsp_s16_cols, RQ_COLS_PANELS, p4_rq_s16_any_k_cols)
+MC_GEMM_P4_RQ_S16_CHUNKS(mc_gemm_p4_rq_dsp_s16_cols, RQ_COLS_PANELS)
 
 /* ---- The 4x2 register tile (schedule knob gemm_tile=4x2): four weight rows times two columns.
  * B comes pair-interleaved (mc_gemm.h): columns 2q and 2q+1 alternate by k-pair, so one LDM of
@@ -652,18 +656,19 @@ static inline int32_t il_index(int32_t j, int32_t p, int32_t n, int32_t ldb)
 
 /* Any shape or alignment, one MAC at a time (the assembly needs k % 8 == 0, whole panels and
  * a word-aligned B with an even ldb; the schedule offers 4x2 only there). */
-static void p4x2_rq_s16_any(MC_GEMM_RQ_ARGS(int16_t))
+static void p4x2_rq_s16_any(MC_GEMM_RQREC_ARGS(int16_t))
 {
     const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy;
     const int32_t kp = (k + 1) & ~1, off = params->out_offset;
 
     for (int32_t j = 0; j < n; ++j)
         for (int32_t i = 0; i < m; ++i) {
-            int32_t acc = bias[i], v;
+            const int32_t *rec = rq + (i >> 2) * 12 + (i & 3);
+            int32_t acc = rec[0], v;
 
             for (int32_t p = 0; p < k; ++p)
                 acc += a[(i >> 2) * 4 * kp + (p >> 1) * 8 + (i & 3) * 2 + (p & 1)] * b[il_index(j, p, n, ldb)];
-            v = mc_requant_ssat8(acc, mult[i], rshift[i], off);
+            v = mc_requant_ssat8(acc, rec[4], rec[8] + 1, off);
             v = v < params->act_min ? params->act_min : v;
             y[j * ldy + i] = (int8_t)(v > params->act_max ? params->act_max : v);
         }
@@ -676,6 +681,7 @@ typedef struct {
     int32_t lo4, hi4;       /* act_min / act_max in every byte */
     int32_t off2;           /* 1 + 2 * out_offset */
     int32_t ldy;
+    int32_t *pad;           /* the caller's words for what the naked loop pushes (unread) */
 } rq_pair_t;
 
 /* One k-pair of both columns: one LDM of the pair's words (r8: column 2q, r9: 2q+1), two LDM
@@ -807,38 +813,39 @@ __attribute__((naked, noinline)) static void p4x2_rq_s16_pair(const rq_pair_t *c
 
 /* gemm_tile "4x2": pairs of columns by p4x2_rq_s16_pair, an odd last column (row-major after
  * the pairs) by the 4x1 loop; chunks of RQ_CHUNK panels outermost as the default. */
-void mc_gemm_p4x2_rq_dsp_s16(MC_GEMM_RQ_ARGS(int16_t))
+void mc_gemm_p4x2_rq_dsp_s16(MC_GEMM_RQREC_ARGS(int16_t))
 {
     const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy;
-    /* The records, and 18 words more: the 72 bytes p4x2_rq_s16_pair keeps on the stack (and the
-     * 60 p4_rq_s16_column does), invisible to -fstack-usage in a naked function. */
-    int32_t rq[RQ_CHUNK * 12 + 18];
+    /* 18 words for the 72 bytes p4x2_rq_s16_pair keeps on the stack (and the 60
+     * p4_rq_s16_column does), invisible to -fstack-usage in a naked function. */
+    int32_t pad[18];
     rq_pair_t pair;
     rq_column_t ctx;
 
     if ((k & 7) != 0 || k == 0 || (m & 3) != 0 || m == 0 || ((uintptr_t)b & 3u) != 0 || (ldb & 1) != 0) {
-        p4x2_rq_s16_any(y, a, b, bias, mult, rshift, params);
+        p4x2_rq_s16_any(y, a, b, rq, params);
         return;
     }
     pair.lo4 = ctx.lo4 = mc_bytes4(params->act_min);
     pair.hi4 = ctx.hi4 = mc_bytes4(params->act_max);
     pair.off2 = ctx.off2 = 1 + 2 * params->out_offset;
     pair.ldy = ldy;
+    pair.pad = ctx.pad = pad;
     for (int32_t i0 = 0; i0 < m; i0 += 4 * RQ_CHUNK) {
         const int32_t rows = m - i0 < 4 * RQ_CHUNK ? m - i0 : 4 * RQ_CHUNK;
+        const int32_t *rec = rq + i0 * 3, *rec_end = rq + (i0 + rows) * 3;
 
-        rq_records(rq, bias + i0, mult + i0, rshift + i0, rows);
         for (int32_t j = 0; j + 2 <= n; j += 2) {
             pair.col = b + j * ldb;
             pair.col8 = pair.col + 2 * k;
             pair.y = y + j * ldy + i0;
-            p4x2_rq_s16_pair(&pair, a + i0 * k, rq, rq + rows * 3);
+            p4x2_rq_s16_pair(&pair, a + i0 * k, rec, rec_end);
         }
         if (n & 1) {
             ctx.col = b + (n - 1) * ldb;
             ctx.col8 = ctx.col + k;
             ctx.y = y + (n - 1) * ldy + i0;
-            p4_rq_s16_column(&ctx, a + i0 * k, rq, rq + rows * 3);
+            p4_rq_s16_column(&ctx, a + i0 * k, rec, rec_end);
         }
     }
 }
