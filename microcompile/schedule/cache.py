@@ -163,12 +163,16 @@ def cache_write(f: PrimFunc, local: str, at: str, scope: str = "scratch") -> Pri
 
 
 @primitive("cache_read")
-def cache_read(f: PrimFunc, let_var: str, at: str, dtype: str | None = None) -> PrimFunc:
+def cache_read(f: PrimFunc, let_var: str, at: str, dtype: str | None = None, even_rows: str | None = None) -> PrimFunc:
     """Compute the let-bound value `let_var` for every iteration of the loops between `at`
     and the let that it depends on, into a scratch buffer filled at the start of `at`'s body
     (at=None: at the start of the function),
     and read it from there (an im2col column buffer when the value is a padded input tap).
     `dtype` may widen the buffer (int8 -> int16) so a micro-kernel can load it as pairs.
+    `even_rows` (a loop name): when the buffer's first loop is that loop, its rows (everything
+    under it: an im2col column of a pixel loop) start an even number of elements apart, one
+    unwritten element after an odd row, so that a kernel can read each column by words (the
+    int16 DSP GEMM's LDM); otherwise nothing changes.
 
         for p { for oc { for k { let v = X(p, k); acc += i32(v) * w[oc, k] } } }
         --cache_read(v, p... at the loop above p)-->
@@ -209,16 +213,23 @@ def cache_read(f: PrimFunc, let_var: str, at: str, dtype: str | None = None) -> 
                 needed |= {v.name for v in walk(n.value) if isinstance(v, Var)}
     loops_ = [n for n in deps if isinstance(n, For)]
     taken = _names(f)
-    cache = Buffer(_fresh(f"{let_var}_cache", taken), dtype, tuple(lp.extent for lp in loops_) or (1,), "scratch",
-                   comment=f"{let_var} for each ({', '.join(lp.var.name for lp in loops_)})")
+    shape = tuple(lp.extent for lp in loops_) or (1,)
+    row = Buffer("row", dtype, shape[1:], "scratch")          # only for its row-major index
+    padded = bool(even_rows) and len(shape) > 1 and loops_[0].var.name == even_rows and row.size % 2 == 1
+    cache = Buffer(_fresh(f"{let_var}_cache", taken), dtype, (shape[0], row.size + 1) if padded else shape, "scratch",
+                   comment=f"{let_var} for each ({', '.join(lp.var.name for lp in loops_)})"
+                           + (f", rows of {row.size} padded to {row.size + 1}" if padded else ""))
+
+    def cache_index(idx):
+        return cache.at(idx[0], row.at(*idx[1:])) if padded else cache.at(*idx)
     rename = {n.var: Var(_fresh(f"{n.var.name}_c", taken), n.var.dtype) for n in deps}
-    stage: Stmt = Store(cache, cache.at(*[rename[lp.var] for lp in loops_]) if loops_ else cache.at(0),
+    stage: Stmt = Store(cache, cache_index([rename[lp.var] for lp in loops_]) if loops_ else cache.at(0),
                         Cast(dtype, let.value) if dtype != let.value.dtype else let.value)
     for n in reversed(deps):
         stage = (For(rename[n.var], n.extent, stage, n.kind) if isinstance(n, For)
                  else LetStmt(rename[n.var], n.value, stage))
     stage = substitute(stage, rename)
-    load = Load(cache, cache.at(*[lp.var for lp in loops_]) if loops_ else cache.at(0))
+    load = Load(cache, cache_index([lp.var for lp in loops_]) if loops_ else cache.at(0))
     narrow = Cast(let.value.dtype, load) if dtype != let.value.dtype else load
 
     def replace_let(n):

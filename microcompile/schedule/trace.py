@@ -104,8 +104,8 @@ class Schedule:
             return self._apply("cache_write", local, at)
         return self._apply("cache_write", local, at, scope)
 
-    def cache_read(self, let_var: str, at: str, dtype: str | None = None) -> Schedule:
-        return self._apply("cache_read", let_var, at, dtype)
+    def cache_read(self, let_var: str, at: str, dtype: str | None = None, even_rows: str | None = None) -> Schedule:
+        return self._apply("cache_read", let_var, at, dtype, *((even_rows,) if even_rows else ()))
 
     def pack_constant(self, buffer: str, dtype: str) -> Schedule:
         return self._apply("pack_constant", buffer, dtype)

@@ -38,8 +38,10 @@ def _model():
     g = m.conv(x, 40, 2, "k2x2")                      # k 32
     h = m.conv(a, 44, 3, "c3x3k360")                  # k 360
     i = m.conv(x, 36, 1, "pw36k8")                    # k 8
-    j = m.conv(b, 40, 1, "pw40k62")                   # k 62: not a multiple of 8 (the C loop)
-    return M.quantize_graph(m.graph([c, d, e, f, g, h, i, j]), "gemm_knobs_int8")
+    j = m.conv(b, 40, 1, "pw40k62")                   # k 62: not a multiple of 8 (a tail of pairs)
+    rgb = m.input("rgb", (1, 4, 6, 3))
+    k = m.conv(rgb, 12, 3, "c3x3k27")                 # k 27: odd, int16 columns spaced to 28
+    return M.quantize_graph(m.graph([c, d, e, f, g, h, i, j, k]), "gemm_knobs_int8")
 
 
 @pytest.fixture(scope="module")
@@ -209,4 +211,26 @@ def test_knob_values_are_bit_exact_on_cortex_m4(model_file, tmp_path, knob, valu
     calls = {c.name for _, f, _ in result.compiled.kernels for c in walk(f.body) if isinstance(c, Call)}
     assert kernel in calls
     assert {output_of[n] for n in result.compiled.tuned} == tuned
+    assert result.report["verified"], result.report["outputs"]
+
+
+@pytest.mark.qemu
+def test_k_not_a_multiple_of_8_runs_the_assembly_on_cortex_m4(model_file, tmp_path):
+    """k = 62 and k = 27 (odd: the int16 im2col columns spaced to 28 by cache_read's even_rows)
+    take the 4x1 assembly with its tail of pairs (p4_rq_s16_column_tail, which reads the odd
+    column's spacing element against a zero weight) by default; the outputs equal the
+    interpreter's byte for byte."""
+    from support import flows
+
+    board = load_board("mps2-an386")
+    result = flows.deploy(model_file, board, tmp_path / "p", emulate=True, progress=lambda s: None)
+    checked = set()
+    for node, f, _ in result.compiled.kernels:
+        if node.outputs[0] not in ("pw40k62", "c3x3k27"):
+            continue
+        call = next(c for c in walk(f.body) if isinstance(c, Call) and c.name == "mc_gemm_p4_rq_dsp_s16")
+        params = call.args[-1].as_dict()
+        assert params["k"] % 8 and params["ldb"] % 2 == 0, params
+        checked.add(node.outputs[0])
+    assert checked == {"pw40k62", "c3x3k27"}
     assert result.report["verified"], result.report["outputs"]

@@ -455,8 +455,8 @@ static inline void rq_store_panel(int8_t *y, const int32_t s[4], const int32_t *
     }
 }
 
-/* Any k, shape or alignment (the assembly loops need k % 8 == 0 and a word-aligned B with an
- * even ldb): per column, per panel, the C panel loop. Not inlined: one instance serves the
+/* Any k, shape or alignment (the assembly loops need k >= 8, or k % 8 == 0 for the 4x2 tile,
+ * and a word-aligned B with an even ldb): per column, per panel, the C panel loop. Not inlined: one instance serves the
  * three kernels (their frames stay as small as their assembly paths need). */
 __attribute__((noinline)) static void p4_rq_s16_any(MC_GEMM_RQREC_ARGS(int16_t))
 {
@@ -492,6 +492,7 @@ typedef struct {
     int8_t *y;              /* the first panel's four outputs */
     int32_t lo4, hi4;       /* act_min / act_max in every byte */
     int32_t off2;           /* 1 + 2 * out_offset */
+    int32_t tail;           /* p4_rq_s16_column_tail: bytes of the pairs after the 8-k loop */
     int32_t *pad;           /* the caller's words for what the naked loop pushes (unread) */
 } rq_column_t;
 
@@ -585,11 +586,149 @@ __attribute__((naked, noinline)) static void p4_rq_s16_column(const rq_column_t 
         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t");
 }
 
+/* The same for k % 8 != 0 (k >= 8): after the 8-k loop, the rest a pair of k at a time (an odd
+ * k's last pair reads one element past it, inside the column's even stride, against a zero
+ * weight). ResNet-8's first convolution (k = 27) left the C loop for it. */
+__attribute__((naked, noinline)) static void p4_rq_s16_column_tail(const rq_column_t *ctx __attribute__((unused)),
+                                                              const int16_t *w __attribute__((unused)),
+                                                              const int32_t *rq __attribute__((unused)),
+                                                              const int32_t *rq_end __attribute__((unused)))
+{
+    __asm__ volatile(
+        "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
+        "ldm r0, {r4, r5, r6, r7, r8, r9, r10}\n\t"   /* col, col8, y, lo4, hi4, off2, tail */
+        "push {r3, r4, r6, r7, r8, r9, r10}\n\t"      /* [sp]: rq_end, col, y, lo4, hi4, off2, tail */
+        "mov r12, r1\n\t"
+        "mov lr, r2\n\t"
+        "2:\n\t"
+        "ldmia lr!, {r0, r1, r2, r3}\n\t"            /* the panel's bias */
+        "ldr r4, [sp, #4]\n\t"
+        "1:\n\t"
+        "ldmia r4!, {r6, r7}\n\t"                    /* four k of the column (word-aligned) */
+        "ldmia r12!, {r8, r9, r10, r11}\n\t"
+        "smlad r0, r6, r8, r0\n\t"
+        "smlad r1, r6, r9, r1\n\t"
+        "smlad r2, r6, r10, r2\n\t"
+        "smlad r3, r6, r11, r3\n\t"
+        "ldmia r12!, {r8, r9, r10, r11}\n\t"
+        "smlad r0, r7, r8, r0\n\t"
+        "smlad r1, r7, r9, r1\n\t"
+        "smlad r2, r7, r10, r2\n\t"
+        "smlad r3, r7, r11, r3\n\t"
+        "ldmia r4!, {r6, r7}\n\t"
+        "ldmia r12!, {r8, r9, r10, r11}\n\t"
+        "smlad r0, r6, r8, r0\n\t"
+        "smlad r1, r6, r9, r1\n\t"
+        "smlad r2, r6, r10, r2\n\t"
+        "smlad r3, r6, r11, r3\n\t"
+        "ldmia r12!, {r8, r9, r10, r11}\n\t"
+        "smlad r0, r7, r8, r0\n\t"
+        "smlad r1, r7, r9, r1\n\t"
+        "smlad r2, r7, r10, r2\n\t"
+        "smlad r3, r7, r11, r3\n\t"
+        "cmp r4, r5\n\t"
+        "bne 1b\n\t"
+        "ldr r6, [sp, #24]\n\t"                     /* the k % 8 left, a pair at a time */
+        "add r6, r5\n\t"
+        "3:\n\t"
+        "ldr r7, [r4], #4\n\t"
+        "ldmia r12!, {r8, r9, r10, r11}\n\t"
+        "smlad r0, r7, r8, r0\n\t"
+        "smlad r1, r7, r9, r1\n\t"
+        "smlad r2, r7, r10, r2\n\t"
+        "smlad r3, r7, r11, r3\n\t"
+        "cmp r4, r6\n\t"
+        "bne 3b\n\t"
+        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* multipliers: SMMULR(2 * acc, mult) */
+        "lsl r0, r0, #1\n\t"
+        "smmulr r0, r0, r8\n\t"
+        "lsl r1, r1, #1\n\t"
+        "smmulr r1, r1, r9\n\t"
+        "lsl r2, r2, #1\n\t"
+        "smmulr r2, r2, r10\n\t"
+        "lsl r3, r3, #1\n\t"
+        "smmulr r3, r3, r11\n\t"
+        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* shifts minus one */
+        "ldr r6, [sp, #20]\n\t"                      /* off2 */
+        "sub r0, r0, r0, lsr #31\n\t"
+        "asr r0, r0, r8\n\t"
+        "add r0, r0, r6\n\t"
+        "ssat r0, #8, r0, asr #1\n\t"
+        "sub r1, r1, r1, lsr #31\n\t"
+        "asr r1, r1, r9\n\t"
+        "add r1, r1, r6\n\t"
+        "ssat r1, #8, r1, asr #1\n\t"
+        "sub r2, r2, r2, lsr #31\n\t"
+        "asr r2, r2, r10\n\t"
+        "add r2, r2, r6\n\t"
+        "ssat r2, #8, r2, asr #1\n\t"
+        "sub r3, r3, r3, lsr #31\n\t"
+        "asr r3, r3, r11\n\t"
+        "add r3, r3, r6\n\t"
+        "ssat r3, #8, r3, asr #1\n\t"
+        "pkhbt r6, r0, r2, lsl #16\n\t"              /* pack as mc_store4_s8 */
+        "pkhbt r7, r1, r3, lsl #16\n\t"
+        "uxtb16 r6, r6\n\t"
+        "uxtb16 r7, r7\n\t"
+        "orr r6, r6, r7, lsl #8\n\t"
+        "ldrd r8, r9, [sp, #12]\n\t"                 /* lo4, hi4 */
+        "ssub8 r7, r6, r8\n\t"
+        "sel r6, r6, r8\n\t"
+        "ssub8 r7, r9, r6\n\t"
+        "sel r6, r6, r9\n\t"
+        "ldr r7, [sp, #8]\n\t"
+        "str r6, [r7], #4\n\t"
+        "str r7, [sp, #8]\n\t"
+        "ldr r6, [sp]\n\t"
+        "cmp lr, r6\n\t"
+        "bne 2b\n\t"
+        "add sp, sp, #28\n\t"
+        "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t");
+}
+
+/* k % 8 != 0 (k >= 8, ResNet-8's first convolution: k = 27), any loop order: chunks of
+ * RQ_CHUNK panels, each column by p4_rq_s16_column_tail; the panels' rows are kp = k rounded
+ * up to even int16 apart. Its own function, so that the kernels' k % 8 == 0 path is as before. */
+__attribute__((noinline)) static void p4_rq_s16_odd_k(MC_GEMM_RQREC_ARGS(int16_t))
+{
+    const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy;
+    const int32_t m4 = m & ~3, k8 = k & ~7, kp = (k + 1) & ~1;
+    int32_t pad[16];
+    rq_column_t ctx;
+
+    ctx.lo4 = mc_bytes4(params->act_min);
+    ctx.hi4 = mc_bytes4(params->act_max);
+    ctx.off2 = 1 + 2 * params->out_offset;
+    ctx.tail = (kp - k8) * 2;
+    ctx.pad = pad;
+    for (int32_t i0 = 0; i0 < m4; i0 += 4 * RQ_CHUNK) {
+        const int32_t rows = m4 - i0 < 4 * RQ_CHUNK ? m4 - i0 : 4 * RQ_CHUNK;
+
+        for (int32_t j = 0; j < n; ++j) {
+            ctx.col = b + j * ldb;
+            ctx.col8 = ctx.col + k8;
+            ctx.y = y + j * ldy + i0;
+            p4_rq_s16_column_tail(&ctx, a + i0 * kp, rq + i0 * 3, rq + (i0 + rows) * 3);
+        }
+    }
+    if (m4 != m) {    /* the last, partial panel (its padding rows are zero), column by column */
+        const int32_t *rec = rq + m4 * 3;
+
+        for (int32_t j = 0; j < n; ++j) {
+            int32_t s[4] = {rec[0], rec[1], rec[2], rec[3]};
+
+            p4_s16_panel(s, a + m4 * kp, b + j * ldb, b + j * ldb + k8, k);
+            rq_store_panel(y + j * ldy + m4, s, rec, m - m4, params, ctx.lo4, ctx.hi4);
+        }
+    }
+}
+
 /* The loop orders of the requantizing s16 kernel: chunks of CHUNK panels outermost, the
- * columns inside (a chunk's weights read once per column); where the assembly does not apply,
- * p4_rq_s16_any. A macro, so that each kernel's frame holds the 16 words of the 60 bytes
- * p4_rq_s16_column pushes, which GCC's stack usage (-fstack-usage, the fit report's static
- * bound) cannot see in a naked function (their address escapes through ctx.pad). */
+ * columns inside (a chunk's weights read once per column); k % 8 != 0 by p4_rq_s16_odd_k;
+ * where the assembly does not apply (k < 8, unaligned B), p4_rq_s16_any. A macro, so that
+ * each kernel's frame holds the 16 words of the 60 bytes p4_rq_s16_column pushes, which GCC's
+ * stack usage (-fstack-usage, the fit report's static bound) cannot see in a naked function
+ * (their address escapes through ctx.pad). */
 #define MC_GEMM_P4_RQ_S16_CHUNKS(NAME, CHUNK)                                                        \
 void NAME(MC_GEMM_RQREC_ARGS(int16_t))                                                               \
 {                                                                                                    \
@@ -599,8 +738,12 @@ void NAME(MC_GEMM_RQREC_ARGS(int16_t))                                          
     rq_column_t ctx;                                                                                 \
                                                                                                      \
     /* LDM needs word-aligned columns: an aligned B and an even ldb (im2col scratch is). */          \
-    if ((k & 7) != 0 || k == 0 || m4 == 0 || ((uintptr_t)b & 3u) != 0 || (ldb & 1) != 0) {           \
+    if (k < 8 || m4 == 0 || ((uintptr_t)b & 3u) != 0 || (ldb & 1) != 0) {                            \
         p4_rq_s16_any(y, a, b, rq, params);                                                          \
+        return;                                                                                      \
+    }                                                                                                \
+    if ((k & 7) != 0) {                                                                              \
+        p4_rq_s16_odd_k(y, a, b, rq, params);                                                        \
         return;                                                                                      \
     }                                                                                                \
     ctx.lo4 = mc_bytes4(params->act_min);                                                            \
@@ -630,7 +773,6 @@ void NAME(MC_GEMM_RQREC_ARGS(int16_t))                                          
     }                                                                                                \
 }
 
-/* gemm_loop_order "panels" (the default): chunks of RQ_CHUNK panels outermost. */
 MC_GEMM_P4_RQ_S16_CHUNKS(mc_gemm_p4_rq_dsp_s16, RQ_CHUNK)
 
 /* gemm_loop_order "columns": the columns outermost, each column's panels in one call of the
