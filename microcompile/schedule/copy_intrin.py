@@ -1,5 +1,6 @@
-"""The tensor intrinsics of the copy micro-kernels of runtime_c/kernels/dsp/mc_copy_dsp.c and
-runtime_c/kernels/mve/mc_copy_mve.c (declared in tir/intrinsics_copy.py).
+"""The tensor intrinsics of the copy micro-kernels of runtime_c/include/mc_copy.h (the widening
+copies, inline on DSP cores) and runtime_c/kernels/mve/mc_copy_mve.c (declared in
+tir/intrinsics_copy.py).
 
     mc_widen_dsp_s8_s16(dst, src, n):   dst[i] = i16(src[i]) for i < n
 

@@ -156,7 +156,7 @@ CACHE_WRITE_AT_DOMAIN = declare_knob("cache_write_at", ("block", "pixel"),
 
 # The loop order of the requantizing int16 DSP kernel (RQ_LOOP_ORDERS): chunks of 8 weight panels
 # outermost (the default) or the columns. They differ only where the rows fill more than one
-# chunk, so "columns" is offered for 33..64 rows (their records on the stack: 768 bytes), k a
+# chunk, so "columns" is offered for 33..64 rows (RQ_COLS_PANELS panels per assembly call), k a
 # multiple of 8 (the assembly path).
 GEMM_LOOP_ORDER_DOMAIN = declare_knob("gemm_loop_order", tuple(RQ_LOOP_ORDERS),
                                       "conv2d on DSP (int16, fused): chunks of 8 weight panels outermost (panels) "
@@ -485,7 +485,7 @@ def _knob_refusal(w, target, wide: bool, epilogue: str | None, loop_order: str, 
     if tile == "4x1" and rows <= PANEL_ROWS * RQ_CHUNK:
         return f"{what}: the {m} rows fill one chunk of {RQ_CHUNK} panels, where both orders are the same loop"
     if tile == "4x1" and rows > PANEL_ROWS * RQ_COLS_PANELS:
-        return f"{what} keeps at most {PANEL_ROWS * RQ_COLS_PANELS} rows' records on the stack ({m} rows)"
+        return f"{what} runs at most {PANEL_ROWS * RQ_COLS_PANELS} rows per assembly call ({m} rows)"
     return None
 
 
@@ -612,8 +612,8 @@ def _conv2d_gemm(func: PrimFunc, target, knobs: GemmKnobs, wide: bool, fused: bo
             pass                                  # the GEMM reads x[pixel * C + ic] in place
         elif places.read_at == "block":
             sch.cache_read("xv", at_cache, "int16" if wide else None, even)
-        elif places.read_at == "plane":
-            sch.cache_read("xv", None, "int16" if wide else None, even)
+        elif places.read_at == "plane":           # (its first loop is not the pixel loop: no spacing)
+            sch.cache_read("xv", None, "int16" if wide else None)
         else:                                     # one pixel's column: no rows to space
             sch.cache_read("xv", inner if fused or places.write_at == "pixel" else f"{inner}_1",
                            "int16" if wide else None)

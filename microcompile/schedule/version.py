@@ -34,7 +34,9 @@ Records written before the version existed have none and count as version 0.
        sketch value `tensorize` now reaches
     8  the int16 DSP requantizing GEMM kernels read bias, multipliers and shifts as one records
        constant made at compile time (RQ_RECORD_KERNELS), and the default trace drops the
-       constants no code reads any more (drop_unused_constants)
+       constants no code reads any more (drop_unused_constants); an odd depth's int16 im2col
+       columns are spaced to an even stride (cache_read's even_rows argument) for their
+       assembly tail of pairs
 """
 
 SCHEDULE_VERSION = 8

@@ -177,7 +177,7 @@ def records_fields(rq_ptr, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 # The loop orders of the requantizing s16 DSP kernel (schedule knob gemm_loop_order), same
 # result: "panels" runs chunks of RQ_CHUNK panels outermost and the columns inside (records
 # and a chunk's weights stay near), "columns" the columns outermost with every panel of a column
-# in one assembly call (records for at most RQ_COLS_PANELS panels, built once per call).
+# in one assembly call (at most RQ_COLS_PANELS panels a call).
 RQ_LOOP_ORDERS = {"panels": "mc_gemm_p4_rq_dsp_s16", "columns": "mc_gemm_p4_rq_dsp_s16_cols"}
 RQ_CHUNK, RQ_COLS_PANELS = 8, 16
 

@@ -32,7 +32,14 @@
 extern "C" {
 #endif
 
-#if defined(__ARM_FEATURE_DSP)
+#if defined(__ARM_FEATURE_DSP) && defined(__ARM_FEATURE_SIMD32)
+#if defined(__clang__)
+#define MC_WIDEN_UNROLL _Pragma("unroll 8")
+#elif defined(__GNUC__) && __GNUC__ >= 8
+#define MC_WIDEN_UNROLL _Pragma("GCC unroll 8")
+#else
+#define MC_WIDEN_UNROLL
+#endif
 /* The widening copies are inline (here, on DSP cores only): an im2col copy calls one per tap
  * with a constant n (16 channels: nine calls per column of a 3x3 convolution), and GCC then
  * unrolls it at the call site (up to 8 steps) with no call or tail test to pay for. On the
@@ -53,7 +60,7 @@ static inline __attribute__((always_inline)) void mc_widen_dsp_s8_s16(int16_t *d
 {
     int32_t i = 0;
 
-#pragma GCC unroll 8
+    MC_WIDEN_UNROLL
     for (; i + 4 <= n; i += 4) {
         uint32_t e, o, lo, hi;
 
@@ -74,7 +81,7 @@ static inline __attribute__((always_inline)) void mc_widen_pairs_dsp_s8_s16(int1
 {
     int32_t i = 0;
 
-#pragma GCC unroll 8
+    MC_WIDEN_UNROLL
     for (; i + 4 <= n; i += 4) {
         uint32_t e, o, lo, hi;
 

@@ -47,7 +47,7 @@ static inline int32_t mc_mul_by_qm_pos_right(int32_t x, int32_t mult, int32_t ri
  * floor((s + 2^(right-1) - (s < 0)) / 2^right), and |s| <= |x| keeps the sum in range. */
 static inline int32_t mc_mul_by_qm_pos_rshift(int32_t x, int32_t mult, int32_t right)
 {
-#if defined(__ARM_FEATURE_DSP)
+#if defined(__ARM_FEATURE_DSP) && defined(__ARM_FEATURE_SIMD32)
     /* |x| < 2^30: the high multiply is SMMULR(2x, mult), floor((2*x*mult + 2^31) / 2^32), one
      * instruction where the 64-bit form takes four (mc_requant_dsp.h proves it equal): the loops
      * that requantize (ResNet-8's table adds on the Cortex-M4: 20 -> 17 instructions an element). */

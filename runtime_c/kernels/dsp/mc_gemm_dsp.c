@@ -476,10 +476,10 @@ __attribute__((noinline)) static void p4_rq_s16_any(MC_GEMM_RQREC_ARGS(int16_t))
     }
 }
 
-/* int16 operands with k a multiple of 8 (every pointwise and 3x3 convolution of our models):
- * one column's panels in a single assembly loop. The epilogue is what it saves: each panel's
- * bias, multipliers and shifts minus one are copied (RQ_CHUNK panels at a time, per call) into
- * one record of 12 words, which three LDM read; requantization as in mc_requant_dsp.h, the
+/* int16 operands with k >= 8 (a tail of pairs where k is not a multiple of 8): one column's
+ * panels in a single assembly loop. The epilogue is what it saves: each panel's bias,
+ * multipliers and shifts minus one are one record of 12 words made at compile time
+ * (mc_gemm.h, MC_GEMM_RQREC_ARGS), which three LDM read; requantization as in mc_requant_dsp.h, the
  * clamp and the store with the loop's state kept on the stack, not recomputed. Per panel of
  * four rows and k = 64: 208 instructions of products and 45 of epilogue and loop, where the
  * C loop around the same product assembly took about 90; the column comes in pairs of words
@@ -488,7 +488,7 @@ __attribute__((noinline)) static void p4_rq_s16_any(MC_GEMM_RQREC_ARGS(int16_t))
 
 typedef struct {
     const int16_t *col;     /* the column of B */
-    const int16_t *col8;    /* its end (k is a multiple of 8) */
+    const int16_t *col8;    /* the end of its 8-k steps */
     int8_t *y;              /* the first panel's four outputs */
     int32_t lo4, hi4;       /* act_min / act_max in every byte */
     int32_t off2;           /* 1 + 2 * out_offset */
