@@ -442,7 +442,8 @@ static inline void rq_store_panel(int8_t *y, const int32_t s[4], const int32_t *
     const int32_t off = params->out_offset;
 
     if (rows == 4) {
-        mc_store4_s8(y, mc_requant_ssat8(s[0], rec[4], rec[8] + 1, off), mc_requant_ssat8(s[1], rec[5], rec[9] + 1, off),
+        mc_store4_s8(y, mc_requant_ssat8(s[0], rec[4], rec[8] + 1, off),
+                     mc_requant_ssat8(s[1], rec[5], rec[9] + 1, off),
                      mc_requant_ssat8(s[2], rec[6], rec[10] + 1, off),
                      mc_requant_ssat8(s[3], rec[7], rec[11] + 1, off), lo4, hi4);
         return;
@@ -500,191 +501,118 @@ typedef struct {
  * from w. AAPCS: r0 = ctx, r1 = w, r2 = rq, r3 = rq_end. Registers: r0-r3 the four sums,
  * r4 the column, r5 its end, r6/r7 column words, r8-r11 weight words and epilogue
  * constants, r12 the weights, lr the records; on the stack rq_end, col, y, lo4, hi4, off2. */
-__attribute__((naked, noinline)) static void p4_rq_s16_column(const rq_column_t *ctx __attribute__((unused)),
-                                                              const int16_t *w __attribute__((unused)),
-                                                              const int32_t *rq __attribute__((unused)),
-                                                              const int32_t *rq_end __attribute__((unused)))
-{
-    __asm__ volatile(
-        "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
-        "ldm r0, {r4, r5, r6, r7, r8, r9}\n\t"       /* col, col8, y, lo4, hi4, off2 */
-        "push {r3, r4, r6, r7, r8, r9}\n\t"          /* [sp]: rq_end, col, y, lo4, hi4, off2 */
-        "mov r12, r1\n\t"
-        "mov lr, r2\n\t"
-        "2:\n\t"
-        "ldmia lr!, {r0, r1, r2, r3}\n\t"            /* the panel's bias */
-        "ldr r4, [sp, #4]\n\t"
-        "1:\n\t"
-        "ldmia r4!, {r6, r7}\n\t"                    /* four k of the column (word-aligned) */
-        "ldmia r12!, {r8, r9, r10, r11}\n\t"
-        "smlad r0, r6, r8, r0\n\t"
-        "smlad r1, r6, r9, r1\n\t"
-        "smlad r2, r6, r10, r2\n\t"
-        "smlad r3, r6, r11, r3\n\t"
-        "ldmia r12!, {r8, r9, r10, r11}\n\t"
-        "smlad r0, r7, r8, r0\n\t"
-        "smlad r1, r7, r9, r1\n\t"
-        "smlad r2, r7, r10, r2\n\t"
-        "smlad r3, r7, r11, r3\n\t"
-        "ldmia r4!, {r6, r7}\n\t"
-        "ldmia r12!, {r8, r9, r10, r11}\n\t"
-        "smlad r0, r6, r8, r0\n\t"
-        "smlad r1, r6, r9, r1\n\t"
-        "smlad r2, r6, r10, r2\n\t"
-        "smlad r3, r6, r11, r3\n\t"
-        "ldmia r12!, {r8, r9, r10, r11}\n\t"
-        "smlad r0, r7, r8, r0\n\t"
-        "smlad r1, r7, r9, r1\n\t"
-        "smlad r2, r7, r10, r2\n\t"
-        "smlad r3, r7, r11, r3\n\t"
-        "cmp r4, r5\n\t"
-        "bne 1b\n\t"
-        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* multipliers: SMMULR(2 * acc, mult) */
-        "lsl r0, r0, #1\n\t"
-        "smmulr r0, r0, r8\n\t"
-        "lsl r1, r1, #1\n\t"
-        "smmulr r1, r1, r9\n\t"
-        "lsl r2, r2, #1\n\t"
-        "smmulr r2, r2, r10\n\t"
-        "lsl r3, r3, #1\n\t"
-        "smmulr r3, r3, r11\n\t"
-        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* shifts minus one */
-        "ldr r6, [sp, #20]\n\t"                      /* off2 */
-        "sub r0, r0, r0, lsr #31\n\t"
-        "asr r0, r0, r8\n\t"
-        "add r0, r0, r6\n\t"
-        "ssat r0, #8, r0, asr #1\n\t"
-        "sub r1, r1, r1, lsr #31\n\t"
-        "asr r1, r1, r9\n\t"
-        "add r1, r1, r6\n\t"
-        "ssat r1, #8, r1, asr #1\n\t"
-        "sub r2, r2, r2, lsr #31\n\t"
-        "asr r2, r2, r10\n\t"
-        "add r2, r2, r6\n\t"
-        "ssat r2, #8, r2, asr #1\n\t"
-        "sub r3, r3, r3, lsr #31\n\t"
-        "asr r3, r3, r11\n\t"
-        "add r3, r3, r6\n\t"
-        "ssat r3, #8, r3, asr #1\n\t"
-        "pkhbt r6, r0, r2, lsl #16\n\t"              /* pack as mc_store4_s8 */
-        "pkhbt r7, r1, r3, lsl #16\n\t"
-        "uxtb16 r6, r6\n\t"
-        "uxtb16 r7, r7\n\t"
-        "orr r6, r6, r7, lsl #8\n\t"
-        "ldrd r8, r9, [sp, #12]\n\t"                 /* lo4, hi4 */
-        "ssub8 r7, r6, r8\n\t"
-        "sel r6, r6, r8\n\t"
-        "ssub8 r7, r9, r6\n\t"
-        "sel r6, r6, r9\n\t"
-        "ldr r7, [sp, #8]\n\t"
-        "str r6, [r7], #4\n\t"
-        "str r7, [sp, #8]\n\t"
-        "ldr r6, [sp]\n\t"
-        "cmp lr, r6\n\t"
-        "bne 2b\n\t"
-        "add sp, sp, #24\n\t"
-        "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t");
+/* Written once for both column kernels: ENTER loads the context onto the stack, TAIL runs after
+ * the 8-k loop (nothing, or the pairs left), LEAVE frees the context's words. */
+#define P4_RQ_COLUMN(NAME, ENTER, TAIL, LEAVE)                                                    \
+__attribute__((naked, noinline)) static void NAME(const rq_column_t *ctx __attribute__((unused)), \
+                                                  const int16_t *w __attribute__((unused)),       \
+                                                  const int32_t *rq __attribute__((unused)),      \
+                                                  const int32_t *rq_end __attribute__((unused)))  \
+{                                                                                                 \
+    __asm__ volatile(                                                                             \
+        "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                         \
+        ENTER                                                                                     \
+        "mov r12, r1\n\t"                                                                         \
+        "mov lr, r2\n\t"                                                                          \
+        "2:\n\t"                                                                                  \
+        "ldmia lr!, {r0, r1, r2, r3}\n\t"            /* the panel's bias */                       \
+        "ldr r4, [sp, #4]\n\t"                                                                    \
+        "1:\n\t"                                                                                  \
+        "ldmia r4!, {r6, r7}\n\t"                    /* four k of the column (word-aligned) */    \
+        "ldmia r12!, {r8, r9, r10, r11}\n\t"                                                      \
+        "smlad r0, r6, r8, r0\n\t"                                                                \
+        "smlad r1, r6, r9, r1\n\t"                                                                \
+        "smlad r2, r6, r10, r2\n\t"                                                               \
+        "smlad r3, r6, r11, r3\n\t"                                                               \
+        "ldmia r12!, {r8, r9, r10, r11}\n\t"                                                      \
+        "smlad r0, r7, r8, r0\n\t"                                                                \
+        "smlad r1, r7, r9, r1\n\t"                                                                \
+        "smlad r2, r7, r10, r2\n\t"                                                               \
+        "smlad r3, r7, r11, r3\n\t"                                                               \
+        "ldmia r4!, {r6, r7}\n\t"                                                                 \
+        "ldmia r12!, {r8, r9, r10, r11}\n\t"                                                      \
+        "smlad r0, r6, r8, r0\n\t"                                                                \
+        "smlad r1, r6, r9, r1\n\t"                                                                \
+        "smlad r2, r6, r10, r2\n\t"                                                               \
+        "smlad r3, r6, r11, r3\n\t"                                                               \
+        "ldmia r12!, {r8, r9, r10, r11}\n\t"                                                      \
+        "smlad r0, r7, r8, r0\n\t"                                                                \
+        "smlad r1, r7, r9, r1\n\t"                                                                \
+        "smlad r2, r7, r10, r2\n\t"                                                               \
+        "smlad r3, r7, r11, r3\n\t"                                                               \
+        "cmp r4, r5\n\t"                                                                          \
+        "bne 1b\n\t"                                                                              \
+        TAIL                                                                                      \
+        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* multipliers: SMMULR(2 * acc, mult) */     \
+        "lsl r0, r0, #1\n\t"                                                                      \
+        "smmulr r0, r0, r8\n\t"                                                                   \
+        "lsl r1, r1, #1\n\t"                                                                      \
+        "smmulr r1, r1, r9\n\t"                                                                   \
+        "lsl r2, r2, #1\n\t"                                                                      \
+        "smmulr r2, r2, r10\n\t"                                                                  \
+        "lsl r3, r3, #1\n\t"                                                                      \
+        "smmulr r3, r3, r11\n\t"                                                                  \
+        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* shifts minus one */                       \
+        "ldr r6, [sp, #20]\n\t"                      /* off2 */                                   \
+        "sub r0, r0, r0, lsr #31\n\t"                                                             \
+        "asr r0, r0, r8\n\t"                                                                      \
+        "add r0, r0, r6\n\t"                                                                      \
+        "ssat r0, #8, r0, asr #1\n\t"                                                             \
+        "sub r1, r1, r1, lsr #31\n\t"                                                             \
+        "asr r1, r1, r9\n\t"                                                                      \
+        "add r1, r1, r6\n\t"                                                                      \
+        "ssat r1, #8, r1, asr #1\n\t"                                                             \
+        "sub r2, r2, r2, lsr #31\n\t"                                                             \
+        "asr r2, r2, r10\n\t"                                                                     \
+        "add r2, r2, r6\n\t"                                                                      \
+        "ssat r2, #8, r2, asr #1\n\t"                                                             \
+        "sub r3, r3, r3, lsr #31\n\t"                                                             \
+        "asr r3, r3, r11\n\t"                                                                     \
+        "add r3, r3, r6\n\t"                                                                      \
+        "ssat r3, #8, r3, asr #1\n\t"                                                             \
+        "pkhbt r6, r0, r2, lsl #16\n\t"              /* pack as mc_store4_s8 */                   \
+        "pkhbt r7, r1, r3, lsl #16\n\t"                                                           \
+        "uxtb16 r6, r6\n\t"                                                                       \
+        "uxtb16 r7, r7\n\t"                                                                       \
+        "orr r6, r6, r7, lsl #8\n\t"                                                              \
+        "ldrd r8, r9, [sp, #12]\n\t"                 /* lo4, hi4 */                               \
+        "ssub8 r7, r6, r8\n\t"                                                                    \
+        "sel r6, r6, r8\n\t"                                                                      \
+        "ssub8 r7, r9, r6\n\t"                                                                    \
+        "sel r6, r6, r9\n\t"                                                                      \
+        "ldr r7, [sp, #8]\n\t"                                                                    \
+        "str r6, [r7], #4\n\t"                                                                    \
+        "str r7, [sp, #8]\n\t"                                                                    \
+        "ldr r6, [sp]\n\t"                                                                        \
+        "cmp lr, r6\n\t"                                                                          \
+        "bne 2b\n\t"                                                                              \
+        LEAVE                                                                                     \
+        "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t");                                        \
 }
+
+P4_RQ_COLUMN(p4_rq_s16_column,
+             "ldm r0, {r4, r5, r6, r7, r8, r9}\n\t"           /* col, col8, y, lo4, hi4, off2 */
+             "push {r3, r4, r6, r7, r8, r9}\n\t",             /* [sp]: rq_end, col, y, lo4, hi4, off2 */
+             "", "add sp, sp, #24\n\t")
 
 /* The same for k % 8 != 0 (k >= 8): after the 8-k loop, the rest a pair of k at a time (an odd
  * k's last pair reads one element past it, inside the column's even stride, against a zero
  * weight). ResNet-8's first convolution (k = 27) left the C loop for it. */
-__attribute__((naked, noinline)) static void p4_rq_s16_column_tail(const rq_column_t *ctx __attribute__((unused)),
-                                                              const int16_t *w __attribute__((unused)),
-                                                              const int32_t *rq __attribute__((unused)),
-                                                              const int32_t *rq_end __attribute__((unused)))
-{
-    __asm__ volatile(
-        "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
-        "ldm r0, {r4, r5, r6, r7, r8, r9, r10}\n\t"   /* col, col8, y, lo4, hi4, off2, tail */
-        "push {r3, r4, r6, r7, r8, r9, r10}\n\t"      /* [sp]: rq_end, col, y, lo4, hi4, off2, tail */
-        "mov r12, r1\n\t"
-        "mov lr, r2\n\t"
-        "2:\n\t"
-        "ldmia lr!, {r0, r1, r2, r3}\n\t"            /* the panel's bias */
-        "ldr r4, [sp, #4]\n\t"
-        "1:\n\t"
-        "ldmia r4!, {r6, r7}\n\t"                    /* four k of the column (word-aligned) */
-        "ldmia r12!, {r8, r9, r10, r11}\n\t"
-        "smlad r0, r6, r8, r0\n\t"
-        "smlad r1, r6, r9, r1\n\t"
-        "smlad r2, r6, r10, r2\n\t"
-        "smlad r3, r6, r11, r3\n\t"
-        "ldmia r12!, {r8, r9, r10, r11}\n\t"
-        "smlad r0, r7, r8, r0\n\t"
-        "smlad r1, r7, r9, r1\n\t"
-        "smlad r2, r7, r10, r2\n\t"
-        "smlad r3, r7, r11, r3\n\t"
-        "ldmia r4!, {r6, r7}\n\t"
-        "ldmia r12!, {r8, r9, r10, r11}\n\t"
-        "smlad r0, r6, r8, r0\n\t"
-        "smlad r1, r6, r9, r1\n\t"
-        "smlad r2, r6, r10, r2\n\t"
-        "smlad r3, r6, r11, r3\n\t"
-        "ldmia r12!, {r8, r9, r10, r11}\n\t"
-        "smlad r0, r7, r8, r0\n\t"
-        "smlad r1, r7, r9, r1\n\t"
-        "smlad r2, r7, r10, r2\n\t"
-        "smlad r3, r7, r11, r3\n\t"
-        "cmp r4, r5\n\t"
-        "bne 1b\n\t"
-        "ldr r6, [sp, #24]\n\t"                     /* the k % 8 left, a pair at a time */
-        "add r6, r5\n\t"
-        "3:\n\t"
-        "ldr r7, [r4], #4\n\t"
-        "ldmia r12!, {r8, r9, r10, r11}\n\t"
-        "smlad r0, r7, r8, r0\n\t"
-        "smlad r1, r7, r9, r1\n\t"
-        "smlad r2, r7, r10, r2\n\t"
-        "smlad r3, r7, r11, r3\n\t"
-        "cmp r4, r6\n\t"
-        "bne 3b\n\t"
-        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* multipliers: SMMULR(2 * acc, mult) */
-        "lsl r0, r0, #1\n\t"
-        "smmulr r0, r0, r8\n\t"
-        "lsl r1, r1, #1\n\t"
-        "smmulr r1, r1, r9\n\t"
-        "lsl r2, r2, #1\n\t"
-        "smmulr r2, r2, r10\n\t"
-        "lsl r3, r3, #1\n\t"
-        "smmulr r3, r3, r11\n\t"
-        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* shifts minus one */
-        "ldr r6, [sp, #20]\n\t"                      /* off2 */
-        "sub r0, r0, r0, lsr #31\n\t"
-        "asr r0, r0, r8\n\t"
-        "add r0, r0, r6\n\t"
-        "ssat r0, #8, r0, asr #1\n\t"
-        "sub r1, r1, r1, lsr #31\n\t"
-        "asr r1, r1, r9\n\t"
-        "add r1, r1, r6\n\t"
-        "ssat r1, #8, r1, asr #1\n\t"
-        "sub r2, r2, r2, lsr #31\n\t"
-        "asr r2, r2, r10\n\t"
-        "add r2, r2, r6\n\t"
-        "ssat r2, #8, r2, asr #1\n\t"
-        "sub r3, r3, r3, lsr #31\n\t"
-        "asr r3, r3, r11\n\t"
-        "add r3, r3, r6\n\t"
-        "ssat r3, #8, r3, asr #1\n\t"
-        "pkhbt r6, r0, r2, lsl #16\n\t"              /* pack as mc_store4_s8 */
-        "pkhbt r7, r1, r3, lsl #16\n\t"
-        "uxtb16 r6, r6\n\t"
-        "uxtb16 r7, r7\n\t"
-        "orr r6, r6, r7, lsl #8\n\t"
-        "ldrd r8, r9, [sp, #12]\n\t"                 /* lo4, hi4 */
-        "ssub8 r7, r6, r8\n\t"
-        "sel r6, r6, r8\n\t"
-        "ssub8 r7, r9, r6\n\t"
-        "sel r6, r6, r9\n\t"
-        "ldr r7, [sp, #8]\n\t"
-        "str r6, [r7], #4\n\t"
-        "str r7, [sp, #8]\n\t"
-        "ldr r6, [sp]\n\t"
-        "cmp lr, r6\n\t"
-        "bne 2b\n\t"
-        "add sp, sp, #28\n\t"
-        "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t");
-}
+P4_RQ_COLUMN(p4_rq_s16_column_tail,
+             "ldm r0, {r4, r5, r6, r7, r8, r9, r10}\n\t"      /* col, col8, y, lo4, hi4, off2, tail */
+             "push {r3, r4, r6, r7, r8, r9, r10}\n\t",        /* [sp]: rq_end, col, y, lo4, hi4, off2, tail */
+             "ldr r6, [sp, #24]\n\t"                         /* the k % 8 left, a pair at a time */
+             "add r6, r5\n\t"
+             "3:\n\t"
+             "ldr r7, [r4], #4\n\t"
+             "ldmia r12!, {r8, r9, r10, r11}\n\t"
+             "smlad r0, r7, r8, r0\n\t"
+             "smlad r1, r7, r9, r1\n\t"
+             "smlad r2, r7, r10, r2\n\t"
+             "smlad r3, r7, r11, r3\n\t"
+             "cmp r4, r6\n\t"
+             "bne 3b\n\t",
+             "add sp, sp, #28\n\t")
 
 /* k % 8 != 0 (k >= 8, ResNet-8's first convolution: k = 27), any loop order: chunks of
  * RQ_CHUNK panels, each column by p4_rq_s16_column_tail; the panels' rows are kp = k rounded
