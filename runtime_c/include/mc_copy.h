@@ -45,28 +45,29 @@ extern "C" {
  * unrolls it at the call site (up to 8 steps) with no call or tail test to pay for. On the
  * Cortex-M4, ResNet-8: 13,539,600 -> 12,954,040 instructions for 1.6 KiB more code; kws:
  * 3,151,720 -> 3,133,120 for 1.0 KiB. They share one step: a word of four int8 becomes
- * (x0, x2) and (x1, x3) as int16 pairs by SXTB16 and SXTB16 ROR #8. */
-static inline __attribute__((always_inline)) void mc_widen4_dsp(const int8_t *src, uint32_t *even, uint32_t *odd)
+ * (x0, x2) and (x1, x3) as int16 pairs by SXTB16 and SXTB16 ROR #8, which PKHBT/PKHTB put
+ * back in order as (x0, x1) and (x2, x3). */
+static inline __attribute__((always_inline)) void mc_widen4_dsp(const int8_t *src, uint32_t *lo, uint32_t *hi)
 {
-    uint32_t v;
+    uint32_t v, e, o;
 
     __builtin_memcpy(&v, src, 4);            /* one LDR: Armv7-M allows unaligned word loads */
-    __asm__("sxtb16 %0, %1" : "=r"(*even) : "r"(v));
-    __asm__("sxtb16 %0, %1, ror #8" : "=r"(*odd) : "r"(v));
+    __asm__("sxtb16 %0, %1" : "=r"(e) : "r"(v));
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(o) : "r"(v));
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(*lo) : "r"(e), "r"(o));   /* x0 x1 */
+    __asm__("pkhtb %0, %2, %1, asr #16" : "=r"(*hi) : "r"(e), "r"(o));   /* x2 x3 */
 }
 
-/* dst[i] = src[i]: PKHBT/PKHTB put the pairs back in order, 7 instructions per 4 elements. */
+/* dst[i] = src[i]: 7 instructions per 4 elements. */
 static inline __attribute__((always_inline)) void mc_widen_dsp_s8_s16(int16_t *dst, const int8_t *src, int32_t n)
 {
     int32_t i = 0;
 
     MC_WIDEN_UNROLL
     for (; i + 4 <= n; i += 4) {
-        uint32_t e, o, lo, hi;
+        uint32_t lo, hi;
 
-        mc_widen4_dsp(src + i, &e, &o);
-        __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(lo) : "r"(e), "r"(o));
-        __asm__("pkhtb %0, %2, %1, asr #16" : "=r"(hi) : "r"(e), "r"(o));
+        mc_widen4_dsp(src + i, &lo, &hi);
         __builtin_memcpy(dst + i, &lo, 4);
         __builtin_memcpy(dst + i + 2, &hi, 4);
     }
@@ -83,11 +84,9 @@ static inline __attribute__((always_inline)) void mc_widen_pairs_dsp_s8_s16(int1
 
     MC_WIDEN_UNROLL
     for (; i + 4 <= n; i += 4) {
-        uint32_t e, o, lo, hi;
+        uint32_t lo, hi;
 
-        mc_widen4_dsp(src + i, &e, &o);
-        __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(lo) : "r"(e), "r"(o));
-        __asm__("pkhtb %0, %2, %1, asr #16" : "=r"(hi) : "r"(e), "r"(o));
+        mc_widen4_dsp(src + i, &lo, &hi);
         __builtin_memcpy(dst + 2 * i, &lo, 4);
         __builtin_memcpy(dst + 2 * i + 4, &hi, 4);
     }

@@ -87,4 +87,21 @@ static inline __attribute__((always_inline)) void mc_panel_dot4_mve(int32_t s[4]
     s[3] = s3;
 }
 
+#if (__ARM_FEATURE_MVE & 2)
+/* The float kernels' clamp (kernels/mve/mc_gemm_f32_mve.c, mc_depthwise_f32_mve.c): C's
+ * `v < lo ? lo : v` lane by lane (VCMP, VPSEL), not VMAXNM, which orders -0.0 below +0.0; `act`
+ * says which bounds apply and is a constant in each kernel variant, so the tests fold away. */
+enum { MC_MVE_F32_MIN = 1, MC_MVE_F32_MAX = 2 };
+
+static inline __attribute__((always_inline)) float32x4_t mc_clamp_f32_mve(float32x4_t v, float lo, float hi,
+                                                                          int32_t act)
+{
+    if (act & MC_MVE_F32_MIN)
+        v = vpselq_f32(vdupq_n_f32(lo), v, vcmpltq_n_f32(v, lo));
+    if (act & MC_MVE_F32_MAX)
+        v = vpselq_f32(vdupq_n_f32(hi), v, vcmpgtq_n_f32(v, hi));
+    return v;
+}
+#endif
+
 #endif /* MC_MVE_H */

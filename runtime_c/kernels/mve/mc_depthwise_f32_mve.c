@@ -16,19 +16,10 @@
 #include <arm_mve.h>
 
 #include "mc_depthwise_f32.h"
+#include "mc_mve.h"
 
 #define MC_INLINE static inline __attribute__((always_inline))
 
-enum { MC_F32_MIN = 1, MC_F32_MAX = 2 };
-
-MC_INLINE float32x4_t clamp4(float32x4_t v, float lo, float hi, int32_t act)
-{
-    if (act & MC_F32_MIN)
-        v = vpselq_f32(vdupq_n_f32(lo), v, vcmpltq_n_f32(v, lo));
-    if (act & MC_F32_MAX)
-        v = vpselq_f32(vdupq_n_f32(hi), v, vcmpgtq_n_f32(v, hi));
-    return v;
-}
 
 MC_INLINE void depthwise_mve_f32(float *y, const float *x, const float *w, const float *bias, float lo, float hi,
                                  const mc_depthwise_f32_params_t *p, int32_t act)
@@ -72,10 +63,10 @@ MC_INLINE void depthwise_mve_f32(float *y, const float *x, const float *w, const
                 : [kw] "r"(kw), [xc] "r"(4 * x_col), [wc] "r"(4 * w_col)
                 : "lr", "memory");
         }
-        vstrwq_f32(y + c, clamp4(a0, lo, hi, act));
-        vstrwq_f32(y + c + 4, clamp4(a1, lo, hi, act));
-        vstrwq_f32(y + c + 8, clamp4(a2, lo, hi, act));
-        vstrwq_f32(y + c + 12, clamp4(a3, lo, hi, act));
+        vstrwq_f32(y + c, mc_clamp_f32_mve(a0, lo, hi, act));
+        vstrwq_f32(y + c + 4, mc_clamp_f32_mve(a1, lo, hi, act));
+        vstrwq_f32(y + c + 8, mc_clamp_f32_mve(a2, lo, hi, act));
+        vstrwq_f32(y + c + 12, mc_clamp_f32_mve(a3, lo, hi, act));
     }
     for (; c < channels; c += 4) {
         const mve_pred16_t keep = vctp32q((uint32_t)(channels - c));
@@ -88,7 +79,7 @@ MC_INLINE void depthwise_mve_f32(float *y, const float *x, const float *w, const
             for (int32_t j = 0; j < kw; ++j, xp += x_col, wp += w_col)
                 a = vfmaq_m_f32(a, vldrwq_z_f32(xp, keep), vldrwq_z_f32(wp, keep), keep);
         }
-        vstrwq_p_f32(y + c, clamp4(a, lo, hi, act), keep);
+        vstrwq_p_f32(y + c, mc_clamp_f32_mve(a, lo, hi, act), keep);
     }
 }
 
@@ -101,13 +92,13 @@ void mc_depthwise_mve_f32(float *y, const float *x, const float *w, const float 
 void mc_depthwise_min_mve_f32(float *y, const float *x, const float *w, const float *bias, float act_min,
                               float act_max, const mc_depthwise_f32_params_t *params)
 {
-    depthwise_mve_f32(y, x, w, bias, act_min, act_max, params, MC_F32_MIN);
+    depthwise_mve_f32(y, x, w, bias, act_min, act_max, params, MC_MVE_F32_MIN);
 }
 
 void mc_depthwise_minmax_mve_f32(float *y, const float *x, const float *w, const float *bias, float act_min,
                                  float act_max, const mc_depthwise_f32_params_t *params)
 {
-    depthwise_mve_f32(y, x, w, bias, act_min, act_max, params, MC_F32_MIN | MC_F32_MAX);
+    depthwise_mve_f32(y, x, w, bias, act_min, act_max, params, MC_MVE_F32_MIN | MC_MVE_F32_MAX);
 }
 
 #endif /* __ARM_FEATURE_MVE & 2 */

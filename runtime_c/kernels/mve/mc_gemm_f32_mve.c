@@ -31,17 +31,6 @@
 
 #define MC_INLINE static inline __attribute__((always_inline))
 
-enum { MC_F32_MIN = 1, MC_F32_MAX = 2 };
-
-/* C's clamp, lane by lane (`act` is a constant in each variant, so the tests fold away). */
-MC_INLINE float32x4_t clamp4(float32x4_t v, float lo, float hi, int32_t act)
-{
-    if (act & MC_F32_MIN)
-        v = vpselq_f32(vdupq_n_f32(lo), v, vcmpltq_n_f32(v, lo));
-    if (act & MC_F32_MAX)
-        v = vpselq_f32(vdupq_n_f32(hi), v, vcmpgtq_n_f32(v, hi));
-    return v;
-}
 
 /* Four columns b0, b0 + ldb, ... of the panel w: sums z + panel . column, clamped, stored
  * (under `rows` where the panel is partial). */
@@ -101,10 +90,10 @@ MC_INLINE void tile4x4(float *y, int32_t ldy, const float *w, const float *b0, i
         c3 = vfmaq_n_f32(c3, w0, *b3++);
         w += 4;
     }
-    c0 = clamp4(c0, lo, hi, act);
-    c1 = clamp4(c1, lo, hi, act);
-    c2 = clamp4(c2, lo, hi, act);
-    c3 = clamp4(c3, lo, hi, act);
+    c0 = mc_clamp_f32_mve(c0, lo, hi, act);
+    c1 = mc_clamp_f32_mve(c1, lo, hi, act);
+    c2 = mc_clamp_f32_mve(c2, lo, hi, act);
+    c3 = mc_clamp_f32_mve(c3, lo, hi, act);
     if (whole) {
         vstrwq_f32(y, c0);
         vstrwq_f32(y + ldy, c1);
@@ -150,7 +139,7 @@ MC_INLINE void tile4x1(float *y, const float *w, const float *b0, int32_t k, flo
         c0 = vfmaq_n_f32(c0, vldrwq_f32(w), *b0++);
         w += 4;
     }
-    vstrwq_p_f32(y, clamp4(c0, lo, hi, act), rows);
+    vstrwq_p_f32(y, mc_clamp_f32_mve(c0, lo, hi, act), rows);
 }
 
 MC_INLINE void gemm_mve_f32(float *y, const float *a, const float *b, const float *bias, float lo, float hi,
@@ -181,13 +170,13 @@ void mc_gemm_p4_mve_f32(float *y, const float *a, const float *b, const float *b
 void mc_gemm_p4_min_mve_f32(float *y, const float *a, const float *b, const float *bias, float act_min,
                             float act_max, const mc_gemm_f32_params_t *params)
 {
-    gemm_mve_f32(y, a, b, bias, act_min, act_max, params, MC_F32_MIN);
+    gemm_mve_f32(y, a, b, bias, act_min, act_max, params, MC_MVE_F32_MIN);
 }
 
 void mc_gemm_p4_minmax_mve_f32(float *y, const float *a, const float *b, const float *bias, float act_min,
                                float act_max, const mc_gemm_f32_params_t *params)
 {
-    gemm_mve_f32(y, a, b, bias, act_min, act_max, params, MC_F32_MIN | MC_F32_MAX);
+    gemm_mve_f32(y, a, b, bias, act_min, act_max, params, MC_MVE_F32_MIN | MC_MVE_F32_MAX);
 }
 
 void mc_copy_mve_f32(float *dst, const float *src, int32_t n)
