@@ -18,10 +18,10 @@ order, each product fused with one rounding (ir/compare's float tolerance covers
 from __future__ import annotations
 
 from ..tir.intrinsics_depthwise_f32 import DEPTHWISE_F32_MVE_KERNELS, DEPTHWISE_F32_PARAMS
-from ..tir.nodes import Address, BinOp, Call, Evaluate, FloatImm, For, Load, Store
+from ..tir.nodes import Address, Call, Evaluate, FloatImm, For, Load
 from .epilogue import unit_load
 from .gemm_f32 import clamp_bits
-from .tensorize import accumulation_nest, affine, perfect_nest, tensor_intrin
+from .tensorize import accumulated_product, accumulation_nest, affine, perfect_nest, tensor_intrin
 
 # The tensor intrinsic's name (the call's name is the clamp's kernel).
 DEPTHWISE_F32_MVE = "mc_depthwise_mve_f32"
@@ -34,14 +34,8 @@ def _match(loop: For) -> dict | None:
     (ic_loop,), acc, init, taps, out = nest
     ic = ic_loop.var.name
     tloops, tap = perfect_nest(taps)
-    if len(tloops) > 2 or not isinstance(tap, Store) or tap.buffer is not acc:
-        return None
-    v = tap.value
-    if not (isinstance(v, BinOp) and v.op == "add" and isinstance(v.a, Load) and v.a.buffer is acc
-            and isinstance(v.b, BinOp) and v.b.op == "mul"):
-        return None
-    loads = (v.b.a, v.b.b)
-    if not all(isinstance(t, Load) and t.buffer.dtype == "float32" for t in loads):
+    loads = accumulated_product(tap, acc)
+    if len(tloops) > 2 or loads is None or not all(isinstance(t, Load) and t.buffer.dtype == "float32" for t in loads):
         return None
     w = next((t for t in loads if t.buffer.scope == "const"), None)
     x = next((t for t in loads if t is not w), None)

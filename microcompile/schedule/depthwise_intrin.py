@@ -35,7 +35,7 @@ from ..tir.verify import verify_primfunc
 from .epilogue import eval_int, requant_epilogue, unit_load
 from .knobs import declare_knob
 from .primitives import primitive, ScheduleError, weights_name
-from .tensorize import affine, perfect_nest, tensor_intrin
+from .tensorize import accumulated_product, affine, perfect_nest, tensor_intrin
 from .trace import Schedule
 from .variants import kernel_set
 
@@ -340,13 +340,10 @@ def _match(loop: For) -> dict | None:
     if init.buffer is not acc or bias is None or bias[0].dtype != "int32" or eval_int(bias[1], {}) != 0:
         return None
     tloops, tap = perfect_nest(taps)
-    if len(tloops) > 2 or not isinstance(tap, Store) or tap.buffer is not acc:
+    product = accumulated_product(tap, acc)
+    if len(tloops) > 2 or product is None:
         return None
-    v = tap.value
-    if not (isinstance(v, BinOp) and v.op == "add" and isinstance(v.a, Load) and v.a.buffer is acc
-            and isinstance(v.b, BinOp) and v.b.op == "mul"):
-        return None
-    xs, ws = v.b.a, v.b.b
+    xs, ws = product
     if not all(isinstance(t, Cast) and t.dtype == "int32" and isinstance(t.value, Load) for t in (xs, ws)):
         return None
     xl, wl = xs.value, ws.value

@@ -39,12 +39,12 @@ from ..tir.intrinsics_gemm import pack_panels4
 from ..tir.intrinsics_gemm_f32 import (ACT_MAX, ACT_MIN, COPY_F32_KERNEL, COPY_F32_MVE_KERNEL, GEMM_F32_KERNELS,
                                        GEMM_F32_MVE_KERNELS, GEMM_F32_PARAMS, TILE_COLS)
 from ..tir.nodes import (Address, BinOp, Buffer, Call, Evaluate, FloatImm, For, IntImm, LetStmt, Load, PrimFunc,
-                         Store, substitute, walk)
+                         substitute, walk)
 from .epilogue import eval_int, unit_load
 from .copy_intrin import copy_emitter, copy_run
 from .gemm_schedule import tensorize_runs, unswitch_padding
 from .primitives import ScheduleError, weights_name
-from .tensorize import accumulation_nest, affine, perfect_nest, tensor_intrin
+from .tensorize import accumulated_product, accumulation_nest, affine, perfect_nest, tensor_intrin
 from .trace import Schedule
 from .variants import kernel_set
 
@@ -93,12 +93,8 @@ def _match(loop: For) -> dict | None:
     kloops, tap = perfect_nest(taps)
     while isinstance(tap, LetStmt):
         tap = substitute(tap.body, {tap.var: tap.value})
-    v = tap.value if isinstance(tap, Store) and tap.buffer is acc else None
-    if not (isinstance(v, BinOp) and v.op == "add" and isinstance(v.a, Load) and v.a.buffer is acc
-            and isinstance(v.b, BinOp) and v.b.op == "mul"):
-        return None
-    loads = (v.b.a, v.b.b)
-    if not all(isinstance(x, Load) and x.buffer.dtype == "float32" for x in loads):
+    loads = accumulated_product(tap, acc)
+    if loads is None or not all(isinstance(x, Load) and x.buffer.dtype == "float32" for x in loads):
         return None
     outer = {f.var.name for f in chain}
     kvars = {f.var.name for f in kloops}

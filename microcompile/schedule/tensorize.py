@@ -114,6 +114,15 @@ def perfect_nest(loop: For) -> tuple[list[For], Stmt]:
     return chain, node
 
 
+def accumulated_product(tap, acc) -> tuple[Expr, Expr] | None:
+    """(a, b) of a tap `acc = acc + a * b` (a Store into the accumulator `acc`), or None."""
+    v = tap.value if isinstance(tap, Store) and tap.buffer is acc else None
+    if not (isinstance(v, BinOp) and v.op == "add" and isinstance(v.a, Load) and v.a.buffer is acc
+            and isinstance(v.b, BinOp) and v.b.op == "mul"):
+        return None
+    return v.b.a, v.b.b
+
+
 def accumulation_nest(loop: For, dtype: str):
     """The GEMM kernels' lowered form, one or two loops (columns, output channels) around one
     scalar accumulator of `dtype`: acc = init; for k ... { acc += ... }; store(out). Returns
