@@ -6,7 +6,7 @@ from .trace import Decision, Schedule, Trace  # noqa: F401
 
 # The modules that register primitives (@primitive) and tensor intrinsics (@tensor_intrin).
 from . import cache, copy_intrin, depthwise_intrin, gemm_intrin, gemm_mixed_intrin, loop_xform, tabulate  # noqa: F401,E402
-from . import depthwise_f32, gemm_f32  # noqa: F401,E402
+from . import depthwise_f32, gemm_f32, window  # noqa: F401,E402
 from .loop_xform import compute_at, vectorize  # noqa: F401,E402
 from .default import default_schedule  # noqa: F401,E402
 from .variants import KERNEL_SETS, kernel_set  # noqa: F401,E402

@@ -162,25 +162,10 @@ def cache_write(f: PrimFunc, local: str, at: str, scope: str = "scratch") -> Pri
     return verify_primfunc(PrimFunc(f.name, (*f.buffers, tile), body, dict(f.attrs)))
 
 
-@primitive("cache_read")
-def cache_read(f: PrimFunc, let_var: str, at: str, dtype: str | None = None, even_rows: str | None = None) -> PrimFunc:
-    """Compute the let-bound value `let_var` for every iteration of the loops between `at`
-    and the let that it depends on, into a scratch buffer filled at the start of `at`'s body
-    (at=None: at the start of the function),
-    and read it from there (an im2col column buffer when the value is a padded input tap).
-    `dtype` may widen the buffer (int8 -> int16) so a micro-kernel can load it as pairs.
-    `even_rows` (a loop name): when the buffer's first loop is that loop, its rows (everything
-    under it: an im2col column of a pixel loop) start an even number of elements apart, one
-    unwritten element after an odd row, so that a kernel can read each column by words (the
-    int16 DSP GEMM's LDM); otherwise nothing changes.
-
-        for p { for oc { for k { let v = X(p, k); acc += i32(v) * w[oc, k] } } }
-        --cache_read(v, p... at the loop above p)-->
-        for p_c { for k_c { v_cache[p_c, k_c] = X(p_c, k_c) } }
-        for p { for oc { for k { acc += i32(v_cache[p, k]) * w[oc, k] } } }
-
-    Requires: the value reads no buffer written under `at`, and no local."""
-    top = find_loop(f, at) if at is not None else f.body
+def let_and_deps(f: PrimFunc, top: Stmt, at: str | None, let_var: str) -> tuple[LetStmt, list[Stmt]]:
+    """The let `let_var` under `top` (loop `at`, or the body when at is None) and the loops and
+    lets on its path that its value depends on, outermost first; ScheduleError where there is
+    no such let or its value reads memory written under `at` (or a local)."""
     path: list[Stmt] = []
 
     def search(n: Stmt) -> bool:
@@ -200,10 +185,6 @@ def cache_read(f: PrimFunc, let_var: str, at: str, dtype: str | None = None, eve
     written = {id(n.buffer) for n in walk(top) if isinstance(n, Store)}
     if any(isinstance(n, Load) and (id(n.buffer) in written or n.buffer.scope == "local") for n in walk(let.value)):
         raise ScheduleError(f"{f.name}: {let_var} reads memory written under {at}")
-    dtype = dtype or let.value.dtype
-    if dtype not in _WIDER.get(let.value.dtype, ()):
-        raise ScheduleError(f"cache_read of {let.value.dtype} into {dtype} would change values")
-    # The loops and lets on the path that the value depends on, outermost first.
     needed = {n.name for n in walk(let.value) if isinstance(n, Var)}
     deps: list[Stmt] = []
     for n in reversed(path[:-1]):
@@ -211,6 +192,32 @@ def cache_read(f: PrimFunc, let_var: str, at: str, dtype: str | None = None, eve
             deps.insert(0, n)
             if isinstance(n, LetStmt):
                 needed |= {v.name for v in walk(n.value) if isinstance(v, Var)}
+    return let, deps
+
+
+@primitive("cache_read")
+def cache_read(f: PrimFunc, let_var: str, at: str, dtype: str | None = None, even_rows: str | None = None) -> PrimFunc:
+    """Compute the let-bound value `let_var` for every iteration of the loops between `at`
+    and the let that it depends on, into a scratch buffer filled at the start of `at`'s body
+    (at=None: at the start of the function),
+    and read it from there (an im2col column buffer when the value is a padded input tap).
+    `dtype` may widen the buffer (int8 -> int16) so a micro-kernel can load it as pairs.
+    `even_rows` (a loop name): when the buffer's first loop is that loop, its rows (everything
+    under it: an im2col column of a pixel loop) start an even number of elements apart, one
+    unwritten element after an odd row, so that a kernel can read each column by words (the
+    int16 DSP GEMM's LDM); otherwise nothing changes.
+
+        for p { for oc { for k { let v = X(p, k); acc += i32(v) * w[oc, k] } } }
+        --cache_read(v, p... at the loop above p)-->
+        for p_c { for k_c { v_cache[p_c, k_c] = X(p_c, k_c) } }
+        for p { for oc { for k { acc += i32(v_cache[p, k]) * w[oc, k] } } }
+
+    Requires: the value reads no buffer written under `at`, and no local."""
+    top = find_loop(f, at) if at is not None else f.body
+    let, deps = let_and_deps(f, top, at, let_var)
+    dtype = dtype or let.value.dtype
+    if dtype not in _WIDER.get(let.value.dtype, ()):
+        raise ScheduleError(f"cache_read of {let.value.dtype} into {dtype} would change values")
     loops_ = [n for n in deps if isinstance(n, For)]
     taken = _names(f)
     shape = tuple(lp.extent for lp in loops_) or (1,)

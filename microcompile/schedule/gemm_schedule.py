@@ -176,6 +176,16 @@ GEMM_TILE_DOMAIN = declare_knob("gemm_tile", ("auto",) + tuple(RQ_TILES),
                                 "1 or 2 columns (4x2: pair-interleaved im2col columns); auto: 4x2 where offered "
                                 "and the input channels are widened by calls")
 
+# How the im2col copies the input (schedule/window.py): one column per output pixel (columns), or
+# per block of a row's pixels the window of input columns they share, read by the GEMM as
+# overlapping columns (window: each input element copied up to KH times instead of KH*KW; the
+# int16 DSP kernel with the 4x1 tile). auto: window where it applies, else columns.
+IM2COL_DOMAIN = declare_knob("im2col", ("auto", "columns", "window"),
+                             "conv2d on DSP (int16, fused): the im2col copies a column per output pixel (columns) or a "
+                             "row block's shared window of input columns, read as overlapping columns (window); "
+                             "auto: window where it applies")
+
+
 class KnobRefused(ScheduleError):
     """A knob value the conv2d schedule cannot carry out on this kernel (the message says why):
     passed on to the caller instead of falling back to another schedule."""
@@ -357,6 +367,7 @@ class GemmKnobs:
     loop_order: str = "panels"
     tile: str = "auto"
     conv_kernel: str = "auto"
+    im2col: str = "auto"
 
 
 def schedule_conv2d_gemm(func: PrimFunc, target=None, wide: bool | None = None,
@@ -387,6 +398,11 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, wide: bool | None = None,
         if sch is not None:
             return sch
     k = replace(k, col_bytes_max=col_bytes_max)
+    assert k.im2col in IM2COL_DOMAIN, k.im2col
+    if k.im2col == "auto":
+        return _first_that_applies(func, target, wide, k, "im2col", "window" if wide else None, "columns")
+    if k.im2col == "window":
+        return _conv2d_window(func, target, k, wide)
     if tile == "auto":
         x = next((b for b in func.buffers if b.name == "x"), None)
         block = cols or _pick_cols(output_pixels(func), w.size // w.shape[0], max_cols, col_bytes_max, 2)
@@ -672,6 +688,103 @@ def _conv2d_gemm(func: PrimFunc, target, knobs: GemmKnobs, wide: bool, fused: bo
         if (loop_order, tile) != ("panels", "4x1"):
             raise              # the tuner's choice: say why it does not apply
         return None
+    return sch
+
+
+def window_cols(func: PrimFunc, max_cols: int, col_bytes_max: int) -> int | str:
+    """im2col=window's block: the largest divisor of the output row within max_cols whose window
+    of input columns (int16) fits col_bytes_max, or why there is none."""
+    loops = _loops(func)
+    if not all(n in loops for n in ("oh", "ow", "kh", "kw")):
+        return "it needs a 2-D kernel over output rows and columns (loops oh, ow, kh, kw)"
+    ow, kh, kw = (loops[n].extent for n in ("ow", "kh", "kw"))
+    c = loops["ic"].extent if "ic" in loops else 1
+    win = func.attrs.get("window") or {}
+    stride = (win.get("stride") or [1, 1])[1]
+    if stride >= kw:
+        return f"output pixels {stride} apart share no input columns of a kernel {kw} wide"
+    if (win.get("dilation") or [1, 1])[1] != 1:
+        return "the kernel is dilated (its taps are not one window)"
+    if (stride * kh * c) % 2:
+        return (f"the overlapping columns start stride*KH*C = {stride * kh * c} elements apart: odd, and the int16 "
+                "kernel reads them by words")
+    # no more scratch than the int8 columns under the same cap (the compiler keeps a kernel's
+    # int16 form only where its scratch does not lift the int8 plan's peak, compiler/plan.py)
+    depth = kh * kw * c
+    cap = min(col_bytes_max, _pick_cols(output_pixels(func), depth, max_cols, col_bytes_max, 1) * depth)
+    for t in range(min(max_cols, ow), 0, -1):
+        if ow % t == 0 and ((t - 1) * stride + kw) * kh * c * 2 <= cap:
+            return t
+    return f"the window of one pixel ({kw * kh * c * 2} bytes) is over col_bytes_max {col_bytes_max}"
+
+
+def _conv2d_window(func: PrimFunc, target, k: GemmKnobs, wide: bool) -> Schedule:
+    """im2col=window (schedule/window.py): per block of `cols` pixels of one output row, the
+    input columns they share cached once as int16 ([u][kh][ic]), read by the requantizing 4x1
+    DSP kernel as overlapping columns (ldb = stride*KH*C) against weights laid out (oc, kw, kh,
+    ic). KnobRefused, with the reason, where it does not apply."""
+    why = None
+    if not wide or _variant(target) != "dsp":
+        why = "it is a layout of the int16 DSP kernel's columns (needs a DSP core and wide_weights=1)"
+    elif k.epilogue == "tile" or k.tile == "4x2" or k.pointwise != "copy" or k.cache_read_at != "block" \
+            or k.cache_write_at != "block":
+        why = ("it feeds the fused 4x1 kernel from a per-block copy (epilogue fused, gemm_tile 4x1, pointwise copy, "
+               "cache_read_at and cache_write_at block)")
+    cols = window_cols(func, k.max_cols, k.col_bytes_max) if why is None else why
+    if isinstance(cols, str):
+        raise KnobRefused(f"im2col=window: {cols}")
+    loops = _loops(func)
+    ow = loops["ow"].extent
+    if k.cols is not None:
+        if ow % k.cols:
+            raise KnobRefused(f"im2col=window: a block of {k.cols} pixels does not divide the output row of {ow}")
+        win = func.attrs.get("window") or {}
+        stride, kh, kw = (win.get("stride") or [1, 1])[1], loops["kh"].extent, loops["kw"].extent
+        c = loops["ic"].extent if "ic" in loops else 1
+        if k.cols > 1 and ((k.cols - 1) * stride + kw) * kh * c * 2 > k.col_bytes_max:
+            raise KnobRefused(f"im2col=window: the window of {k.cols} pixels is over col_bytes_max {k.col_bytes_max}")
+        cols = k.cols
+    if k.loop_order != "panels":
+        w = next(b for b in func.buffers if b.name == "w")
+        why = _knob_refusal(w, target, wide, "fused", k.loop_order, "4x1")
+        if why:
+            raise KnobRefused(f"im2col=window: {why}")
+    pad_split = k.pad_split
+    if pad_split == "auto":
+        pad_split = "rows" if isinstance(interior_rows(func), tuple) else "none"
+    places = _Places("copy", pad_split, "block", "block")
+    places.check(func, wide, "fused")
+    sch = Schedule(func)
+    try:
+        sch.knob("max_cols", k.max_cols)
+        sch.knob("col_bytes_max", k.col_bytes_max)
+        sch.knob("widen_min_run", k.widen_min_run)
+        sch.knob("wide_weights", 1)
+        for name, value in places.knobs:
+            sch.knob(name, value)
+        sch.knob("im2col", "window")
+        block, pixel = ("ow_o", "ow_i") if cols < ow else ("oh", "ow")
+        if cols < ow:
+            sch.split("ow", cols)
+        sch.reorder("kw", "kh")
+        sch.apply("transpose_constant", "w", 0, 2, 1, 3)
+        sch.apply("cache_window", "xv", block, pixel, "kw", "int16")
+        if pad_split == "none":
+            _finish_copies(sch, target, k.widen_min_run, True)
+        sch.pack_constant("w", "int16")
+        if not any(b.name in ("mult", "shift") for b in sch.func.buffers):
+            sch.apply("requant_arrays", "oc")
+        if k.loop_order != "panels":
+            sch.knob("gemm_loop_order", k.loop_order)
+        sch.tensorize(pixel, RQ_LOOP_ORDERS[k.loop_order] if k.loop_order != "panels" else rq_kernel_name("dsp", "s16"))
+        if pad_split != "none":
+            _partition_interior(sch, places, "oh", 1, 1)
+            _finish_copies(sch, target, k.widen_min_run, True)
+        sch.apply("drop_unused_constants")
+    except KnobRefused:
+        raise
+    except ScheduleError as e:
+        raise KnobRefused(f"im2col=window: {e}") from None
     return sch
 
 

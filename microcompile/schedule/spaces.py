@@ -22,7 +22,8 @@ Families (matched in this order, the first whose `applies` holds):
                       (block/pixel: the int32 tile of epilogue=tile), gemm_loop_order
                       (panels | columns: the int16 DSP kernel's outer loop, chunks of 8 weight panels
                       or the columns), gemm_tile (auto | 4x1 | 4x2: its register tile, 4x2 on pair-interleaved
-                      im2col columns), unroll_max_extent
+                      im2col columns), im2col (auto | columns | window: a column per output pixel, or a row
+                      block's shared window of input columns read as overlapping columns), unroll_max_extent
     f32_fpu           float32 conv2d and fully_connected on FPU cores (gemm_f32.py): cols and col_bytes_max
                       (conv2d only), unroll_max_extent
     fully_connected   int8 GEMV/GEMM (gemm_schedule.py): acc_rows, wide_weights, fc_input, unroll_max_extent
@@ -201,7 +202,7 @@ def _knobs(*names: str) -> tuple[Knob, ...]:
 def _conv_knobs(func, target):
     return _knobs("cols", "col_bytes_max", "widen_min_run", "wide_weights", "epilogue", "pointwise", "pad_split",
                   "cache_read_at", "cache_write_at", "gemm_loop_order", "gemm_tile", "conv_kernel",
-                  "unroll_max_extent")
+                  "im2col", "unroll_max_extent")
 
 
 def _conv_default(func, target, wide):
@@ -209,7 +210,7 @@ def _conv_default(func, target, wide):
             "wide_weights": int(bool(wide)),
             "epilogue": "auto", "pointwise": "copy", "pad_split": "auto", "cache_read_at": "block",
             "cache_write_at": "block", "gemm_loop_order": "panels", "gemm_tile": "auto", "conv_kernel": "auto",
-            "unroll_max_extent": default_unroll(func)}
+            "im2col": "auto", "unroll_max_extent": default_unroll(func)}
 
 
 @knob_family("conv2d", conv_applies, _conv_knobs, _conv_default)
@@ -228,8 +229,9 @@ def _conv_schedule(func, target, config):
             raise InvalidConfig(f"conv2d: a block of {cols} columns is larger than the {pixels} output pixels")
         if pixels % cols:
             raise InvalidConfig(f"conv2d: a block of {cols} columns does not divide the {pixels} output pixels")
-        # (pointwise=direct copies no columns: no cap)
-        if cols > 1 and col_bytes > config["col_bytes_max"] and config["pointwise"] != "direct":
+        # (pointwise=direct copies no columns: no cap; im2col=window checks its smaller window)
+        if cols > 1 and col_bytes > config["col_bytes_max"] and config["pointwise"] != "direct" \
+                and config["im2col"] != "window":
             raise InvalidConfig(f"conv2d: {cols} im2col columns take {col_bytes} bytes, over col_bytes_max "
                                 f"{config['col_bytes_max']}")
     epilogue = None if config["epilogue"] == "auto" else config["epilogue"]
@@ -237,7 +239,7 @@ def _conv_schedule(func, target, config):
         col_bytes_max=config["col_bytes_max"], widen_min_run=config["widen_min_run"], cols=cols, epilogue=epilogue,
         pointwise=config["pointwise"], pad_split=config["pad_split"], cache_read_at=config["cache_read_at"],
         cache_write_at=config["cache_write_at"], loop_order=config["gemm_loop_order"], tile=config["gemm_tile"],
-        conv_kernel=config["conv_kernel"]))
+        conv_kernel=config["conv_kernel"], im2col=config["im2col"]))
 
 
 # ---------------------------------------------------------------- float32 conv2d / fully_connected (FPU)

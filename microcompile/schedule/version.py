@@ -37,6 +37,9 @@ Records written before the version existed have none and count as version 0.
        constants no code reads any more (drop_unused_constants); an odd depth's int16 im2col
        columns are spaced to an even stride (cache_read's even_rows argument) for their
        assembly tail of pairs
+    9  conv2d knob im2col (auto | columns | window); its default, auto, is window where it
+       applies (schedule/window.py: a row block's shared input columns cached once and read as
+       overlapping columns, weights laid out (oc, kw, kh, ic))
 """
 
-SCHEDULE_VERSION = 8
+SCHEDULE_VERSION = 9

@@ -48,10 +48,11 @@ def _same(func, scheduled, seed=0):
 
 
 def _point(func, target, **knobs):
-    """The default point with `knobs`; pad_split none unless given (the default, auto, is rows
-    where it applies: the cases compare a value with the plain schedule)."""
+    """The default point with `knobs`; pad_split none and im2col columns unless given (their
+    defaults, auto, are rows and window where they apply: the cases compare a value with the plain
+    schedule; test_im2col_window.py has the window's)."""
     base = default_config(func, target, target is DSP)
-    return {**base, "pad_split": "none", **knobs}
+    return {**base, "pad_split": "none", "im2col": "columns", **knobs}
 
 
 POINTWISE = {"kernel": 1, "padding": "VALID"}
@@ -268,7 +269,8 @@ def test_the_default_splits_the_padded_rows_where_it_can(target):
     inside the interior rows, none where rows is refused (unpadded, or no interior block)."""
     wide = {"wide_weights": 0} if target is PLAIN else {}
     padded = _conv(target)
-    auto, trace = apply_config(padded, target, {**default_config(padded, target, target is DSP), **wide})
+    columns = {"im2col": "columns"}                      # (the window's own pad split: test_im2col_window.py)
+    auto, trace = apply_config(padded, target, {**default_config(padded, target, target is DSP), **columns, **wide})
     rows, _ = apply_config(padded, target, _point(padded, target, pad_split="rows", **wide))
     none, _ = apply_config(padded, target, _point(padded, target, **wide))
     assert tir_str(auto) == tir_str(rows) != tir_str(none)
@@ -276,6 +278,6 @@ def test_the_default_splits_the_padded_rows_where_it_can(target):
     unpadded = _conv(target, **POINTWISE)
     with pytest.raises(InvalidConfig):
         apply_config(unpadded, target, _point(unpadded, target, pad_split="rows", **wide))
-    auto, _ = apply_config(unpadded, target, {**default_config(unpadded, target, target is DSP), **wide})
+    auto, _ = apply_config(unpadded, target, {**default_config(unpadded, target, target is DSP), **columns, **wide})
     none, _ = apply_config(unpadded, target, _point(unpadded, target, **wide))
     assert tir_str(auto) == tir_str(none)
