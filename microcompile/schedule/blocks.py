@@ -1,5 +1,6 @@
-"""Larger im2col blocks where the arena has room for them (issue 10's tuning finding), and
-more channels per pass for the whole-layer depthwise kernel's ring (depthwise_intrin.py).
+"""Larger im2col blocks where the arena has room for them (issue 10's tuning finding), more
+channels per pass for the whole-layer depthwise kernel's ring (depthwise_intrin.py), and a
+fully connected layer's input row widened to int16 in scratch (fc_input=int16).
 
 A conv2d's im2col block is scratch in the arena: its default cap (COL_BYTES_MAX, 1 KiB on DSP
 cores) keeps the arena small, but a larger block is faster (fewer micro-kernel calls, longer
@@ -15,7 +16,7 @@ from __future__ import annotations
 from ..tir.nodes import PrimFunc
 from .depthwise_intrin import ROWS_BLOCK_DOMAIN
 from .gemm_schedule import COL_BYTES_DOMAIN
-from .spaces import apply_config, default_config, family_of
+from .spaces import InvalidConfig, apply_config, default_config, family_of
 from .trace import Schedule, Trace
 
 
@@ -57,6 +58,8 @@ def larger_block(func: PrimFunc, target, wide: bool, scheduled: PrimFunc, trace:
         return _larger_part_blocks(func, target, wide, scheduled, trace, slack)
     if slack > 0 and family_of(func, target).name == "depthwise_conv2d":
         return _larger_rows_block(func, target, wide, scheduled, trace, slack)
+    if family_of(func, target).name == "fully_connected":
+        return _widened_input(func, target, wide, scheduled, trace, slack)
     cap = col_bytes_max(trace)
     if cap is None or slack <= 0 or family_of(func, target).name != "conv2d":
         return None
@@ -67,6 +70,24 @@ def larger_block(func: PrimFunc, target, wide: bool, scheduled: PrimFunc, trace:
         if 0 < extra <= slack:
             return f, t
     return None
+
+
+def _widened_input(func: PrimFunc, target, wide: bool, scheduled: PrimFunc, trace: Trace,
+                   slack: int) -> tuple[PrimFunc, Trace] | None:
+    """A fully connected layer with int16 weights that reads its int8 input row in place (the
+    default, no scratch for the row, an int32 tile of acc_rows units): its input widened into
+    scratch instead (fc_input=int16: the requantizing kernel with no tile, 11 instructions per
+    16 MACs, or the int16 panel kernel's aligned 32-k loop, 90 per 128, against the mixed
+    kernel's 106) where the scratch it adds fits the slack (the fused kernel often needs less)."""
+    if not wide or _knob(trace, "wide_weights") != 1 or _knob(trace, "fc_input") is not None:
+        return None
+    base = default_config(func, target, wide)
+    try:
+        f, t = apply_config(func, target, {**base, "fc_input": "int16"})
+    except InvalidConfig:
+        return None
+    extra = f.scratch_bytes - scheduled.scratch_bytes
+    return (f, t) if extra <= slack and _knob(t, "fc_input") == "int16" else None
 
 
 def _larger_part_blocks(func: PrimFunc, target, wide: bool, scheduled: PrimFunc, trace: Trace,

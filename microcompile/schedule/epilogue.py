@@ -3,9 +3,17 @@ loop IR so that a micro-kernel can take it over (schedule/depthwise_intrin.py, a
 GEMM kernels of schedule/gemm_intrin.py):
 
     y[Y + oc] = int8(clamp(mc_mul_by_qm_pos_rshift(acc, mult[oc], rshift[oc]) + off, lo, hi))
+
+and, for LiteRT's int8 fully connected layers, the single rounding with ties away from zero:
+
+    y[Y + u] = int8(clamp(mc_mul_by_qm_single_round_away(acc, M, S) + off, lo, hi))
+
+with M and S compile-time integers or constant arrays read at u.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ..tir.interp import compile_expr
 from ..tir.nodes import Buffer, BinOp, Call, Cast, IntImm, Load, add, simplify, walk
@@ -66,3 +74,23 @@ def output_stage(e, call: Call) -> dict | None:
         if rebuilt is not None and simplify(rebuilt) == simplify(e):
             return {"off": off, "lo": lo, "hi": hi}
     return None
+
+
+def away_epilogue(e, acc: Buffer, ic: str, rows: int) -> dict | None:
+    """{"mult_v", "shift_v" (one value per row of `rows`), off, lo, hi} of
+    int8(clamp(mc_mul_by_qm_single_round_away(acc, M, S) + off, lo, hi)), M and S integers or
+    constant arrays indexed by `ic`; else None."""
+    call = next((n for n in walk(e) if isinstance(n, Call) and n.name == "mc_mul_by_qm_single_round_away"), None)
+    if call is None or not (isinstance(call.args[0], Load) and call.args[0].buffer is acc):
+        return None
+    values = []
+    for arg in call.args[1:]:
+        if isinstance(arg, IntImm):
+            values.append(np.full(rows, arg.value, np.int64))
+            continue
+        got = unit_load(arg, ic)
+        if got is None or got[0].scope != "const" or got[0].data is None or eval_int(got[1], {}) != 0:
+            return None
+        values.append(np.asarray(got[0].data, np.int64).reshape(-1)[:rows])
+    out = output_stage(e, call)
+    return None if out is None else {"mult_v": values[0], "shift_v": values[1], **out}

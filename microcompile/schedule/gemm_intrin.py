@@ -32,12 +32,12 @@ import numpy as np
 
 from ..tir.intrinsics_copy import WIDEN_KERNEL
 from ..tir.intrinsics_gemm import (GEMM_DTYPES, GEMM_KERNELS, GEMM_PARAMS, GEMM_RQ_PARAMS, P4_KERNELS, P4X2_KERNELS,
-                                   PANEL_ROWS, RQ_KERNELS, RQ_RECORD_KERNELS, WIDEN_PAIRS_KERNEL, gemm_kernel_name,
-                                   pack_panels4, rq_records)
+                                   PANEL_ROWS, RQ_AWAY_KERNEL, RQ_KERNELS, RQ_RECORD_KERNELS, WIDEN_PAIRS_KERNEL,
+                                   gemm_kernel_name, pack_panels4, rq_away_records, rq_away_refusal, rq_records)
 from ..tir.nodes import (Address, BinOp, Buffer, Call, Cast, Evaluate, For, IfThenElse, IntImm, LetStmt, Load,
                          ParamStruct, PrimFunc, Select, Store, Var, add, mul, rewrite, simplify, sub, substitute, walk)
 from ..tir.verify import verify_primfunc
-from .epilogue import eval_int, requant_epilogue, unit_load
+from .epilogue import away_epilogue, eval_int, requant_epilogue, unit_load
 from .primitives import ScheduleError, primitive, weights_name
 from .tensorize import accumulation_nest, affine, perfect_nest, tensor_intrin
 
@@ -177,8 +177,27 @@ def _match_rq(dtype: str, group: int, records: bool = False):
     return match
 
 
-def _match_rq_plain(dtype: str, group: int, loop: For) -> dict | None:
-    """The requantizing GEMM block (bias, mult and rshift as the loops read them)."""
+def _match_rq_away(loop: For) -> dict | None:
+    """RQ_AWAY_KERNEL: the requantizing int16 block whose output stage is the single rounding
+    away from zero (a LiteRT fully connected layer), its records made from the constants; None
+    where they do not fit the kernel's form (rq_away_refusal)."""
+    bind = _match_rq_plain("int16", 2, loop, away=True)
+    if bind is None or bind["bias"].scope != "const" or bind["bias"].data is None:
+        return None
+    m = bind["m"]
+    if rq_away_refusal(bind["mult_v"], bind["shift_v"], bind["off"]) is not None:
+        return None
+    data = rq_away_records(np.asarray(bind["bias"].data).reshape(-1)[:m], bind["mult_v"], bind["shift_v"], bind["off"])
+    tag = bind["bias"].name[len("bias"):]
+    rq = Buffer(f"gemm_rq{tag}", "int32", (data.size,), "const", data=data,
+                comment=f"{bind['bias'].name}, mult, and per row the rounding with the offset and the shift, per "
+                        f"panel of {PANEL_ROWS} rows")
+    return {**bind, "rq": rq, "add_buffers": (*bind.get("add_buffers", ()), rq)}
+
+
+def _match_rq_plain(dtype: str, group: int, loop: For, away: bool = False) -> dict | None:
+    """The requantizing GEMM block (bias, mult and rshift as the loops read them; `away`: the
+    output stage of epilogue.away_epilogue instead)."""
     nest = accumulation_nest(loop, "int32")
     if nest is None:
         return None
@@ -206,7 +225,8 @@ def _match_rq_plain(dtype: str, group: int, loop: For) -> dict | None:
         return None
     names = {f.var.name for f in chain}
     ya = affine(out.index, names)
-    ep = requant_epilogue(out.value, acc, oc.var.name)
+    ep = (away_epilogue(out.value, acc, oc.var.name, oc.extent) if away else
+          requant_epilogue(out.value, acc, oc.var.name))
     if ya is None or ep is None or out.buffer.dtype != "int8" or ya[0].get(oc.var.name) != 1:
         return None
     ldy = ya[0].get(cols.var.name, 0) if cols is not None else oc.extent
@@ -229,7 +249,7 @@ def _emit_rq(kernel: str):
     def emit(b: dict):
         params = GEMM_RQ_PARAMS(m=b["m"], n=b["n"], k=b["k"], lda=b["lda"], ldb=b["ldb"], ldy=b["ldy"],
                                 out_offset=b["off"], act_min=b["lo"], act_max=b["hi"])
-        stage = ((Address(b["rq"], IntImm(0)),) if kernel in RQ_RECORD_KERNELS else
+        stage = ((Address(b["rq"], IntImm(0)),) if kernel in RQ_RECORD_KERNELS or kernel == RQ_AWAY_KERNEL else
                  (Address(b["bias"], IntImm(0)), Address(b["mult"], IntImm(0)), Address(b["rshift"], IntImm(0))))
         args = (Address(b["y"], b["ybase"]), Address(b["a"], b["abase"]), Address(b["b"], b["bbase"]), *stage, params)
         return Evaluate(Call(kernel, args, "void"))
@@ -239,6 +259,9 @@ def _emit_rq(kernel: str):
 for _name, (_dt, _group) in RQ_KERNELS.items():
     tensor_intrin(_name, _emit_rq(_name), doc=f"int8 y = requantize(bias + {_dt} A * {_dt} B^T)")(
         _match_rq(_dt, _group, _name in RQ_RECORD_KERNELS))
+tensor_intrin(RQ_AWAY_KERNEL, _emit_rq(RQ_AWAY_KERNEL),
+              doc="int8 y = requantize_away(bias + int16 A * int16 B^T) (LiteRT fully connected rounding)")(
+    _match_rq_away)
 # The 4x2 tile matches the same nest; the call reads B pair-interleaved, so interleave_columns
 # must follow it (the schedule applies both).
 for _name, (_dt, _group) in P4X2_KERNELS.items():

@@ -39,7 +39,10 @@ Records written before the version existed have none and count as version 0.
        assembly tail of pairs
     9  conv2d knob im2col (auto | columns | window); its default, auto, is window where it
        applies (schedule/window.py: a row block's shared input columns cached once and read as
-       overlapping columns, weights laid out (oc, kw, kh, ic))
+       overlapping columns, weights laid out (oc, kw, kh, ic)); fully_connected with
+       fc_input=int16 on DSP cores is one call of the fused kernel mc_gemm_p4_rq_away_dsp_s16
+       (no int32 tile) where LiteRT's rounding fits it, and the compiler takes fc_input=int16
+       wherever the widened input row fits the arena's slack (schedule/blocks.py)
 """
 
 SCHEDULE_VERSION = 9

@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import budget
+from ..ir import fixedpoint as fp
 from .intrinsics import StructType, intrinsic, requantized, window_taps
 
 GEMM_PARAMS = StructType("mc_gemm_params_t", ("m", "n", "k", "lda", "ldb", "ldc"))
@@ -228,6 +229,61 @@ for _name, (_dt, _group) in RQ_KERNELS.items():
     else:
         intrinsic(_name, ("handle",) * 6 + (GEMM_RQ_PARAMS,), "void", "mc_gemm.h", extern=True,
                   writes=(0,))(_gemm_rq_impl(_group))
+
+# The requantizing int16 DSP kernel with the single rounding, ties away from zero, of LiteRT's
+# int8 fully connected layers (mc_gemm.h): records of 16 words per panel, bias[4], mult[4], then
+# per row H' = 2^(t-33) + out_offset * 2^(t-32) and sh = t - 32 (t = 31 - shift, t >= 33).
+RQ_AWAY_KERNEL = "mc_gemm_p4_rq_away_dsp_s16"
+
+
+def rq_away_refusal(mult, shift, off: int) -> str | None:
+    """Why RQ_AWAY_KERNEL's records cannot hold these multipliers and shifts (None: they can)."""
+    mult, t = np.asarray(mult, np.int64), 31 - np.asarray(shift, np.int64)
+    if np.any(mult < 0) or np.any(mult >= 2**31):
+        return "a multiplier outside 0 .. 2^31 - 1"
+    if np.any(t < 33):
+        return f"a shift of {int(31 - t.min())} (the kernel keeps the high word: 31 - shift >= 33)"
+    hp = (1 << (t - 33)) + off * (1 << (t - 32))
+    if np.any(t > 62) or np.any(hp >= 2**31) or np.any(hp < -2**31):
+        return "a shift so small that the rounding term and the offset overflow a word"
+    return None
+
+
+def rq_away_records(bias, mult, shift, off: int) -> np.ndarray:
+    """RQ_AWAY_KERNEL's records (rq_away_refusal must hold): zeros for the rows past the last."""
+    m = len(bias)
+    rows = -(-m // PANEL_ROWS) * PANEL_ROWS
+    t = 31 - np.broadcast_to(np.asarray(shift, np.int64), (m,))
+    rec = np.zeros((rows // PANEL_ROWS, 16), np.int64)
+    lay = rec.reshape(-1)
+    for i in range(m):
+        panel, r = divmod(i, PANEL_ROWS)
+        lay[panel * 16 + r] = bias[i]
+        lay[panel * 16 + 4 + r] = np.broadcast_to(np.asarray(mult, np.int64), (m,))[i]
+        lay[panel * 16 + 8 + 2 * r] = (1 << int(t[i] - 33)) + off * (1 << int(t[i] - 32))
+        lay[panel * 16 + 9 + 2 * r] = t[i] - 32
+    return lay.astype(np.int32)
+
+
+def _gemm_rq_away_impl(y_ptr, a_ptr, b_ptr, rq_ptr, p: dict):
+    """The reference arithmetic (fp.multiply_by_quantized_multiplier_single_round_away) on the
+    records' multipliers and shifts: the kernel's algebra is checked against it on the device."""
+    m, n, k, ldb, ldy = (p[f] for f in ("m", "n", "k", "ldb", "ldy"))
+    (ya, yo), (aa, ao), (ba, bo), (ra, ro) = y_ptr, a_ptr, b_ptr, rq_ptr
+    rows = -(-m // PANEL_ROWS) * PANEL_ROWS
+    rec = np.asarray(ra[ro:ro + 4 * rows], np.int64).reshape(rows // PANEL_ROWS, 16)
+    bias, mult = rec[:, 0:4].reshape(-1)[:m], rec[:, 4:8].reshape(-1)[:m]
+    shift = 31 - (rec[:, 9:16:2].reshape(-1)[:m] + 32)
+    a = unpack_panels4(aa[ao:], m, k, 2).astype(np.int64)
+    b = ba[bo + np.arange(n)[:, None] * ldb + np.arange(k)[None, :]].astype(np.int64)
+    acc = b @ a.T + bias                                                         # [n, m]
+    v = np.asarray(fp.multiply_by_quantized_multiplier_single_round_away(acc, mult, shift), np.int64)
+    v = np.clip(np.clip(v + p["out_offset"], -128, 127), p["act_min"], p["act_max"])
+    ya[yo + np.arange(n)[:, None] * ldy + np.arange(m)[None, :]] = v.astype(np.int8)
+
+
+intrinsic(RQ_AWAY_KERNEL, ("handle",) * 4 + (GEMM_RQ_PARAMS,), "void", "mc_gemm.h", extern=True,
+          writes=(0,))(_gemm_rq_away_impl)
 
 # The requantizing twin of mc_gemm_p4_dsp_s4: a convolution's int4 weights read in place.
 S4_RQ_KERNEL, S4_RQ_FROM = "mc_gemm_p4_rq_dsp_s4", "mc_gemm_p4_rq_dsp_s8"

@@ -61,10 +61,11 @@ static inline __attribute__((always_inline)) void mc_widen4_dsp(const int8_t *sr
 /* dst[i] = src[i]: 7 instructions per 4 elements. */
 static inline __attribute__((always_inline)) void mc_widen_dsp_s8_s16(int16_t *dst, const int8_t *src, int32_t n)
 {
+    const int32_t n4 = n & ~3;    /* (a bound of i + 4 <= n drew a bogus GCC 12 overflow error at n = 128) */
     int32_t i = 0;
 
     MC_WIDEN_UNROLL
-    for (; i + 4 <= n; i += 4) {
+    for (; i < n4; i += 4) {
         uint32_t lo, hi;
 
         mc_widen4_dsp(src + i, &lo, &hi);
@@ -80,10 +81,11 @@ static inline __attribute__((always_inline)) void mc_widen_dsp_s8_s16(int16_t *d
 static inline __attribute__((always_inline)) void mc_widen_pairs_dsp_s8_s16(int16_t *dst, const int8_t *src,
                                                                            int32_t n)
 {
+    const int32_t n4 = n & ~3;
     int32_t i = 0;
 
     MC_WIDEN_UNROLL
-    for (; i + 4 <= n; i += 4) {
+    for (; i < n4; i += 4) {
         uint32_t lo, hi;
 
         mc_widen4_dsp(src + i, &lo, &hi);

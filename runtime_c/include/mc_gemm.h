@@ -48,6 +48,12 @@
  * row-major at b[(n-1)*ldb + p]. mc_widen_pairs_dsp_s8_s16(dst, src, n) writes such a layout:
  * dst[(i/2)*4 + i%2] = src[i] for i < n.
  *
+ * mc_gemm_p4_rq_away_dsp_s16 is mc_gemm_p4_rq_dsp_s16 with the requantization of LiteRT's int8
+ * fully connected layers: single rounding, ties away from zero (mc_fixedpoint.h
+ * mc_mul_by_qm_single_round_away), for t = 31 - shift >= 33. Its records are 16 words per panel
+ * of four rows: bias[4], mult[4], then per row H' = 2^(t-33) + out_offset * 2^(t-32) and
+ * sh = t - 32 (the output offset is in H'; params->out_offset is not read).
+ *
  * mc_conv_rq_mve_s8 (Helium, kernels/mve/mc_gemm_conv_mve.c) runs a whole int8 NHWC
  * convolution (dilation 1 across) in blocks of `cols` output pixels: it copies a block's
  * windows into `col` (cols * k_p bytes of scratch, k_p = kh * kw * in_c rounded up to 16; a
@@ -118,6 +124,7 @@ void mc_gemm_rq_c_s16(MC_GEMM_RQ_ARGS(int16_t));
 void mc_gemm_p4_rq_dsp_s16(MC_GEMM_RQREC_ARGS(int16_t));
 void mc_gemm_p4_rq_dsp_s16_cols(MC_GEMM_RQREC_ARGS(int16_t));
 void mc_gemm_p4x2_rq_dsp_s16(MC_GEMM_RQREC_ARGS(int16_t));
+void mc_gemm_p4_rq_away_dsp_s16(MC_GEMM_RQREC_ARGS(int16_t));
 void mc_gemm_p4_rq_dsp_s8(MC_GEMM_RQ_ARGS(int8_t));
 void mc_gemm_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t));
 void mc_gemm_p4_rq_mve_s8(MC_GEMM_RQ_ARGS(int8_t));

@@ -2,7 +2,8 @@
 input columns they share once, read by the int16 DSP GEMM as overlapping columns. Over random
 shapes, strides, paddings and quantization it computes the same bytes as the unscheduled loops
 in the loop-IR interpreter; the buffer and the call are the window's (ldb = stride*KH*C < k);
-it is the default where it applies, never with more scratch than the int8 columns; it is
+it is the default where it applies and the columns would not take the 4x2 tile, never with
+more scratch than the int8 columns; it is
 refused with the reason where it does not apply; transpose_constant keeps every value; and on
 the QEMU twin a random padded conv and a strided one answer byte for byte."""
 
@@ -42,8 +43,11 @@ def test_window_is_the_default_and_computes_the_same(seed):
     cin = int(rng.choice([2, 4, 8, 16])) if stride * kernel % 2 else int(rng.integers(1, 9))
     func = _conv(seed, hw=int(rng.integers(5, 11)), cin=cin, cout=int(rng.integers(4, 13)), kernel=kernel,
                  stride=stride, padding=str(rng.choice(["SAME", "VALID"])))
-    got, trace = apply_config(func, DSP, default_config(func, DSP, True))
-    assert ("knob", "im2col", "window") in [(d.primitive, *d.args) for d in trace.decisions]
+    default, trace = apply_config(func, DSP, default_config(func, DSP, True))
+    knobs = [(d.primitive, *d.args) for d in trace.decisions]
+    # the default: the window, unless the columns take the 4x2 tile (fewer cycles there)
+    assert ("knob", "im2col", "window") in knobs or ("knob", "gemm_tile", "4x2") in knobs, knobs
+    got, _ = apply_config(func, DSP, {**default_config(func, DSP, True), "im2col": "window"})
     win = next(b for b in got.buffers if b.name == "xv_win")
     call = _gemm(got)
     params = call.args[-1]
@@ -131,3 +135,16 @@ def test_window_on_qemu(tmp_path):
         model.write_bytes(write_tflite(build_graph(case)))
         for j, knobs in enumerate(({"im2col": "window"}, {"im2col": "window", "col_bytes_max": 8192})):
             _measure(model, board, tmp_path / f"{i}{j}", [(lambda w: True, knobs)])
+
+
+def test_the_columns_keep_the_4x2_tile_where_they_take_it():
+    """k = 72 in blocks of 6 pixels: the columns' 4x2 tile (half the weight loads: fewer cycles)
+    stays the default; asked for, the window computes the same."""
+    func = _conv(8, hw=8, cin=8, cout=8, kernel=3, stride=1, padding="SAME")
+    got, trace = apply_config(func, DSP, default_config(func, DSP, True))
+    knobs = [(d.primitive, *d.args) for d in trace.decisions]
+    assert ("knob", "gemm_tile", "4x2") in knobs and ("knob", "im2col", "window") not in knobs, knobs
+    win, _ = apply_config(func, DSP, {**default_config(func, DSP, True), "im2col": "window"})
+    assert "xv_win" in tir_str(win)
+    _same(func, got)
+    _same(func, win)

@@ -292,17 +292,58 @@ static inline const int16_t *p4_s16_panel(int32_t *s, const int16_t *w, const in
     return w;
 }
 
+/* Four k of a word-aligned column: one LDRD of the column, one LDM of the four rows' pairs per two k. */
+#define MC_P4_S16_GROUP4                                \
+    "ldrd %[x0], %[x1], [%[x]], #8\n\t"               \
+    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"              \
+    "smlad %[s0], %[x0], r8, %[s0]\n\t"                \
+    "smlad %[s1], %[x0], r9, %[s1]\n\t"                \
+    "smlad %[s2], %[x0], r10, %[s2]\n\t"               \
+    "smlad %[s3], %[x0], r11, %[s3]\n\t"               \
+    "ldmia %[w]!, {r8, r9, r10, r11}\n\t"              \
+    "smlad %[s0], %[x1], r8, %[s0]\n\t"                \
+    "smlad %[s1], %[x1], r9, %[s1]\n\t"                \
+    "smlad %[s2], %[x1], r10, %[s2]\n\t"               \
+    "smlad %[s3], %[x1], r11, %[s3]\n\t"
+#define MC_P4_S16_GROUP8 MC_P4_S16_GROUP4 MC_P4_S16_GROUP4
+
+/* p4_s16_panel on a word-aligned column (LDRD needs it): 32 k per trip, 90 instructions per
+ * 128 MACs with the loop test where p4_s16_panel's LDR pairs take 104; the rest of k by it.
+ * A fully connected layer's widened input row (fc_input=int16) runs here. */
+static inline const int16_t *p4_s16_panel_aligned(int32_t *s, const int16_t *w, const int16_t *x,
+                                                  const int16_t *x32, const int16_t *x8, int32_t k)
+{
+    int32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3], x0, x1;
+
+    if (x != x32) {
+        __asm__ volatile("1:\n\t" MC_P4_S16_GROUP8 MC_P4_S16_GROUP8 MC_P4_S16_GROUP8 MC_P4_S16_GROUP8
+                         "cmp %[x], %[end]\n\t"
+                         "bne 1b\n\t"
+                         : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [x] "+r"(x), [w] "+r"(w),
+                           [x0] "=&r"(x0), [x1] "=&r"(x1)
+                         : [end] "r"(x32)
+                         : "r8", "r9", "r10", "r11", "cc", "memory");
+        s[0] = s0;
+        s[1] = s1;
+        s[2] = s2;
+        s[3] = s3;
+    }
+    return p4_s16_panel(s, w, x, x8, k);
+}
+
 void mc_gemm_p4_dsp_s16(int32_t *c, const int16_t *a, const int16_t *b, const mc_gemm_params_t *params)
 {
     const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldc = params->ldc;
     const int32_t m4 = m & ~3, k8 = k & ~7;
+    /* LDRD needs word-aligned columns: an aligned B and an even ldb */
+    const int32_t k32 = ((uintptr_t)b & 3u) == 0 && (ldb & 1) == 0 ? k & ~31 : 0;
 
     for (int32_t j = 0; j < n; ++j) {
         const int16_t *col = b + j * ldb, *col8 = col + k8, *w = a;
         int32_t *cj = c + j * ldc, *cend = cj + m4;
 
         for (; cj != cend; cj += 4)
-            w = p4_s16_panel(cj, w, col, col8, k);
+            w = p4_s16_panel_aligned(cj, w, col, col + k32, col8, k);
         if (m4 != m) {         /* the last, partial panel (its padding rows are zero) */
             int32_t s[4] = {0, 0, 0, 0};
 
@@ -497,52 +538,9 @@ typedef struct {
     int32_t *pad;           /* the caller's words for what the naked loop pushes (unread) */
 } rq_column_t;
 
-/* Panels rq .. rq_end (12 words each: bias[4], mult[4], rshift[4] - 1) of one column, weights
- * from w. AAPCS: r0 = ctx, r1 = w, r2 = rq, r3 = rq_end. Registers: r0-r3 the four sums,
- * r4 the column, r5 its end, r6/r7 column words, r8-r11 weight words and epilogue
- * constants, r12 the weights, lr the records; on the stack rq_end, col, y, lo4, hi4, off2. */
-/* Written once for both column kernels: ENTER loads the context onto the stack, TAIL runs after
- * the 8-k loop (nothing, or the pairs left), LEAVE frees the context's words. */
-#define P4_RQ_COLUMN(NAME, ENTER, TAIL, LEAVE)                                                    \
-__attribute__((naked, noinline)) static void NAME(const rq_column_t *ctx __attribute__((unused)), \
-                                                  const int16_t *w __attribute__((unused)),       \
-                                                  const int32_t *rq __attribute__((unused)),      \
-                                                  const int32_t *rq_end __attribute__((unused)))  \
-{                                                                                                 \
-    __asm__ volatile(                                                                             \
-        "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                         \
-        ENTER                                                                                     \
-        "mov r12, r1\n\t"                                                                         \
-        "mov lr, r2\n\t"                                                                          \
-        "2:\n\t"                                                                                  \
-        "ldmia lr!, {r0, r1, r2, r3}\n\t"            /* the panel's bias */                       \
-        "ldr r4, [sp, #4]\n\t"                                                                    \
-        "1:\n\t"                                                                                  \
-        "ldmia r4!, {r6, r7}\n\t"                    /* four k of the column (word-aligned) */    \
-        "ldmia r12!, {r8, r9, r10, r11}\n\t"                                                      \
-        "smlad r0, r6, r8, r0\n\t"                                                                \
-        "smlad r1, r6, r9, r1\n\t"                                                                \
-        "smlad r2, r6, r10, r2\n\t"                                                               \
-        "smlad r3, r6, r11, r3\n\t"                                                               \
-        "ldmia r12!, {r8, r9, r10, r11}\n\t"                                                      \
-        "smlad r0, r7, r8, r0\n\t"                                                                \
-        "smlad r1, r7, r9, r1\n\t"                                                                \
-        "smlad r2, r7, r10, r2\n\t"                                                               \
-        "smlad r3, r7, r11, r3\n\t"                                                               \
-        "ldmia r4!, {r6, r7}\n\t"                                                                 \
-        "ldmia r12!, {r8, r9, r10, r11}\n\t"                                                      \
-        "smlad r0, r6, r8, r0\n\t"                                                                \
-        "smlad r1, r6, r9, r1\n\t"                                                                \
-        "smlad r2, r6, r10, r2\n\t"                                                               \
-        "smlad r3, r6, r11, r3\n\t"                                                               \
-        "ldmia r12!, {r8, r9, r10, r11}\n\t"                                                      \
-        "smlad r0, r7, r8, r0\n\t"                                                                \
-        "smlad r1, r7, r9, r1\n\t"                                                                \
-        "smlad r2, r7, r10, r2\n\t"                                                               \
-        "smlad r3, r7, r11, r3\n\t"                                                               \
-        "cmp r4, r5\n\t"                                                                          \
-        "bne 1b\n\t"                                                                              \
-        TAIL                                                                                      \
+/* TFLite's requantization with double rounding (mc_requant_dsp.h): the records' multipliers and
+ * shifts minus one, off2 = 1 + 2 * out_offset from the stack. */
+#define P4_RQ_DOUBLE_ROUNDING                                                                     \
         "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* multipliers: SMMULR(2 * acc, mult) */     \
         "lsl r0, r0, #1\n\t"                                                                      \
         "smmulr r0, r0, r8\n\t"                                                                   \
@@ -569,7 +567,52 @@ __attribute__((naked, noinline)) static void NAME(const rq_column_t *ctx __attri
         "sub r3, r3, r3, lsr #31\n\t"                                                             \
         "asr r3, r3, r11\n\t"                                                                     \
         "add r3, r3, r6\n\t"                                                                      \
-        "ssat r3, #8, r3, asr #1\n\t"                                                             \
+        "ssat r3, #8, r3, asr #1\n\t"
+
+/* Four k of one column and four rows; eight are P4_RQ_COLUMN's loop body (once per trip, or
+ * twice where k % 16 == 0, the end test then once per 16 k). */
+#define P4_RQ_K4                                                                                  \
+        "ldmia r4!, {r6, r7}\n\t"                    /* four k of the column (word-aligned) */    \
+        "ldmia r12!, {r8, r9, r10, r11}\n\t"                                                      \
+        "smlad r0, r6, r8, r0\n\t"                                                                \
+        "smlad r1, r6, r9, r1\n\t"                                                                \
+        "smlad r2, r6, r10, r2\n\t"                                                               \
+        "smlad r3, r6, r11, r3\n\t"                                                               \
+        "ldmia r12!, {r8, r9, r10, r11}\n\t"                                                      \
+        "smlad r0, r7, r8, r0\n\t"                                                                \
+        "smlad r1, r7, r9, r1\n\t"                                                                \
+        "smlad r2, r7, r10, r2\n\t"                                                               \
+        "smlad r3, r7, r11, r3\n\t"
+#define P4_RQ_K8 P4_RQ_K4 P4_RQ_K4
+
+/* Panels rq .. rq_end (12 words each: bias[4], mult[4], rshift[4] - 1) of one column, weights
+ * from w. AAPCS: r0 = ctx, r1 = w, r2 = rq, r3 = rq_end. Registers: r0-r3 the four sums,
+ * r4 the column, r5 its end, r6/r7 column words, r8-r11 weight words and epilogue
+ * constants, r12 the weights, lr the records; on the stack rq_end, col, y, lo4, hi4, off2. */
+/* Written once for the column kernels: ENTER loads the context onto the stack, TAIL runs after
+ * the 8-k loop (nothing, or the pairs left), REQUANT turns the sums r0-r3 into int8 values in
+ * r0-r3 (reading the rest of the panel's records from lr; r4 and r6-r11 are free), LEAVE frees
+ * the context's words. */
+#define P4_RQ_COLUMN(NAME, KLOOP, ENTER, TAIL, REQUANT, LEAVE)                                    \
+__attribute__((naked, noinline)) static void NAME(const rq_column_t *ctx __attribute__((unused)), \
+                                                  const int16_t *w __attribute__((unused)),       \
+                                                  const int32_t *rq __attribute__((unused)),      \
+                                                  const int32_t *rq_end __attribute__((unused)))  \
+{                                                                                                 \
+    __asm__ volatile(                                                                             \
+        "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                         \
+        ENTER                                                                                     \
+        "mov r12, r1\n\t"                                                                         \
+        "mov lr, r2\n\t"                                                                          \
+        "2:\n\t"                                                                                  \
+        "ldmia lr!, {r0, r1, r2, r3}\n\t"            /* the panel's bias */                       \
+        "ldr r4, [sp, #4]\n\t"                                                                    \
+        "1:\n\t"                                                                                  \
+        KLOOP                                                                                     \
+        "cmp r4, r5\n\t"                                                                          \
+        "bne 1b\n\t"                                                                              \
+        TAIL                                                                                      \
+        REQUANT                                                                                   \
         "pkhbt r6, r0, r2, lsl #16\n\t"              /* pack as mc_store4_s8 */                   \
         "pkhbt r7, r1, r3, lsl #16\n\t"                                                           \
         "uxtb16 r6, r6\n\t"                                                                       \
@@ -590,15 +633,113 @@ __attribute__((naked, noinline)) static void NAME(const rq_column_t *ctx __attri
         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t");                                        \
 }
 
-P4_RQ_COLUMN(p4_rq_s16_column,
+P4_RQ_COLUMN(p4_rq_s16_column, P4_RQ_K8,
              "ldm r0, {r4, r5, r6, r7, r8, r9}\n\t"           /* col, col8, y, lo4, hi4, off2 */
              "push {r3, r4, r6, r7, r8, r9}\n\t",             /* [sp]: rq_end, col, y, lo4, hi4, off2 */
-             "", "add sp, sp, #24\n\t")
+             "", P4_RQ_DOUBLE_ROUNDING, "add sp, sp, #24\n\t")
+P4_RQ_COLUMN(p4_rq_s16_column16, P4_RQ_K8 P4_RQ_K8,
+             "ldm r0, {r4, r5, r6, r7, r8, r9}\n\t"
+             "push {r3, r4, r6, r7, r8, r9}\n\t",
+             "", P4_RQ_DOUBLE_ROUNDING, "add sp, sp, #24\n\t")
+
+/* The column kernel for a whole k: 16 k per trip where k % 16 == 0. */
+static inline void p4_rq_s16_column_k(const rq_column_t *ctx, const int16_t *w, const int32_t *rq,
+                                      const int32_t *rq_end, int32_t k)
+{
+    (k & 15 ? p4_rq_s16_column : p4_rq_s16_column16)(ctx, w, rq, rq_end);
+}
+
+/* The single rounding, ties away from zero, of LiteRT's int8 fully connected layers
+ * (mc_fixedpoint.h mc_mul_by_qm_single_round_away, shift <= -2), with the output offset:
+ * for t = 31 - shift, sign(x) * ((|x| * M + 2^(t-1)) >> t) + off is
+ *     (x * M + 2^(t-1) - (x < 0) + off * 2^t) >> t,
+ * one SMLAL onto (H' + s : s), s = x >> 31, H' = 2^(t-33) + off * 2^(t-32), and an arithmetic
+ * shift of the high word by sh = t - 32 (so t >= 33). Per row the records hold H' and sh after
+ * the multipliers (mc_gemm.h); six instructions an output. */
+#define P4_AWAY_ONE(R, M)                                                                         \
+        "asr r4, " #R ", #31\n\t"                                                                 \
+        "ldrd r6, r7, [lr], #8\n\t"                                                               \
+        "add r6, r6, r4\n\t"                                                                      \
+        "smlal r4, r6, " #R ", " #M "\n\t"                                                        \
+        "asr " #R ", r6, r7\n\t"                                                                  \
+        "ssat " #R ", #8, " #R "\n\t"
+
+#define P4_RQ_AWAY                                                                                \
+        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* multipliers */                            \
+        P4_AWAY_ONE(r0, r8) P4_AWAY_ONE(r1, r9) P4_AWAY_ONE(r2, r10) P4_AWAY_ONE(r3, r11)
+
+P4_RQ_COLUMN(p4_rq_away_column, P4_RQ_K8,
+             "ldm r0, {r4, r5, r6, r7, r8, r9}\n\t"           /* col, col8, y, lo4, hi4, (off2) */
+             "push {r3, r4, r6, r7, r8, r9}\n\t",             /* [sp]: rq_end, col, y, lo4, hi4, off2 */
+             "", P4_RQ_AWAY, "add sp, sp, #24\n\t")
+P4_RQ_COLUMN(p4_rq_away_column16, P4_RQ_K8 P4_RQ_K8,
+             "ldm r0, {r4, r5, r6, r7, r8, r9}\n\t"
+             "push {r3, r4, r6, r7, r8, r9}\n\t",
+             "", P4_RQ_AWAY, "add sp, sp, #24\n\t")
+
+/* P4_RQ_AWAY's arithmetic in C (the 64-bit sum wraps as SMLAL's does). */
+static inline int32_t rq_away(int32_t x, int32_t mult, int32_t hp, int32_t sh)
+{
+    const int32_t s = x >> 31;
+    const uint64_t start = ((uint64_t)(uint32_t)(hp + s) << 32) | (uint32_t)s;
+    const int64_t t = (int64_t)((uint64_t)((int64_t)x * mult) + start);
+
+    return (int32_t)(t >> 32) >> sh;
+}
+
+/* mc_gemm_p4_rq_away_dsp_s16 for any shape or alignment, one MAC at a time. */
+static void p4_rq_away_any(MC_GEMM_RQREC_ARGS(int16_t))
+{
+    const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy;
+    const int32_t kp = (k + 1) & ~1;
+
+    for (int32_t j = 0; j < n; ++j)
+        for (int32_t i = 0; i < m; ++i) {
+            const int32_t *rec = rq + (i >> 2) * 16, r = i & 3;
+            int32_t acc = rec[r], v;
+
+            for (int32_t p = 0; p < k; ++p)
+                acc += a[(i >> 2) * 4 * kp + (p >> 1) * 8 + r * 2 + (p & 1)] * b[j * ldb + p];
+            v = rq_away(acc, rec[4 + r], rec[8 + 2 * r], rec[9 + 2 * r]);
+            v = v < -128 ? -128 : v > 127 ? 127 : v;
+            v = v < params->act_min ? params->act_min : v;
+            y[j * ldy + i] = (int8_t)(v > params->act_max ? params->act_max : v);
+        }
+}
+
+void mc_gemm_p4_rq_away_dsp_s16(MC_GEMM_RQREC_ARGS(int16_t))
+{
+    const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy;
+    int32_t pad[16];    /* the 60 bytes p4_rq_away_column pushes (see MC_GEMM_P4_RQ_S16_CHUNKS) */
+    rq_column_t ctx;
+
+    /* the assembly: k a multiple of 8, whole panels, word-aligned columns */
+    if (k < 8 || (k & 7) != 0 || m == 0 || (m & 3) != 0 || ((uintptr_t)b & 3u) != 0 || (ldb & 1) != 0) {
+        p4_rq_away_any(y, a, b, rq, params);
+        return;
+    }
+    ctx.lo4 = mc_bytes4(params->act_min);
+    ctx.hi4 = mc_bytes4(params->act_max);
+    ctx.off2 = 0;
+    ctx.tail = 0;
+    ctx.pad = pad;
+    for (int32_t i0 = 0; i0 < m; i0 += 4 * RQ_CHUNK) {
+        const int32_t rows = m - i0 < 4 * RQ_CHUNK ? m - i0 : 4 * RQ_CHUNK;
+
+        for (int32_t j = 0; j < n; ++j) {
+            ctx.col = b + j * ldb;
+            ctx.col8 = ctx.col + k;
+            ctx.y = y + j * ldy + i0;
+            (k & 15 ? p4_rq_away_column : p4_rq_away_column16)(&ctx, a + i0 * k, rq + i0 * 4,
+                                                               rq + (i0 + rows) * 4);
+        }
+    }
+}
 
 /* The same for k % 8 != 0 (k >= 8): after the 8-k loop, the rest a pair of k at a time (an odd
  * k's last pair reads one element past it, inside the column's even stride, against a zero
  * weight). ResNet-8's first convolution (k = 27) left the C loop for it. */
-P4_RQ_COLUMN(p4_rq_s16_column_tail,
+P4_RQ_COLUMN(p4_rq_s16_column_tail, P4_RQ_K8,
              "ldm r0, {r4, r5, r6, r7, r8, r9, r10}\n\t"      /* col, col8, y, lo4, hi4, off2, tail */
              "push {r3, r4, r6, r7, r8, r9, r10}\n\t",        /* [sp]: rq_end, col, y, lo4, hi4, off2, tail */
              "ldr r6, [sp, #24]\n\t"                         /* the k % 8 left, a pair at a time */
@@ -612,7 +753,7 @@ P4_RQ_COLUMN(p4_rq_s16_column_tail,
              "smlad r3, r7, r11, r3\n\t"
              "cmp r4, r6\n\t"
              "bne 3b\n\t",
-             "add sp, sp, #28\n\t")
+             P4_RQ_DOUBLE_ROUNDING, "add sp, sp, #28\n\t")
 
 /* k % 8 != 0 (k >= 8, ResNet-8's first convolution: k = 27), any loop order: chunks of
  * RQ_CHUNK panels, each column by p4_rq_s16_column_tail; the panels' rows are kp = k rounded
@@ -685,7 +826,7 @@ void NAME(MC_GEMM_RQREC_ARGS(int16_t))                                          
             ctx.col = b + j * ldb;                                                                   \
             ctx.col8 = ctx.col + k;                                                                  \
             ctx.y = y + j * ldy + i0;                                                                \
-            p4_rq_s16_column(&ctx, a + i0 * k, rq + i0 * 3, rq + (i0 + rows) * 3);                   \
+            p4_rq_s16_column_k(&ctx, a + i0 * k, rq + i0 * 3, rq + (i0 + rows) * 3, k);                   \
         }                                                                                            \
     }                                                                                                \
     if (m4 != m) {    /* the last, partial panel (its padding rows are zero), column by column */    \
@@ -776,110 +917,117 @@ typedef struct {
  * columns with one load of the panel's multipliers and one of its shifts (as p4_rq_s16_column,
  * mc_requant_dsp.h). Stack (from sp): rq [0], rq_end [4], col [8], col8 [12], y [16], lo4 [20],
  * hi4 [24], off2 [28], ldy [32]; 72 bytes with the 36 pushed. */
-__attribute__((naked, noinline)) static void p4x2_rq_s16_pair(const rq_pair_t *ctx __attribute__((unused)),
-                                                              const int16_t *w __attribute__((unused)),
-                                                              const int32_t *rq __attribute__((unused)),
-                                                              const int32_t *rq_end __attribute__((unused)))
-{
-    __asm__ volatile(
-        "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"
-        "ldm r0, {r4, r5, r6, r7, r8, r9, r10}\n\t"  /* col, col8, y, lo4, hi4, off2, ldy */
-        "push {r2, r3, r4, r5, r6, r7, r8, r9, r10}\n\t"
-        "mov r12, r1\n\t"
-        "mov lr, r2\n\t"
-        "2:\n\t"
-        "ldmia lr, {r4, r5, r6, r7}\n\t"             /* the panel's bias, for both columns */
-        "ldmia lr!, {r0, r1, r2, r3}\n\t"
-        "str lr, [sp]\n\t"
-        "ldr lr, [sp, #8]\n\t"
-        "1:\n\t"
-        MC_P4X2_KPAIR MC_P4X2_KPAIR MC_P4X2_KPAIR MC_P4X2_KPAIR
-        "ldr r8, [sp, #12]\n\t"
-        "cmp lr, r8\n\t"
-        "bne 1b\n\t"
-        "ldr lr, [sp]\n\t"
-        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* multipliers: SMMULR(2 * acc, mult) */
-        "lsl r0, r0, #1\n\t"
-        "smmulr r0, r0, r8\n\t"
-        "lsl r4, r4, #1\n\t"
-        "smmulr r4, r4, r8\n\t"
-        "lsl r1, r1, #1\n\t"
-        "smmulr r1, r1, r9\n\t"
-        "lsl r5, r5, #1\n\t"
-        "smmulr r5, r5, r9\n\t"
-        "lsl r2, r2, #1\n\t"
-        "smmulr r2, r2, r10\n\t"
-        "lsl r6, r6, #1\n\t"
-        "smmulr r6, r6, r10\n\t"
-        "lsl r3, r3, #1\n\t"
-        "smmulr r3, r3, r11\n\t"
-        "lsl r7, r7, #1\n\t"
-        "smmulr r7, r7, r11\n\t"
-        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* shifts minus one */
-        "str lr, [sp]\n\t"                            /* the next panel's records */
-        "ldr lr, [sp, #28]\n\t"                       /* off2 */
-        "sub r0, r0, r0, lsr #31\n\t"
-        "asr r0, r0, r8\n\t"
-        "add r0, r0, lr\n\t"
-        "ssat r0, #8, r0, asr #1\n\t"
-        "sub r4, r4, r4, lsr #31\n\t"
-        "asr r4, r4, r8\n\t"
-        "add r4, r4, lr\n\t"
-        "ssat r4, #8, r4, asr #1\n\t"
-        "sub r1, r1, r1, lsr #31\n\t"
-        "asr r1, r1, r9\n\t"
-        "add r1, r1, lr\n\t"
-        "ssat r1, #8, r1, asr #1\n\t"
-        "sub r5, r5, r5, lsr #31\n\t"
-        "asr r5, r5, r9\n\t"
-        "add r5, r5, lr\n\t"
-        "ssat r5, #8, r5, asr #1\n\t"
-        "sub r2, r2, r2, lsr #31\n\t"
-        "asr r2, r2, r10\n\t"
-        "add r2, r2, lr\n\t"
-        "ssat r2, #8, r2, asr #1\n\t"
-        "sub r6, r6, r6, lsr #31\n\t"
-        "asr r6, r6, r10\n\t"
-        "add r6, r6, lr\n\t"
-        "ssat r6, #8, r6, asr #1\n\t"
-        "sub r3, r3, r3, lsr #31\n\t"
-        "asr r3, r3, r11\n\t"
-        "add r3, r3, lr\n\t"
-        "ssat r3, #8, r3, asr #1\n\t"
-        "sub r7, r7, r7, lsr #31\n\t"
-        "asr r7, r7, r11\n\t"
-        "add r7, r7, lr\n\t"
-        "ssat r7, #8, r7, asr #1\n\t"
-        "pkhbt r8, r0, r2, lsl #16\n\t"               /* pack as mc_store4_s8: column 2q */
-        "pkhbt r9, r1, r3, lsl #16\n\t"
-        "uxtb16 r8, r8\n\t"
-        "uxtb16 r9, r9\n\t"
-        "orr r8, r8, r9, lsl #8\n\t"
-        "pkhbt r9, r4, r6, lsl #16\n\t"               /* column 2q+1 */
-        "pkhbt r10, r5, r7, lsl #16\n\t"
-        "uxtb16 r9, r9\n\t"
-        "uxtb16 r10, r10\n\t"
-        "orr r9, r9, r10, lsl #8\n\t"
-        "ldrd r10, r11, [sp, #20]\n\t"                /* lo4, hi4 */
-        "ssub8 r0, r8, r10\n\t"
-        "sel r8, r8, r10\n\t"
-        "ssub8 r0, r11, r8\n\t"
-        "sel r8, r8, r11\n\t"
-        "ssub8 r0, r9, r10\n\t"
-        "sel r9, r9, r10\n\t"
-        "ssub8 r0, r11, r9\n\t"
-        "sel r9, r9, r11\n\t"
-        "ldr r10, [sp, #16]\n\t"                      /* y */
-        "ldr r11, [sp, #32]\n\t"                      /* ldy */
-        "str r9, [r10, r11]\n\t"                      /* column 2q+1's four outputs */
-        "str r8, [r10], #4\n\t"                       /* column 2q's */
-        "str r10, [sp, #16]\n\t"
-        "ldrd lr, r6, [sp]\n\t"                       /* records, rq_end */
-        "cmp lr, r6\n\t"
-        "bne 2b\n\t"
-        "add sp, sp, #36\n\t"
-        "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t");
+/* Written once for both trip lengths: KPAIRS is the k loop's body, four k-pairs (8 k) or eight
+ * (16 k, where k % 16 == 0: the loop's end test once per 16 k). */
+#define P4X2_RQ_PAIR(NAME, KPAIRS)                                                                                     \
+__attribute__((naked, noinline)) static void NAME(const rq_pair_t *ctx __attribute__((unused)),                        \
+                                                              const int16_t *w __attribute__((unused)),                \
+                                                              const int32_t *rq __attribute__((unused)),               \
+                                                              const int32_t *rq_end __attribute__((unused)))           \
+{                                                                                                                      \
+    __asm__ volatile(                                                                                                  \
+        "push {r4, r5, r6, r7, r8, r9, r10, r11, lr}\n\t"                                                              \
+        "ldm r0, {r4, r5, r6, r7, r8, r9, r10}\n\t"  /* col, col8, y, lo4, hi4, off2, ldy */                           \
+        "push {r2, r3, r4, r5, r6, r7, r8, r9, r10}\n\t"                                                               \
+        "mov r12, r1\n\t"                                                                                              \
+        "mov lr, r2\n\t"                                                                                               \
+        "2:\n\t"                                                                                                       \
+        "ldmia lr, {r4, r5, r6, r7}\n\t"             /* the panel's bias, for both columns */                          \
+        "ldmia lr!, {r0, r1, r2, r3}\n\t"                                                                              \
+        "str lr, [sp]\n\t"                                                                                             \
+        "ldr lr, [sp, #8]\n\t"                                                                                         \
+        "1:\n\t"                                                                                                       \
+        KPAIRS                                                                                                         \
+        "ldr r8, [sp, #12]\n\t"                                                                                        \
+        "cmp lr, r8\n\t"                                                                                               \
+        "bne 1b\n\t"                                                                                                   \
+        "ldr lr, [sp]\n\t"                                                                                             \
+        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* multipliers: SMMULR(2 * acc, mult) */                          \
+        "lsl r0, r0, #1\n\t"                                                                                           \
+        "smmulr r0, r0, r8\n\t"                                                                                        \
+        "lsl r4, r4, #1\n\t"                                                                                           \
+        "smmulr r4, r4, r8\n\t"                                                                                        \
+        "lsl r1, r1, #1\n\t"                                                                                           \
+        "smmulr r1, r1, r9\n\t"                                                                                        \
+        "lsl r5, r5, #1\n\t"                                                                                           \
+        "smmulr r5, r5, r9\n\t"                                                                                        \
+        "lsl r2, r2, #1\n\t"                                                                                           \
+        "smmulr r2, r2, r10\n\t"                                                                                       \
+        "lsl r6, r6, #1\n\t"                                                                                           \
+        "smmulr r6, r6, r10\n\t"                                                                                       \
+        "lsl r3, r3, #1\n\t"                                                                                           \
+        "smmulr r3, r3, r11\n\t"                                                                                       \
+        "lsl r7, r7, #1\n\t"                                                                                           \
+        "smmulr r7, r7, r11\n\t"                                                                                       \
+        "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* shifts minus one */                                            \
+        "str lr, [sp]\n\t"                            /* the next panel's records */                                   \
+        "ldr lr, [sp, #28]\n\t"                       /* off2 */                                                       \
+        "sub r0, r0, r0, lsr #31\n\t"                                                                                  \
+        "asr r0, r0, r8\n\t"                                                                                           \
+        "add r0, r0, lr\n\t"                                                                                           \
+        "ssat r0, #8, r0, asr #1\n\t"                                                                                  \
+        "sub r4, r4, r4, lsr #31\n\t"                                                                                  \
+        "asr r4, r4, r8\n\t"                                                                                           \
+        "add r4, r4, lr\n\t"                                                                                           \
+        "ssat r4, #8, r4, asr #1\n\t"                                                                                  \
+        "sub r1, r1, r1, lsr #31\n\t"                                                                                  \
+        "asr r1, r1, r9\n\t"                                                                                           \
+        "add r1, r1, lr\n\t"                                                                                           \
+        "ssat r1, #8, r1, asr #1\n\t"                                                                                  \
+        "sub r5, r5, r5, lsr #31\n\t"                                                                                  \
+        "asr r5, r5, r9\n\t"                                                                                           \
+        "add r5, r5, lr\n\t"                                                                                           \
+        "ssat r5, #8, r5, asr #1\n\t"                                                                                  \
+        "sub r2, r2, r2, lsr #31\n\t"                                                                                  \
+        "asr r2, r2, r10\n\t"                                                                                          \
+        "add r2, r2, lr\n\t"                                                                                           \
+        "ssat r2, #8, r2, asr #1\n\t"                                                                                  \
+        "sub r6, r6, r6, lsr #31\n\t"                                                                                  \
+        "asr r6, r6, r10\n\t"                                                                                          \
+        "add r6, r6, lr\n\t"                                                                                           \
+        "ssat r6, #8, r6, asr #1\n\t"                                                                                  \
+        "sub r3, r3, r3, lsr #31\n\t"                                                                                  \
+        "asr r3, r3, r11\n\t"                                                                                          \
+        "add r3, r3, lr\n\t"                                                                                           \
+        "ssat r3, #8, r3, asr #1\n\t"                                                                                  \
+        "sub r7, r7, r7, lsr #31\n\t"                                                                                  \
+        "asr r7, r7, r11\n\t"                                                                                          \
+        "add r7, r7, lr\n\t"                                                                                           \
+        "ssat r7, #8, r7, asr #1\n\t"                                                                                  \
+        "pkhbt r8, r0, r2, lsl #16\n\t"               /* pack as mc_store4_s8: column 2q */                            \
+        "pkhbt r9, r1, r3, lsl #16\n\t"                                                                                \
+        "uxtb16 r8, r8\n\t"                                                                                            \
+        "uxtb16 r9, r9\n\t"                                                                                            \
+        "orr r8, r8, r9, lsl #8\n\t"                                                                                   \
+        "pkhbt r9, r4, r6, lsl #16\n\t"               /* column 2q+1 */                                                \
+        "pkhbt r10, r5, r7, lsl #16\n\t"                                                                               \
+        "uxtb16 r9, r9\n\t"                                                                                            \
+        "uxtb16 r10, r10\n\t"                                                                                          \
+        "orr r9, r9, r10, lsl #8\n\t"                                                                                  \
+        "ldrd r10, r11, [sp, #20]\n\t"                /* lo4, hi4 */                                                   \
+        "ssub8 r0, r8, r10\n\t"                                                                                        \
+        "sel r8, r8, r10\n\t"                                                                                          \
+        "ssub8 r0, r11, r8\n\t"                                                                                        \
+        "sel r8, r8, r11\n\t"                                                                                          \
+        "ssub8 r0, r9, r10\n\t"                                                                                        \
+        "sel r9, r9, r10\n\t"                                                                                          \
+        "ssub8 r0, r11, r9\n\t"                                                                                        \
+        "sel r9, r9, r11\n\t"                                                                                          \
+        "ldr r10, [sp, #16]\n\t"                      /* y */                                                          \
+        "ldr r11, [sp, #32]\n\t"                      /* ldy */                                                        \
+        "str r9, [r10, r11]\n\t"                      /* column 2q+1's four outputs */                                 \
+        "str r8, [r10], #4\n\t"                       /* column 2q's */                                                \
+        "str r10, [sp, #16]\n\t"                                                                                       \
+        "ldrd lr, r6, [sp]\n\t"                       /* records, rq_end */                                            \
+        "cmp lr, r6\n\t"                                                                                               \
+        "bne 2b\n\t"                                                                                                   \
+        "add sp, sp, #36\n\t"                                                                                          \
+        "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t");                                                             \
 }
+
+P4X2_RQ_PAIR(p4x2_rq_s16_pair, MC_P4X2_KPAIR MC_P4X2_KPAIR MC_P4X2_KPAIR MC_P4X2_KPAIR)
+P4X2_RQ_PAIR(p4x2_rq_s16_pair16, MC_P4X2_KPAIR MC_P4X2_KPAIR MC_P4X2_KPAIR MC_P4X2_KPAIR
+             MC_P4X2_KPAIR MC_P4X2_KPAIR MC_P4X2_KPAIR MC_P4X2_KPAIR)
 
 /* gemm_tile "4x2": pairs of columns by p4x2_rq_s16_pair, an odd last column (row-major after
  * the pairs) by the 4x1 loop; chunks of RQ_CHUNK panels outermost as the default. */
@@ -909,13 +1057,13 @@ void mc_gemm_p4x2_rq_dsp_s16(MC_GEMM_RQREC_ARGS(int16_t))
             pair.col = b + j * ldb;
             pair.col8 = pair.col + 2 * k;
             pair.y = y + j * ldy + i0;
-            p4x2_rq_s16_pair(&pair, a + i0 * k, rec, rec_end);
+            (k & 15 ? p4x2_rq_s16_pair : p4x2_rq_s16_pair16)(&pair, a + i0 * k, rec, rec_end);
         }
         if (n & 1) {
             ctx.col = b + (n - 1) * ldb;
             ctx.col8 = ctx.col + k;
             ctx.y = y + (n - 1) * ldy + i0;
-            p4_rq_s16_column(&ctx, a + i0 * k, rec, rec_end);
+            p4_rq_s16_column_k(&ctx, a + i0 * k, rec, rec_end, k);
         }
     }
 }
