@@ -111,9 +111,10 @@ def schedule_and_plan(graph: Graph, board: Board, flash_budget: int | None = Non
     scheduled = {name: wide[name] if name in widened else packed[name] if name in stored_int4 else sched
                  for name, sched in narrow.items()}
     graph, plan = planned(scheduled)
+    room = None if budget is None else budget - sum(_const_bytes(f) for f, _ in scheduled.values())
     graph, plan = _grow_blocks(graph, plan, scheduled,
                                {n: f for n, f in lowered.items() if n not in tuned_nodes and n not in stored_int4},
-                               widened, target, planned)
+                               widened, target, planned, room)
     kernels = [(n, *scheduled[n.name]) for n in graph.nodes if n.name in scheduled]
     return kernels, plan, graph, widened, tuned_nodes, stored_int4
 
@@ -149,11 +150,14 @@ def _weight_count(f) -> int:
     return w.size if w is not None else 0
 
 
-def _grow_blocks(graph: Graph, plan: MemoryPlan, scheduled: dict, lowered: dict, widened: dict, target, planned):
+def _grow_blocks(graph: Graph, plan: MemoryPlan, scheduled: dict, lowered: dict, widened: dict, target, planned,
+                 room: int | None = None):
     """Give conv2d kernels off the arena's peak larger im2col blocks (schedule/blocks.py), never
     growing the arena: each kernel takes the largest block within its slack (the plan's peak of
     live bytes, its lower bound, less the bytes live at its step); all together are re-planned, and if that arena is larger (the order
-    or the placement changed), one kernel at a time, each kept only if the arena stays. Updates
+    or the placement changed), one kernel at a time, each kept only if the arena stays. A change
+    that adds constants (a fully connected layer's fused kernel: its records) is kept only while
+    they fit `room`, the flash the weights budget has left (None: no limit). Updates
     `scheduled` in place; returns the graph in its order and the plan."""
     timeline = plan.timeline()
     live = dict(zip((n.name for n in graph.nodes), timeline))
@@ -162,8 +166,13 @@ def _grow_blocks(graph: Graph, plan: MemoryPlan, scheduled: dict, lowered: dict,
     for name, func in lowered.items():
         f, t = scheduled[name]
         grown = blocks.larger_block(func, target, name in widened, f, t, bound - live[name])
-        if grown is not None:
-            bigger[name] = grown
+        if grown is None:
+            continue
+        added = _const_bytes(grown[0]) - _const_bytes(f)
+        if room is not None and added > room:
+            continue
+        room = None if room is None else room - max(added, 0)
+        bigger[name] = grown
     if not bigger:
         return graph, plan
     g, p = planned({**scheduled, **bigger})

@@ -403,7 +403,10 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, wide: bool | None = None,
         # window where the columns would run the 4x1 tile: where they take the 4x2 one, its
         # halved weight loads cost fewer cycles than the window saves copying (ResNet-8's 16x16
         # and 8x8 convs: 4.5% fewer instructions with the window, 5% more estimated cycles)
-        columns = schedule_conv2d_gemm(func, target, wide, replace(k, im2col="columns"))
+        try:
+            columns = schedule_conv2d_gemm(func, target, wide, replace(k, im2col="columns"))
+        except ScheduleError:
+            columns = None
         if columns is not None and ("knob", "gemm_tile", "4x2") in [(d.primitive, *d.args)
                                                                    for d in columns.trace.decisions]:
             return columns
@@ -876,6 +879,9 @@ def _dense_rq_away(func: PrimFunc, acc_rows: int) -> Schedule | None:
     of mc_gemm_p4_rq_away_dsp_s16 (the 4x1 assembly with the rounding in its epilogue: six
     instructions an output where the tile's separate pass took about fifteen). None where the
     kernel does not match."""
+    depth = next(b for b in func.buffers if b.name == "w").shape[-1]
+    if depth < 8 or depth % 8:
+        return None          # the kernel's assembly needs k a multiple of 8 (its C loop is slow)
     sch = Schedule(func)
     try:
         sch.knob("wide_weights", 1)

@@ -66,12 +66,17 @@ def transpose_constant(f: PrimFunc, buffer: str, *perm: int) -> PrimFunc:
             digits.append(rest // s)
             rest %= s
         out = sum(digits[d] * new_stride[d] for d in range(len(old.shape)))
+        reach = list(digits)          # each dimension's largest index over the loops: no carries
         for v, c in coeffs.items():
             d = dim_of(c, loops[v])
             if d is None:
                 raise ScheduleError(f"transpose_constant {buffer}: loop {v} (stride {c}) does not step along "
                                     f"one dimension of {old.shape}")
+            reach[d] += c // old_strides[d] * (loops[v] - 1)
             terms.append(mul(vars_[v], c // old_strides[d] * new_stride[d]))
+        if any(r >= n for r, n in zip(reach, old.shape)):
+            raise ScheduleError(f"transpose_constant {buffer}: index {index} carries from one dimension into the "
+                                f"next")
         expr = IntImm(out)
         for t in terms:
             expr = add(t, expr)

@@ -243,9 +243,10 @@ def rq_away_refusal(mult, shift, off: int) -> str | None:
         return "a multiplier outside 0 .. 2^31 - 1"
     if np.any(t < 33):
         return f"a shift of {int(31 - t.min())} (the kernel keeps the high word: 31 - shift >= 33)"
-    hp = (1 << (t - 33)) + off * (1 << (t - 32))
-    if np.any(t > 62) or np.any(hp >= 2**31) or np.any(hp < -2**31):
-        return "a shift so small that the rounding term and the offset overflow a word"
+    # |x * M| < 2^62 and |H' * 2^32| < 2^62: their sum cannot wrap the 64-bit SMLAL
+    hp = (1 << np.minimum(t, 62) - 33) + off * (1 << np.minimum(t, 62) - 32)
+    if np.any(t > 62) or np.any(np.abs(hp) >= 2**30):
+        return "a shift so small that the rounding term and the offset could overflow the 64-bit sum"
     return None
 
 

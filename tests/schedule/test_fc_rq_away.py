@@ -4,7 +4,7 @@ random and extreme sums, multipliers, shifts and offsets (ties included); its re
 mc_gemm.h; it is refused where the shift leaves the high word (31 - shift < 33) and the layer
 keeps its int32 tile; fc_input=int16 takes it and keeps results on the loop-IR interpreter; on
 the Cortex-M4 twin layers with power-of-two scales (frequent ties) equal LiteRT byte for byte,
-on the assembly path and the C one (partial panels, k not a multiple of 8)."""
+the assembly's whole panels and the C rows of a partial last one."""
 
 from __future__ import annotations
 
@@ -65,7 +65,8 @@ def test_records_follow_the_documented_layout():
 
 @pytest.mark.parametrize("mult,shift,off,why", [
     (1 << 30, 0, 0, "31 - shift >= 33"), (1 << 30, -1, 0, "31 - shift >= 33"),
-    (-5, -4, 0, "multiplier outside"), (1 << 30, -30, 127, "overflow a word")])
+    (-5, -4, 0, "multiplier outside"), (1 << 30, -30, 127, "overflow the 64-bit sum"),
+    (1 << 30, -25, -128, "overflow the 64-bit sum")])
 def test_refused_outside_its_form(mult, shift, off, why):
     assert why in rq_away_refusal([mult], [shift], off)
 
@@ -76,17 +77,24 @@ def _fc(seed: int, rows: int, k: int, units: int, per_channel: bool, act: str = 
     return build_graph(case)
 
 
+# k % 8 == 0 (fused; m % 4 != 0: the assembly's panels and the C rows) and not (the tile)
 SHAPES = [(1, 8, 4, False, "NONE"), (2, 16, 8, True, "RELU"), (1, 37, 13, True, "RELU6"),
-          (3, 64, 12, False, "NONE"), (1, 130, 33, True, "RELU"), (1, 24, 6, False, "RELU")]
+          (3, 64, 12, False, "NONE"), (1, 130, 33, True, "RELU"), (1, 24, 6, False, "RELU"),
+          (1, 40, 10, True, "RELU6"), (2, 48, 17, False, "NONE")]
 
 
 @pytest.mark.parametrize("rows,k,units,per_channel,act", SHAPES)
 def test_fc_input_int16_fuses_the_requantization(rows, k, units, per_channel, act):
+    """Where k is a multiple of 8 (the kernel's assembly; a partial last panel runs its C rows);
+    otherwise the int32 tile and the int16 panel kernel."""
     g = _fc(rows * 1000 + k, rows, k, units, per_channel, act)
     f = lower_node(g, g.nodes[0])
     got, _ = apply_config(f, DSP, {**default_config(f, DSP, True), "fc_input": "int16"})
     text = tir_str(got)
-    assert f"{RQ_AWAY_KERNEL}(" in text and "acc_tile" not in text, text
+    if k % 8:
+        assert RQ_AWAY_KERNEL not in text and "mc_gemm_p4_dsp_s16(" in text, text
+    else:
+        assert f"{RQ_AWAY_KERNEL}(" in text and "acc_tile" not in text, text
     for seed in (1, 2, 3):
         ins = random_inputs(g, seed)
         assert matches(run_lowered(g, got, ins), run_lowered(g, f, ins))
@@ -118,4 +126,6 @@ def test_fused_fc_matches_litert_on_qemu(tmp_path):
     report = deploy_graph(g, inputs, "mps2-an386", tmp_path)
     assert report["verified"], report["outputs"]
     model_c = (tmp_path / "project" / "model" / "model.c").read_text()
-    assert model_c.count(f"{RQ_AWAY_KERNEL}(") == len(SHAPES), model_c.count(f"{RQ_AWAY_KERNEL}(")
+    # (the planner keeps the int8 row where the widened one would move the arena: one of them here)
+    fused = sum(1 for shape in SHAPES if shape[1] % 8 == 0)
+    assert fused - 1 <= model_c.count(f"{RQ_AWAY_KERNEL}(") <= fused, model_c.count(f"{RQ_AWAY_KERNEL}(")

@@ -148,3 +148,21 @@ def test_the_columns_keep_the_4x2_tile_where_they_take_it():
     assert "xv_win" in tir_str(win)
     _same(func, got)
     _same(func, win)
+
+
+def test_transpose_constant_refuses_an_index_that_carries():
+    """w[i + 2] over i < 4 of an int8[2, 4] crosses from row 0 into row 1: no per-dimension
+    rewrite keeps it, so the primitive refuses instead of reading out of bounds."""
+    from microcompile.schedule import ScheduleError
+    from microcompile.tir.nodes import Buffer, For, IntImm, Load, PrimFunc, Store, Var, add
+
+    w = Buffer("w", "int8", (2, 4), "const", data=np.arange(8, dtype=np.int8).reshape(2, 4))
+    out = Buffer("y", "int8", (4,), "arena", tensor="y")
+    i = Var("i")
+    func = PrimFunc("carry", (w, out), For(i, 4, Store(out, i, Load(w, add(i, IntImm(2))))), {})
+    with pytest.raises(ScheduleError, match="carries"):
+        Schedule(func).apply("transpose_constant", "w", 1, 0)
+    inside = PrimFunc("inside", (w, out), For(i, 4, Store(out, i, Load(w, add(i, IntImm(4))))), {})
+    sch = Schedule(inside)
+    sch.apply("transpose_constant", "w", 1, 0)
+    _same(inside, sch.func)

@@ -687,14 +687,15 @@ static inline int32_t rq_away(int32_t x, int32_t mult, int32_t hp, int32_t sh)
     return (int32_t)(t >> 32) >> sh;
 }
 
-/* mc_gemm_p4_rq_away_dsp_s16 for any shape or alignment, one MAC at a time. */
-static void p4_rq_away_any(MC_GEMM_RQREC_ARGS(int16_t))
+/* mc_gemm_p4_rq_away_dsp_s16's rows i0 .. m - 1 for any shape or alignment, one MAC at a time
+ * (all of them where the assembly does not apply; the last, partial panel where it does). */
+static void p4_rq_away_rows(MC_GEMM_RQREC_ARGS(int16_t), int32_t i0)
 {
     const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy;
     const int32_t kp = (k + 1) & ~1;
 
     for (int32_t j = 0; j < n; ++j)
-        for (int32_t i = 0; i < m; ++i) {
+        for (int32_t i = i0; i < m; ++i) {
             const int32_t *rec = rq + (i >> 2) * 16, r = i & 3;
             int32_t acc = rec[r], v;
 
@@ -710,12 +711,13 @@ static void p4_rq_away_any(MC_GEMM_RQREC_ARGS(int16_t))
 void mc_gemm_p4_rq_away_dsp_s16(MC_GEMM_RQREC_ARGS(int16_t))
 {
     const int32_t m = params->m, n = params->n, k = params->k, ldb = params->ldb, ldy = params->ldy;
+    const int32_t m4 = m & ~3;
     int32_t pad[16];    /* the 60 bytes p4_rq_away_column pushes (see MC_GEMM_P4_RQ_S16_CHUNKS) */
     rq_column_t ctx;
 
-    /* the assembly: k a multiple of 8, whole panels, word-aligned columns */
-    if (k < 8 || (k & 7) != 0 || m == 0 || (m & 3) != 0 || ((uintptr_t)b & 3u) != 0 || (ldb & 1) != 0) {
-        p4_rq_away_any(y, a, b, rq, params);
+    /* the assembly: k a multiple of 8, word-aligned columns, whole panels (the rest by rows) */
+    if (k < 8 || (k & 7) != 0 || m4 == 0 || ((uintptr_t)b & 3u) != 0 || (ldb & 1) != 0) {
+        p4_rq_away_rows(y, a, b, rq, params, 0);
         return;
     }
     ctx.lo4 = mc_bytes4(params->act_min);
@@ -723,8 +725,8 @@ void mc_gemm_p4_rq_away_dsp_s16(MC_GEMM_RQREC_ARGS(int16_t))
     ctx.off2 = 0;
     ctx.tail = 0;
     ctx.pad = pad;
-    for (int32_t i0 = 0; i0 < m; i0 += 4 * RQ_CHUNK) {
-        const int32_t rows = m - i0 < 4 * RQ_CHUNK ? m - i0 : 4 * RQ_CHUNK;
+    for (int32_t i0 = 0; i0 < m4; i0 += 4 * RQ_CHUNK) {
+        const int32_t rows = m4 - i0 < 4 * RQ_CHUNK ? m4 - i0 : 4 * RQ_CHUNK;
 
         for (int32_t j = 0; j < n; ++j) {
             ctx.col = b + j * ldb;
@@ -734,6 +736,8 @@ void mc_gemm_p4_rq_away_dsp_s16(MC_GEMM_RQREC_ARGS(int16_t))
                                                                rq + (i0 + rows) * 4);
         }
     }
+    if (m4 != m)
+        p4_rq_away_rows(y, a, b, rq, params, m4);
 }
 
 /* The same for k % 8 != 0 (k >= 8): after the 8-k loop, the rest a pair of k at a time (an odd
