@@ -50,8 +50,10 @@ GAIN_PER_SOFTMAX_ELEMENT = 400
 GAIN_PER_ELEMENT = {"add": GAIN_PER_TABLE_ELEMENT, "sub": GAIN_PER_TABLE_ELEMENT, "softmax": GAIN_PER_SOFTMAX_ELEMENT}
 # Flash the firmware needs besides the weights, estimated before it is built: the runtime,
 # startup and platform code, plus per kernel its code and parameter structs (our models:
-# 6-14 KiB of code for 10-16 kernels), plus the embedded test input.
-CODE_BASE_BYTES = 8192
+# 7-21 KiB of code for 10-16 kernels; the most where some layers keep int8 weights and the
+# int8 and int16 GEMM kernels are both linked: kws under a 64 KiB budget, 21,554 bytes),
+# plus the embedded test input.
+CODE_BASE_BYTES = 10240
 CODE_PER_KERNEL_BYTES = 1024
 
 
