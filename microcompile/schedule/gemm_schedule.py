@@ -879,9 +879,10 @@ def _dense_rq_away(func: PrimFunc, acc_rows: int) -> Schedule | None:
     of mc_gemm_p4_rq_away_dsp_s16 (the 4x1 assembly with the rounding in its epilogue: six
     instructions an output where the tile's separate pass took about fifteen). None where the
     kernel does not match."""
-    depth = next(b for b in func.buffers if b.name == "w").shape[-1]
-    if depth < 8 or depth % 8:
-        return None          # the kernel's assembly needs k a multiple of 8 (its C loop is slow)
+    w = next(b for b in func.buffers if b.name == "w")
+    units, depth = w.shape[0], w.size // w.shape[0]
+    if depth < 8 or depth % 8 or units < 4:
+        return None          # its assembly needs k a multiple of 8 and a whole panel (its C loop is slow)
     sch = Schedule(func)
     try:
         sch.knob("wide_weights", 1)

@@ -129,3 +129,11 @@ def test_fused_fc_matches_litert_on_qemu(tmp_path):
     # (the planner keeps the int8 row where the widened one would move the arena: one of them here)
     fused = sum(1 for shape in SHAPES if shape[1] % 8 == 0)
     assert fused - 1 <= model_c.count(f"{RQ_AWAY_KERNEL}(") <= fused, model_c.count(f"{RQ_AWAY_KERNEL}(")
+
+
+def test_fewer_than_four_units_keep_the_tile():
+    """No whole panel of four rows: the kernel would run only its C rows (MobileNet's 2-class head)."""
+    g = _fc(6, 1, 256, 2, False)
+    f = lower_node(g, g.nodes[0])
+    got, _ = apply_config(f, DSP, {**default_config(f, DSP, True), "fc_input": "int16"})
+    assert RQ_AWAY_KERNEL not in tir_str(got) and "mc_gemm_p4_dsp_s16(" in tir_str(got)
