@@ -64,16 +64,16 @@ def test_window_is_the_default_and_computes_the_same(seed):
 
 
 def test_window_of_a_row_block_reads_each_input_column_once():
-    """ResNet-8's 16-channel 3x3 conv (here 32x33 pixels): blocks of 3 pixels (under the 576
-    bytes of the int8 columns' block of 4) copy 5 input columns of 3x16."""
-    func = _conv(1, hw=32, cin=16, cout=16, kernel=3, stride=1, padding="SAME")
+    """ResNet-8's 16-channel 3x3 conv on a 6x7 plane: blocks of the whole row of 7 pixels (1,008
+    bytes of int8 columns under the 1 KiB cap; the window takes 864) copy 9 input columns of 3x16."""
+    func = _conv(1, hw=6, cin=16, cout=16, kernel=3, stride=1, padding="SAME")
     got, trace = apply_config(func, DSP, default_config(func, DSP, True))
     win = next(b for b in got.buffers if b.name == "xv_win")
-    assert win.shape == (5, 3, 16) and win.dtype == "int16"
+    assert win.shape == (9, 3, 16) and win.dtype == "int16"
     text = tir_str(got)
-    assert "ldb=48" in text and "n=3, k=144" in text, text
-    # the interior rows' copy has no row test (pad_split: the oh loop cut at rows 1 and 31)
-    assert ("partition", "oh", 1, 31) in [(d.primitive, *d.args) for d in trace.decisions]
+    assert "ldb=48" in text and "n=7, k=144" in text, text
+    # the interior rows' copy has no row test (pad_split: the oh loop cut at rows 1 and 5)
+    assert ("partition", "oh", 1, 5) in [(d.primitive, *d.args) for d in trace.decisions]
     _same(func, got)
 
 
