@@ -237,10 +237,18 @@ def cache_read(f: PrimFunc, let_var: str, at: str, dtype: str | None = None, eve
                  else LetStmt(rename[n.var], n.value, stage))
     stage = substitute(stage, rename)
     load = Load(cache, cache_index([lp.var for lp in loops_]) if loops_ else cache.at(0))
-    narrow = Cast(let.value.dtype, load) if dtype != let.value.dtype else load
+    return read_from_cache(f, top, at, let, stage, load)
+
+
+def read_from_cache(f: PrimFunc, top: Stmt, at: str | None, let: LetStmt, stage: Stmt, load: Load) -> PrimFunc:
+    """The end of a cache primitive (cache_read, window.cache_window): `stage` (which fills
+    load.buffer) first in `top` (loop `at`, or the body when at is None), and every use of the
+    let-bound value read by `load` (narrowed back to the value's type) instead."""
+    cache = load.buffer
+    narrow = Cast(let.value.dtype, load) if cache.dtype != let.value.dtype else load
 
     def replace_let(n):
-        if isinstance(n, LetStmt) and n.var.name == let_var:
+        if isinstance(n, LetStmt) and n.var.name == let.var.name:
             return _drop_dead_lets(_unwrap_cast(substitute(n.body, {n.var: narrow}), cache))
         return None
     if at is None:

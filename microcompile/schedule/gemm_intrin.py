@@ -164,9 +164,15 @@ def _records(bind: dict) -> dict | None:
         return None
     m = bind["m"]
     data = rq_records(*(np.asarray(bind[k].data).reshape(-1)[:m] for k in ("bias", "mult", "rshift")))
+    return _with_records(bind, data, "mult, rshift - 1")
+
+
+def _with_records(bind: dict, data: np.ndarray, what: str) -> dict:
+    """The bindings with the records constant `data` (named after the bias, `what` besides it
+    per panel) that the call passes instead of the separate arrays."""
     tag = bind["bias"].name[len("bias"):]
     rq = Buffer(f"gemm_rq{tag}", "int32", (data.size,), "const", data=data,
-                comment=f"{bind['bias'].name}, mult, rshift - 1 per panel of {PANEL_ROWS} rows")
+                comment=f"{bind['bias'].name}, {what} per panel of {PANEL_ROWS} rows")
     return {**bind, "rq": rq, "add_buffers": (*bind.get("add_buffers", ()), rq)}
 
 
@@ -188,11 +194,7 @@ def _match_rq_away(loop: For) -> dict | None:
     if rq_away_refusal(bind["mult_v"], bind["shift_v"], bind["off"]) is not None:
         return None
     data = rq_away_records(np.asarray(bind["bias"].data).reshape(-1)[:m], bind["mult_v"], bind["shift_v"], bind["off"])
-    tag = bind["bias"].name[len("bias"):]
-    rq = Buffer(f"gemm_rq{tag}", "int32", (data.size,), "const", data=data,
-                comment=f"{bind['bias'].name}, mult, and per row the rounding with the offset and the shift, per "
-                        f"panel of {PANEL_ROWS} rows")
-    return {**bind, "rq": rq, "add_buffers": (*bind.get("add_buffers", ()), rq)}
+    return _with_records(bind, data, "mult, and per row the rounding with the offset and the shift,")
 
 
 def _match_rq_plain(dtype: str, group: int, loop: For, away: bool = False) -> dict | None:
@@ -249,7 +251,7 @@ def _emit_rq(kernel: str):
     def emit(b: dict):
         params = GEMM_RQ_PARAMS(m=b["m"], n=b["n"], k=b["k"], lda=b["lda"], ldb=b["ldb"], ldy=b["ldy"],
                                 out_offset=b["off"], act_min=b["lo"], act_max=b["hi"])
-        stage = ((Address(b["rq"], IntImm(0)),) if kernel in RQ_RECORD_KERNELS or kernel == RQ_AWAY_KERNEL else
+        stage = ((Address(b["rq"], IntImm(0)),) if "rq" in b else
                  (Address(b["bias"], IntImm(0)), Address(b["mult"], IntImm(0)), Address(b["rshift"], IntImm(0))))
         args = (Address(b["y"], b["ybase"]), Address(b["a"], b["abase"]), Address(b["b"], b["bbase"]), *stage, params)
         return Evaluate(Call(kernel, args, "void"))

@@ -179,11 +179,12 @@ GEMM_TILE_DOMAIN = declare_knob("gemm_tile", ("auto",) + tuple(RQ_TILES),
 # How the im2col copies the input (schedule/window.py): one column per output pixel (columns), or
 # per block of a row's pixels the window of input columns they share, read by the GEMM as
 # overlapping columns (window: each input element copied up to KH times instead of KH*KW; the
-# int16 DSP kernel with the 4x1 tile). auto: window where it applies, else columns.
+# int16 DSP kernel with the 4x1 tile). auto: window where it applies and the columns would not
+# take the 4x2 tile (fewer cycles there), else columns.
 IM2COL_DOMAIN = declare_knob("im2col", ("auto", "columns", "window"),
                              "conv2d on DSP (int16, fused): the im2col copies a column per output pixel (columns) or a "
                              "row block's shared window of input columns, read as overlapping columns (window); "
-                             "auto: window where it applies")
+                             "auto: window where it applies and the columns would run the 4x1 tile")
 
 
 class KnobRefused(ScheduleError):
@@ -403,14 +404,24 @@ def schedule_conv2d_gemm(func: PrimFunc, target=None, wide: bool | None = None,
         # window where the columns would run the 4x1 tile: where they take the 4x2 one, its
         # halved weight loads cost fewer cycles than the window saves copying (ResNet-8's 16x16
         # and 8x8 convs: 4.5% fewer instructions with the window, 5% more estimated cycles)
+        columns, refused = None, None
         try:
             columns = schedule_conv2d_gemm(func, target, wide, replace(k, im2col="columns"))
-        except ScheduleError:
-            columns = None
+        except ScheduleError as e:
+            refused = e
         if columns is not None and ("knob", "gemm_tile", "4x2") in [(d.primitive, *d.args)
                                                                    for d in columns.trace.decisions]:
             return columns
-        return _first_that_applies(func, target, wide, k, "im2col", "window" if wide else None, "columns")
+        if wide:
+            try:
+                window = schedule_conv2d_gemm(func, target, wide, replace(k, im2col="window"))
+                if window is not None:
+                    return window
+            except ScheduleError:
+                pass
+        if refused is not None:
+            raise refused
+        return columns
     if k.im2col == "window":
         return _conv2d_window(func, target, k, wide)
     if tile == "auto":
@@ -701,16 +712,38 @@ def _conv2d_gemm(func: PrimFunc, target, knobs: GemmKnobs, wide: bool, fused: bo
     return sch
 
 
-def window_cols(func: PrimFunc, max_cols: int, col_bytes_max: int) -> int | str:
-    """im2col=window's block: the largest divisor of the output row within max_cols whose window
-    of input columns (int16) fits col_bytes_max, or why there is none."""
+@dataclass(frozen=True)
+class _Window:
+    """The geometry im2col=window works with: the output row, the kernel, channels, stride."""
+
+    ow: int
+    kh: int
+    kw: int
+    c: int
+    stride: int
+
+    def bytes(self, cols: int) -> int:
+        """The int16 window of `cols` pixels: their (cols - 1) * stride + kw input columns."""
+        return ((cols - 1) * self.stride + self.kw) * self.kh * self.c * 2
+
+
+def _window(func: PrimFunc) -> _Window | str:
     loops = _loops(func)
     if not all(n in loops for n in ("oh", "ow", "kh", "kw")):
         return "it needs a 2-D kernel over output rows and columns (loops oh, ow, kh, kw)"
-    ow, kh, kw = (loops[n].extent for n in ("ow", "kh", "kw"))
-    c = loops["ic"].extent if "ic" in loops else 1
     win = func.attrs.get("window") or {}
-    stride = (win.get("stride") or [1, 1])[1]
+    return _Window(*(loops[n].extent for n in ("ow", "kh", "kw")), loops["ic"].extent if "ic" in loops else 1,
+                   (win.get("stride") or [1, 1])[1])
+
+
+def window_cols(func: PrimFunc, max_cols: int, col_bytes_max: int) -> int | str:
+    """im2col=window's block: the largest divisor of the output row within max_cols whose window
+    of input columns (int16) fits col_bytes_max, or why there is none."""
+    g = _window(func)
+    if isinstance(g, str):
+        return g
+    ow, kh, kw, c, stride = g.ow, g.kh, g.kw, g.c, g.stride
+    win = func.attrs.get("window") or {}
     if stride >= kw:
         return f"output pixels {stride} apart share no input columns of a kernel {kw} wide"
     if (win.get("dilation") or [1, 1])[1] != 1:
@@ -723,7 +756,7 @@ def window_cols(func: PrimFunc, max_cols: int, col_bytes_max: int) -> int | str:
     depth = kh * kw * c
     cap = min(col_bytes_max, _pick_cols(output_pixels(func), depth, max_cols, col_bytes_max, 1) * depth)
     for t in range(min(max_cols, ow), 0, -1):
-        if ow % t == 0 and ((t - 1) * stride + kw) * kh * c * 2 <= cap:
+        if ow % t == 0 and g.bytes(t) <= cap:
             return t
     return f"the window of one pixel ({kw * kh * c * 2} bytes) is over col_bytes_max {col_bytes_max}"
 
@@ -743,15 +776,11 @@ def _conv2d_window(func: PrimFunc, target, k: GemmKnobs, wide: bool) -> Schedule
     cols = window_cols(func, k.max_cols, k.col_bytes_max) if why is None else why
     if isinstance(cols, str):
         raise KnobRefused(f"im2col=window: {cols}")
-    loops = _loops(func)
-    ow = loops["ow"].extent
+    ow = _window(func).ow
     if k.cols is not None:
         if ow % k.cols:
             raise KnobRefused(f"im2col=window: a block of {k.cols} pixels does not divide the output row of {ow}")
-        win = func.attrs.get("window") or {}
-        stride, kh, kw = (win.get("stride") or [1, 1])[1], loops["kh"].extent, loops["kw"].extent
-        c = loops["ic"].extent if "ic" in loops else 1
-        if k.cols > 1 and ((k.cols - 1) * stride + kw) * kh * c * 2 > k.col_bytes_max:
+        if k.cols > 1 and _window(func).bytes(k.cols) > k.col_bytes_max:
             raise KnobRefused(f"im2col=window: the window of {k.cols} pixels is over col_bytes_max {k.col_bytes_max}")
         cols = k.cols
     if k.loop_order != "panels":
@@ -838,7 +867,7 @@ def schedule_dense_gemm(func: PrimFunc, target=None, wide: bool | None = None,
         dtypes = ("s16_s8", "s16", "s8") if fc_input == "int8" else ("s16", "s8")
     for dtype in dtypes:
         if dtype == "s16":
-            fused = _dense_rq_away(func, acc_rows)
+            fused = _dense_rq_away(func, at, acc_rows)
             if fused is not None:
                 return fused
         sch = Schedule(func)
@@ -872,7 +901,7 @@ def schedule_dense_gemm(func: PrimFunc, target=None, wide: bool | None = None,
     return None
 
 
-def _dense_rq_away(func: PrimFunc, acc_rows: int) -> Schedule | None:
+def _dense_rq_away(func: PrimFunc, at: str, acc_rows: int) -> Schedule | None:
     """fc_input=int16 on DSP cores where the output stage is LiteRT's single rounding away from
     zero with 31 - shift >= 33 (every int8 fully connected layer of our models): no accumulator
     tile, the input row widened into scratch by mc_widen_dsp_s8_s16, and the whole layer one call
@@ -891,7 +920,7 @@ def _dense_rq_away(func: PrimFunc, acc_rows: int) -> Schedule | None:
         sch.cache_read("xv", None, "int16")
         tensorize_runs(sch, WIDEN_MIN_RUN, WIDEN_KERNEL)
         sch.pack_constant("w", "int16")
-        sch.tensorize(next(n for n in ("r", "u") if n in _loops(func)), RQ_AWAY_KERNEL)
+        sch.tensorize(at, RQ_AWAY_KERNEL)
         sch.apply("drop_unused_constants")
     except ScheduleError:
         return None

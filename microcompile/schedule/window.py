@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tir.nodes import Buffer, Cast, For, IntImm, LetStmt, Load, PrimFunc, SeqStmt, Stmt, Store, Var, add, mul, \
+from ..tir.nodes import Buffer, Cast, For, IntImm, LetStmt, Load, PrimFunc, Stmt, Store, Var, add, mul, \
     rewrite, simplify, substitute, walk
 from ..tir.verify import verify_primfunc
-from .cache import _drop_dead_lets, _fresh, _loop_rewritten, _names, _unwrap_cast, _WIDER, let_and_deps
+from .cache import _fresh, _names, _WIDER, let_and_deps, read_from_cache
 from .primitives import ScheduleError, find_loop, primitive
 from .tensorize import affine
 
@@ -149,12 +149,4 @@ def cache_window(f: PrimFunc, let_var: str, at: str, pixel: str, tap: str, dtype
         stage = For(rename[n.var], n.extent, stage, n.kind)
     stage = For(u, span, stage)
     load = Load(cache, cache.at(add(mul(pvar, stride), tvar), *(n.var for n in others)))
-    narrow = Cast(let.value.dtype, load) if dtype != let.value.dtype else load
-
-    def replace_let(n):
-        if isinstance(n, LetStmt) and n.var.name == let_var:
-            return _drop_dead_lets(_unwrap_cast(substitute(n.body, {n.var: narrow}), cache))
-        return None
-    new_top = For(top.var, top.extent, SeqStmt((stage, rewrite(top.body, replace_let))), top.kind)
-    body = _drop_dead_lets(_loop_rewritten(f, at, new_top))
-    return verify_primfunc(PrimFunc(f.name, (*f.buffers, cache), body, dict(f.attrs)))
+    return read_from_cache(f, top, at, let, stage, load)

@@ -236,6 +236,13 @@ for _name, (_dt, _group) in RQ_KERNELS.items():
 RQ_AWAY_KERNEL = "mc_gemm_p4_rq_away_dsp_s16"
 
 
+def _rounding_terms(shift, off: int) -> tuple[np.ndarray, np.ndarray]:
+    """(H', sh) per row: H' = 2^(t-33) + off * 2^(t-32) and sh = t - 32 for t = 31 - shift
+    (t clipped to 33 .. 62, the kernel's range, so that the shifts stay defined)."""
+    t = np.clip(31 - np.asarray(shift, np.int64), 33, 62)
+    return (1 << (t - 33)) + off * (1 << (t - 32)), t - 32
+
+
 def rq_away_refusal(mult, shift, off: int) -> str | None:
     """Why RQ_AWAY_KERNEL's records cannot hold these multipliers and shifts (None: they can)."""
     mult, t = np.asarray(mult, np.int64), 31 - np.asarray(shift, np.int64)
@@ -244,8 +251,7 @@ def rq_away_refusal(mult, shift, off: int) -> str | None:
     if np.any(t < 33):
         return f"a shift of {int(31 - t.min())} (the kernel keeps the high word: 31 - shift >= 33)"
     # |x * M| < 2^62 and |H' * 2^32| < 2^62: their sum cannot wrap the 64-bit SMLAL
-    hp = (1 << np.minimum(t, 62) - 33) + off * (1 << np.minimum(t, 62) - 32)
-    if np.any(t > 62) or np.any(np.abs(hp) >= 2**30):
+    if np.any(t > 62) or np.any(np.abs(_rounding_terms(shift, off)[0]) >= 2**30):
         return "a shift so small that the rounding term and the offset could overflow the 64-bit sum"
     return None
 
@@ -254,16 +260,12 @@ def rq_away_records(bias, mult, shift, off: int) -> np.ndarray:
     """RQ_AWAY_KERNEL's records (rq_away_refusal must hold): zeros for the rows past the last."""
     m = len(bias)
     rows = -(-m // PANEL_ROWS) * PANEL_ROWS
-    t = 31 - np.broadcast_to(np.asarray(shift, np.int64), (m,))
-    rec = np.zeros((rows // PANEL_ROWS, 16), np.int64)
-    lay = rec.reshape(-1)
-    for i in range(m):
-        panel, r = divmod(i, PANEL_ROWS)
-        lay[panel * 16 + r] = bias[i]
-        lay[panel * 16 + 4 + r] = np.broadcast_to(np.asarray(mult, np.int64), (m,))[i]
-        lay[panel * 16 + 8 + 2 * r] = (1 << int(t[i] - 33)) + off * (1 << int(t[i] - 32))
-        lay[panel * 16 + 9 + 2 * r] = t[i] - 32
-    return lay.astype(np.int32)
+    fields = np.zeros((4, rows), np.int64)
+    fields[0, :m], fields[1, :m] = bias, mult
+    fields[2, :m], fields[3, :m] = _rounding_terms(np.broadcast_to(shift, (m,)), off)
+    panels = fields.reshape(4, rows // PANEL_ROWS, PANEL_ROWS)
+    pairs = panels[2:].transpose(1, 2, 0).reshape(rows // PANEL_ROWS, 2 * PANEL_ROWS)       # (H', sh) per row
+    return np.concatenate([panels[0], panels[1], pairs], axis=1).reshape(-1).astype(np.int32)
 
 
 def _gemm_rq_away_impl(y_ptr, a_ptr, b_ptr, rq_ptr, p: dict):

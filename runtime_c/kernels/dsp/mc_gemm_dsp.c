@@ -633,21 +633,24 @@ __attribute__((naked, noinline)) static void NAME(const rq_column_t *ctx __attri
         "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}\n\t");                                        \
 }
 
-P4_RQ_COLUMN(p4_rq_s16_column, P4_RQ_K8,
-             "ldm r0, {r4, r5, r6, r7, r8, r9}\n\t"           /* col, col8, y, lo4, hi4, off2 */
-             "push {r3, r4, r6, r7, r8, r9}\n\t",             /* [sp]: rq_end, col, y, lo4, hi4, off2 */
-             "", P4_RQ_DOUBLE_ROUNDING, "add sp, sp, #24\n\t")
-P4_RQ_COLUMN(p4_rq_s16_column16, P4_RQ_K8 P4_RQ_K8,
-             "ldm r0, {r4, r5, r6, r7, r8, r9}\n\t"
-             "push {r3, r4, r6, r7, r8, r9}\n\t",
-             "", P4_RQ_DOUBLE_ROUNDING, "add sp, sp, #24\n\t")
-
-/* The column kernel for a whole k: 16 k per trip where k % 16 == 0. */
-static inline void p4_rq_s16_column_k(const rq_column_t *ctx, const int16_t *w, const int32_t *rq,
-                                      const int32_t *rq_end, int32_t k)
-{
-    (k & 15 ? p4_rq_s16_column : p4_rq_s16_column16)(ctx, w, rq, rq_end);
+/* A column kernel with k a multiple of 8, as NAME (8 k per trip) and NAME##16 (16 k per trip,
+ * for k % 16 == 0), and NAME##_k that picks one by k. */
+#define P4_RQ_COLUMNS(NAME, REQUANT)                                                              \
+P4_RQ_COLUMN(NAME, P4_RQ_K8,                                                                      \
+             "ldm r0, {r4, r5, r6, r7, r8, r9}\n\t"           /* col, col8, y, lo4, hi4, off2 */ \
+             "push {r3, r4, r6, r7, r8, r9}\n\t",             /* [sp]: rq_end, col, y, lo4, hi4, off2 */ \
+             "", REQUANT, "add sp, sp, #24\n\t")                                                  \
+P4_RQ_COLUMN(NAME##16, P4_RQ_K8 P4_RQ_K8,                                                         \
+             "ldm r0, {r4, r5, r6, r7, r8, r9}\n\t"                                               \
+             "push {r3, r4, r6, r7, r8, r9}\n\t",                                                 \
+             "", REQUANT, "add sp, sp, #24\n\t")                                                  \
+static inline void NAME##_k(const rq_column_t *ctx, const int16_t *w, const int32_t *rq,         \
+                            const int32_t *rq_end, int32_t k)                                     \
+{                                                                                                 \
+    (k & 15 ? NAME : NAME##16)(ctx, w, rq, rq_end);                                               \
 }
+
+P4_RQ_COLUMNS(p4_rq_s16_column, P4_RQ_DOUBLE_ROUNDING)
 
 /* The single rounding, ties away from zero, of LiteRT's int8 fully connected layers
  * (mc_fixedpoint.h mc_mul_by_qm_single_round_away, shift <= -2), with the output offset:
@@ -668,14 +671,7 @@ static inline void p4_rq_s16_column_k(const rq_column_t *ctx, const int16_t *w, 
         "ldmia lr!, {r8, r9, r10, r11}\n\t"          /* multipliers */                            \
         P4_AWAY_ONE(r0, r8) P4_AWAY_ONE(r1, r9) P4_AWAY_ONE(r2, r10) P4_AWAY_ONE(r3, r11)
 
-P4_RQ_COLUMN(p4_rq_away_column, P4_RQ_K8,
-             "ldm r0, {r4, r5, r6, r7, r8, r9}\n\t"           /* col, col8, y, lo4, hi4, (off2) */
-             "push {r3, r4, r6, r7, r8, r9}\n\t",             /* [sp]: rq_end, col, y, lo4, hi4, off2 */
-             "", P4_RQ_AWAY, "add sp, sp, #24\n\t")
-P4_RQ_COLUMN(p4_rq_away_column16, P4_RQ_K8 P4_RQ_K8,
-             "ldm r0, {r4, r5, r6, r7, r8, r9}\n\t"
-             "push {r3, r4, r6, r7, r8, r9}\n\t",
-             "", P4_RQ_AWAY, "add sp, sp, #24\n\t")
+P4_RQ_COLUMNS(p4_rq_away_column, P4_RQ_AWAY)     /* (off2 unread: the offset is in the records) */
 
 /* P4_RQ_AWAY's arithmetic in C (the 64-bit sum wraps as SMLAL's does). */
 static inline int32_t rq_away(int32_t x, int32_t mult, int32_t hp, int32_t sh)
@@ -732,8 +728,7 @@ void mc_gemm_p4_rq_away_dsp_s16(MC_GEMM_RQREC_ARGS(int16_t))
             ctx.col = b + j * ldb;
             ctx.col8 = ctx.col + k;
             ctx.y = y + j * ldy + i0;
-            (k & 15 ? p4_rq_away_column : p4_rq_away_column16)(&ctx, a + i0 * k, rq + i0 * 4,
-                                                               rq + (i0 + rows) * 4);
+            p4_rq_away_column_k(&ctx, a + i0 * k, rq + i0 * 4, rq + (i0 + rows) * 4, k);
         }
     }
     if (m4 != m)
