@@ -43,7 +43,9 @@ def _larger_rows_block(func: PrimFunc, target, wide: bool, scheduled: PrimFunc, 
     for bigger in (b for b in ROWS_BLOCK_DOMAIN if block is None or b == 0 or b > block):   # most first
         f, t = apply_config(func, target, {**base, "depthwise_kernel": "rows", "depthwise_rows_block": bigger})
         extra = f.scratch_bytes - scheduled.scratch_bytes
-        if 0 < extra <= slack:
+        if extra <= 0:      # the most channels add nothing (or no ring on this core): nor will fewer
+            return None
+        if extra <= slack:
             return f, t
     return None
 
@@ -67,7 +69,9 @@ def larger_block(func: PrimFunc, target, wide: bool, scheduled: PrimFunc, trace:
     for bigger in sorted((c for c in COL_BYTES_DOMAIN if c > cap), reverse=True):
         f, t = apply_config(func, target, {**base, "col_bytes_max": bigger})
         extra = f.scratch_bytes - scheduled.scratch_bytes
-        if 0 < extra <= slack:
+        if extra <= 0:      # the largest cap's block is the current one: every cap between gives it too
+            return None
+        if extra <= slack:
             return f, t
     return None
 

@@ -375,23 +375,39 @@ Node = Union[Expr, Stmt]
 
 # ---------------------------------------------------------------- traversal
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_NODE = (Expr, Stmt)
+
+
+def _field_names(n: Node) -> tuple[str, ...]:
+    """The dataclass field names of `n`'s class, looked up once per class (dataclasses.fields
+    per node was a tenth of a compile)."""
+    names = _FIELD_NAMES.get(type(n))
+    if names is None:
+        names = _FIELD_NAMES[type(n)] = tuple(f.name for f in fields(n))
+    return names
+
+
 def children(n: Node) -> list[Node]:
     """Direct sub-expressions/statements of `n`, in field order (Buffers are leaves)."""
     out: list[Node] = []
-    for f in fields(n):
-        v = getattr(n, f.name)
-        if isinstance(v, (Expr, Stmt)):
+    for name in _field_names(n):
+        v = getattr(n, name)
+        if isinstance(v, _NODE):
             out.append(v)
         elif isinstance(v, tuple):
-            out.extend(x for x in v if isinstance(x, (Expr, Stmt)))
+            out.extend(x for x in v if isinstance(x, _NODE))
     return out
 
 
 def walk(n: Node):
-    """Pre-order iterator over `n` and all nodes below it."""
-    yield n
-    for c in children(n):
-        yield from walk(c)
+    """Pre-order iterator over `n` and all nodes below it (a stack, not nested generators,
+    whose cost grows with the depth)."""
+    stack = [n]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(children(n)))
 
 
 def rewrite(n: Node, fn, pre: bool = False) -> Node:
@@ -403,16 +419,16 @@ def rewrite(n: Node, fn, pre: bool = False) -> Node:
         if out is not None:
             return out
     changes = {}
-    for f in fields(n):
-        v = getattr(n, f.name)
-        if isinstance(v, (Expr, Stmt)):
+    for name in _field_names(n):
+        v = getattr(n, name)
+        if isinstance(v, _NODE):
             nv = rewrite(v, fn, pre)
             if nv is not v:
-                changes[f.name] = nv
-        elif isinstance(v, tuple) and any(isinstance(x, (Expr, Stmt)) for x in v):
-            nv = tuple(rewrite(x, fn, pre) if isinstance(x, (Expr, Stmt)) else x for x in v)
+                changes[name] = nv
+        elif isinstance(v, tuple) and any(isinstance(x, _NODE) for x in v):
+            nv = tuple(rewrite(x, fn, pre) if isinstance(x, _NODE) else x for x in v)
             if any(a is not b for a, b in zip(nv, v)):
-                changes[f.name] = nv
+                changes[name] = nv
     if changes:
         n = replace(n, **changes)
     if pre:
