@@ -249,15 +249,18 @@ def depthwise_rows(f: PrimFunc, block: int = 0) -> PrimFunc:
 
 # ---------------------------------------------------------------- depthwise_layer_mve
 
-# The most scratch the Helium whole-layer kernel's copied rows may take (as conv2d's im2col
-# block on Helium, gemm_schedule.COL_BYTES_MAX): kws's 25x5x64 layers take 3 * 7 * 64 = 1,344.
+# The most scratch the Helium whole-layer kernel's copied rows may take by default (as conv2d's
+# im2col block on Helium, gemm_schedule.COL_BYTES_MAX): kws's 25x5x64 layers take 3 * 7 * 64 =
+# 1,344 bytes for every channel; a layer whose rows of every channel take more runs in passes of
+# fewer channels (ROWS_BLOCK_DOMAIN, the knob depthwise_rows_block), and schedule/blocks.py
+# gives it more where the arena has slack.
 LAYER_MVE_BYTES_MAX = 2048
 
 
-def layer_mve_rows(f: PrimFunc) -> tuple[int, int] | None:
-    """(padded_w, scratch bytes) of the Helium whole-layer kernel for depthwise `f`, or None
-    when the layer is not one it takes (int8 3x3, depth multiplier 1, dilation 1, stride 1 or 2
-    across)."""
+def layer_mve_rows(f: PrimFunc, block: int = 0) -> tuple[int, int] | None:
+    """(padded_w, scratch bytes) of the Helium whole-layer kernel for depthwise `f` in passes of
+    `block` channels (0: all), or None when the layer is not one it takes (int8 3x3, depth
+    multiplier 1, dilation 1, stride 1 or 2 across)."""
     geo = f.attrs.get("window")
     bufs = {b.name: b for b in f.buffers}
     if not geo or geo["multiplier"] != 1 or geo["kernel"] != [3, 3] or geo["dilation"] != [1, 1] \
@@ -267,33 +270,42 @@ def layer_mve_rows(f: PrimFunc) -> tuple[int, int] | None:
     _, in_h, in_w, channels = x.shape
     _, _, out_w, _ = y.shape
     padded_w = max(in_w + geo["padding"][1], (out_w - 1) * geo["stride"][1] + 3)
-    return padded_w, (channels + 3) // 4 * 3 * padded_w * 4
+    held = channels if block == 0 else min(block, channels)
+    return padded_w, (held + 3) // 4 * 3 * padded_w * 4
 
 
-def layer_mve_fits(f: PrimFunc) -> bool:
-    """Whether the Helium whole-layer kernel takes depthwise `f` with its rows within
-    LAYER_MVE_BYTES_MAX (the default schedule's choice on Helium cores)."""
-    shape = layer_mve_rows(f)
-    return shape is not None and shape[1] <= LAYER_MVE_BYTES_MAX
+def default_layer_mve_block(f: PrimFunc) -> int | None:
+    """The most channels per pass (ROWS_BLOCK_DOMAIN, 0 = all) whose rows fit
+    LAYER_MVE_BYTES_MAX for the Helium whole-layer kernel, or None when it does not take `f`
+    or no block fits (the per-pixel kernel then). A block of all the channels is 0."""
+    if layer_mve_rows(f) is None:
+        return None
+    channels = next(b for b in f.buffers if b.name == "x").shape[3]
+    for block in ROWS_BLOCK_DOMAIN:
+        if block >= channels:
+            continue            # 0 (all) was tried first and holds at most these rows
+        if layer_mve_rows(f, block)[1] <= LAYER_MVE_BYTES_MAX:
+            return block
+    return None
 
 
 @primitive("depthwise_layer_mve")
-def depthwise_layer_mve(f: PrimFunc) -> PrimFunc:
+def depthwise_layer_mve(f: PrimFunc, block: int = 0) -> PrimFunc:
     """Replace a whole int8 3x3 depthwise layer (depth multiplier 1, dilation 1, stride 1 or 2
     across; per-channel arrays from requant_arrays) by one call of the Helium whole-layer
     kernel, on the folded bias and the int8 weights packed in groups of four channels, with 3
-    rows of the padded input (every channel) in scratch.
+    rows of the padded input for `block` channels at a time (0: every channel) in scratch.
 
-        for n { for oh_0 { ...regions... } }     --depthwise_layer_mve()-->
+        for n { for oh_0 { ...regions... } }     --depthwise_layer_mve(16)-->
         mc_depthwise_layer_mve_s8(y, x, w, bias, mult, rshift, dw_rows, &{batch, channels, ...});"""
-    shape = layer_mve_rows(f)
+    if block not in ROWS_BLOCK_DOMAIN:
+        raise ScheduleError(f"{f.name}: {block} channels per pass is outside {ROWS_BLOCK_DOMAIN}")
+    shape = layer_mve_rows(f, block)
     bufs = {b.name: b for b in f.buffers}
     if shape is None:
         raise ScheduleError(f"{f.name}: not an int8 3x3 depthwise layer of depth multiplier 1, dilation 1, "
                             f"stride 1 or 2 across")
     padded_w, scratch = shape
-    if scratch > LAYER_MVE_BYTES_MAX:
-        raise ScheduleError(f"{f.name}: the copied rows take {scratch} bytes, over {LAYER_MVE_BYTES_MAX}")
     x, y, w, bias = (bufs[k] for k in ("x", "y", "w", "bias"))
     ep = _region_epilogue(f)
     if ep is None or w.dtype != "int8" or w.data is None or x.dtype != "int8" or y.dtype != "int8" \
@@ -303,8 +315,9 @@ def depthwise_layer_mve(f: PrimFunc) -> PrimFunc:
     batch, in_h, in_w, channels = x.shape
     _, out_h, out_w, _ = y.shape
     (kh, kw), (sh, sw), (dh, dw), (pt, pl) = geo["kernel"], geo["stride"], geo["dilation"], geo["padding"]
+    held = channels if block == 0 else min(block, channels)
     rows = Buffer("dw_rows", "int8", (scratch,), "scratch",
-                  comment=f"{kh} input rows of {padded_w} columns (padding included), {channels} channels "
+                  comment=f"{kh} input rows of {padded_w} columns (padding included), {held} channels "
                           f"in groups of 4")
     packed = pack_layer_mve(np.asarray(w.data).reshape(w.shape))
     wp = Buffer(w.name, "int8", (packed.size,), "const", data=packed,
@@ -312,7 +325,7 @@ def depthwise_layer_mve(f: PrimFunc) -> PrimFunc:
     params = DEPTHWISE_LAYER_PARAMS(batch=batch, channels=channels, in_h=in_h, in_w=in_w, out_h=out_h, out_w=out_w,
                                     kh=kh, kw=kw, stride_h=sh, stride_w=sw, dil_h=dh, dil_w=dw, pad_top=pt,
                                     pad_left=pl, padded_w=padded_w, zp_in=geo["zp_in"], out_offset=ep["off"],
-                                    act_min=ep["lo"], act_max=ep["hi"])
+                                    act_min=ep["lo"], act_max=ep["hi"], block=held)
     if ep["mult"].data is None or ep["rshift"].data is None:
         raise ScheduleError(f"{f.name}: the multipliers and shifts are not constants")
     rec = layer_mve_records(np.asarray(bias.data)[:channels], np.asarray(ep["mult"].data)[:channels],
@@ -466,20 +479,24 @@ def schedule_depthwise(func: PrimFunc, target=None, kernel: str = "rows", wide: 
     regions = [n.var.name for n in walk(func.body) if isinstance(n, For) and n.var.name.startswith("ic_")]
     if not regions:
         return None
-    block = default_rows_block(func) if rows_block is None else rows_block
     if kernel == "rows" and variant == "mve":
-        # Helium's whole-layer kernel (3x3, its copied rows within LAYER_MVE_BYTES_MAX), else
-        # the per-pixel kernel
+        # Helium's whole-layer kernel (3x3, `rows_block` channels per pass; None: the most whose
+        # copied rows fit LAYER_MVE_BYTES_MAX), else the per-pixel kernel
+        block = default_layer_mve_block(func) if rows_block is None else rows_block
         try:
+            if block is None:
+                raise ScheduleError(f"{func.name}: the copied rows of 8 channels take over {LAYER_MVE_BYTES_MAX} bytes")
+            sch.knob("depthwise_rows_block", block)
             if not any(b.name in ("mult", "shift") for b in func.buffers):
                 sch.apply("requant_arrays", "ic_")
-            sch.apply("depthwise_layer_mve")
+            sch.apply("depthwise_layer_mve", block)
             return sch
         except ScheduleError:
             if wide is False:
                 return schedule_depthwise(func, target, "loops", wide, records, rows_block)
             sch = Schedule(func)
             sch.knob("depthwise_kernel", kernel)
+    block = default_rows_block(func) if rows_block is None else rows_block
     if kernel == "rows" and variant == "dsp" and block is not None:
         try:
             sch.knob("depthwise_rows_block", block)

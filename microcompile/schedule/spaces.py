@@ -47,7 +47,7 @@ from typing import Callable
 from ..tir.nodes import For, PrimFunc, walk
 from .applies import add_applies, conv_applies, dw_applies, fc_applies, softmax_applies
 from .unrolling import UNROLL_MAX_EXTENT_DOMAIN, default_unroll, unroll_short_loops
-from .depthwise_intrin import default_rows_block, layer_mve_fits, schedule_depthwise
+from .depthwise_intrin import default_layer_mve_block, default_rows_block, schedule_depthwise
 from .gemm_f32 import F32_COL_BYTES_MAX, f32_gemm_applies, schedule_conv2d_f32, schedule_dense_f32
 from .gemm_schedule import (COL_BYTES_MAX, EPILOGUE_DOMAIN, FC_ACC_ROWS, FC_ACC_ROWS_DOMAIN, FC_INPUT,
                             WIDEN_MIN_RUN, GemmKnobs, output_pixels, schedule_conv2d_gemm,
@@ -303,11 +303,11 @@ def _dw_knobs(func, target):
 
 
 def _dw_default(func, target, wide):
-    block = default_rows_block(func)
     if kernel_set(target) == "mve":        # Helium's whole-layer kernel (mc_depthwise_layer_mve_s8)
-        whole_layer = layer_mve_fits(func)
+        block = default_layer_mve_block(func)
     else:
-        whole_layer = block is not None
+        block = default_rows_block(func)
+    whole_layer = block is not None
     # (on Helium the whole-layer kernel reads int8 weights: it is the choice with or without wide)
     kernel = ("rows" if whole_layer else "kernel") if wide or (whole_layer and kernel_set(target) == "mve") \
         else "loops"

@@ -43,6 +43,10 @@ Records written before the version existed have none and count as version 0.
        fc_input=int16 on DSP cores is one call of the fused kernel mc_gemm_p4_rq_away_dsp_s16
        (no int32 tile) where LiteRT's rounding fits it, and the compiler takes fc_input=int16
        wherever the widened input row fits the arena's slack (schedule/blocks.py)
+   10  on Helium cores the whole-layer 3x3 depthwise kernel runs in passes of
+       depthwise_rows_block channels (primitive depthwise_layer_mve's block argument): a layer
+       whose rows of every channel exceed LAYER_MVE_BYTES_MAX takes the most channels that fit
+       (the per-pixel kernel before), and more where the arena has slack
 """
 
-SCHEDULE_VERSION = 9
+SCHEDULE_VERSION = 10

@@ -177,7 +177,7 @@ LAYER_MVE_KERNEL = "mc_depthwise_layer_mve_s8"
 DEPTHWISE_LAYER_PARAMS = StructType("mc_depthwise_layer_params_t",
                                     ("batch", "channels", "in_h", "in_w", "out_h", "out_w", "kh", "kw", "stride_h",
                                      "stride_w", "dil_h", "dil_w", "pad_top", "pad_left", "padded_w", "zp_in",
-                                     "out_offset", "act_min", "act_max"))
+                                     "out_offset", "act_min", "act_max", "block"))
 
 
 def pack_layer_mve(w: np.ndarray) -> np.ndarray:

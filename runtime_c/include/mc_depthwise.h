@@ -33,9 +33,9 @@
  * groups of four channels: w[g][t][u][4] = filter[t][u][4g..4g+4) (zeros past the channels),
  * and per group a record rq[g] = bias[4], mult[4], -rshift[4] (int32; zeros past the channels).
  * For each output row it copies the 3 input rows the row needs into `rows` (3 * padded_w *
- * 4 bytes per group of four channels, the padding set to zp_in), then computes four output
- * pixels by four channels per pass. A row's inputs are all read before its outputs are
- * written, rows top to bottom: the "window" in-place rule holds. */
+ * 4 bytes per group of four channels of a pass of `block` channels, the padding set to zp_in),
+ * then computes four output pixels by four channels at a time. A row's inputs are all read
+ * before its outputs are written, rows top to bottom: the "window" in-place rule holds. */
 #ifndef MC_DEPTHWISE_H
 #define MC_DEPTHWISE_H
 
@@ -62,6 +62,7 @@ typedef struct {
     int32_t stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
     int32_t padded_w;              /* columns of a copied row: the input's and its padding */
     int32_t zp_in, out_offset, act_min, act_max;
+    int32_t block;                 /* channels per pass (a multiple of 4; 0 or >= channels: all) */
 } mc_depthwise_layer_params_t;
 
 void mc_depthwise_layer_mve_s8(int8_t *y, const int8_t *x, const int8_t *w, const int32_t *rq, int8_t *rows,

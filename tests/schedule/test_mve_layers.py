@@ -71,6 +71,12 @@ CASES = {
     "depthwise c7 (a partial group)": (lambda: _dw(cin=7), DW_LAYER),
     "depthwise c12 pot scales s2 valid": (lambda: _dw("3x3-s2-valid", cin=12, pot_scales=True), DW_LAYER),
     "depthwise 5x5 (the per-pixel kernel)": (lambda: _dw("5x5-s1-same", cin=8), DW_PIXEL),
+    # rows of every channel over LAYER_MVE_BYTES_MAX: passes of fewer channels (vectors of 16,
+    # gathered words of 4, a partial group), and the last 2 or 3 pixels of a row at once
+    "depthwise c24 s1 w30 (passes of 16 and 8, two last pixels)": (lambda: _dw(cin=24, hw=30), DW_LAYER),
+    "depthwise c40 s2 w21 (passes of 32 and 8, three last pixels)":
+        (lambda: _dw("3x3-s2-same-odd", cin=40, hw=21), DW_LAYER),
+    "depthwise c10 w56 (passes of 8 and 2: a partial group, unaligned words)": (lambda: _dw(cin=10, hw=56), DW_LAYER),
     "add": (lambda: _binary("add"), ADD),
     "add with relu6, pot scales": (lambda: _binary("add", activation="RELU6", pot_scales=True), ADD),
     "sub (the loops: its lowering keeps the general requantization)": (lambda: _binary("sub"), None),
@@ -152,9 +158,27 @@ def _twice(g: Graph) -> Graph:
     return verify(Graph(g.name, tensors, (node, second), g.inputs, ("out2",)))
 
 
+def test_a_wide_layer_runs_in_passes_of_fewer_channels():
+    """The rows of every channel would pass LAYER_MVE_BYTES_MAX: the default takes the most
+    channels per pass that fit, and the tuner may ask for any block of the domain."""
+    g = _dw(cin=24, hw=30)
+    func = lower_node(g, g.nodes[0], M55)
+    config = default_config(func, M55, wide=False)
+    assert (config["depthwise_kernel"], config["depthwise_rows_block"]) == ("rows", 16)
+    f, trace = default_schedule(func, M55)
+    params = next(n for n in tir.walk(f.body) if isinstance(n, tir.Call) and n.name == DW_LAYER).args[-1]
+    wp = params.as_dict()["padded_w"]
+    assert params.as_dict()["block"] == 16 and f.scratch_bytes == 3 * wp * 16 and 3 * wp * 24 > 2048, params
+    eight, _ = apply_config(func, M55, {**config, "depthwise_rows_block": 8})
+    assert 3 * wp * 8 <= eight.scratch_bytes < f.scratch_bytes   # (scratch is planned in 16-byte units)
+    ins = random_inputs(g, 2)
+    assert matches(run_lowered(g, eight, ins), reference(g, ins))
+
+
 @pytest.mark.qemu
 @pytest.mark.parametrize("build", [lambda: _conv(cin=16, cout=16, hw=10), lambda: _dw(cin=16, hw=10, batch=1),
-                                   lambda: _binary("add")], ids=["conv", "depthwise", "add"])
+                                   lambda: _dw(cin=36, hw=20, batch=1), lambda: _binary("add")],
+                         ids=["conv", "depthwise", "depthwise in passes", "add"])
 def test_in_place_on_cortex_m55(build, tmp_path):
     """The planner writes the second layer's output over its input (the first's output): the
     kernel reads each window, or element, before it overwrites it."""

@@ -20,9 +20,16 @@
  *     assembly too. A last group of fewer than four channels (channels % 4) runs the same in
  *     C under a predicate.
  *
- * A row's inputs are all in the ring, every channel, before its outputs are written, rows top
- * to bottom, so the output may sit over the input by the "window" in-place rule (a pass over a
- * block of channels would read, for its second block, inputs the first may have overwritten).
+ * The ring holds `block` channels (a multiple of four, or all of them): a layer whose rows of
+ * every channel would take too much scratch runs in passes of that many channels, each over
+ * every row (MobileNetV1's 24x24x32 layer: three rows of 26 columns by 32 channels, 2,496 bytes,
+ * in two passes of 16).
+ *
+ * In place: within a pass, a row's inputs are all in the ring before its outputs are written,
+ * rows top to bottom, so the output may sit over the input by the "window" in-place rule.
+ * Passes of fewer than all channels are also safe when every output byte lies on an input byte
+ * of its own channel (an offset of whole pixels, or no overlap): a pass reads and writes its
+ * own channels only. Otherwise the layer runs pixel by pixel from the input (layer_direct).
  * On a real Cortex-M55 the scatter takes one beat per lane; QEMU counts it as one instruction. */
 #if !defined(__ARM_FEATURE_MVE)
 #error "microcompile: this kernel uses Helium (MVE), which the compiler flags do not enable: compile with the core's -mcpu (e.g. -mcpu=cortex-m55), or export the model for a board whose core lacks Helium"
@@ -31,35 +38,65 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mc_depthwise.h"
 #include "mc_mve.h"
 
-/* Input row ih into ring slot `slot` (layout above), every channel. */
-static void copy_row(int8_t *rows, const int8_t *xb, int32_t ih, int32_t slot, const mc_depthwise_layer_params_t *p)
+/* Input row ih into ring slot `slot` (layout above), channels [c0, c0 + c) (c0 % 4 == 0): the
+ * columns inside the input (the padding columns hold zp_in from the pass's start, layer_pass);
+ * a row outside the input becomes zp_in. One loop per run of channels over the columns, so a
+ * column costs a load, a store and two pointer steps. */
+static __attribute__((noinline)) void copy_row(int8_t *rows, const int8_t *xb, int32_t ih, int32_t slot, int32_t c0,
+                                               int32_t c, const mc_depthwise_layer_params_t *p)
 {
-    const int32_t c = p->channels, wp = p->padded_w, group = 3 * wp * 4;
+    const int32_t wp = p->padded_w, group = 3 * wp * 4, channels = p->channels;
+    const int32_t n = (p->in_w < wp - p->pad_left ? p->in_w : wp - p->pad_left);   /* columns inside */
     const uint32x4_t lanes = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)group);   /* 0, group, 2 group, 3 group */
-    const int32x4_t zp4 = vdupq_n_s32((int32_t)(0x01010101u * (uint8_t)p->zp_in));
-    const int row_inside = ih >= 0 && ih < p->in_h;
+    const int32_t zpw = (int32_t)(0x01010101u * (uint8_t)p->zp_in);
+    int8_t *dst = rows + (slot * wp + p->pad_left) * 4;
+    const int8_t *src = xb + ih * p->in_w * channels + c0;
+    int32_t k = 0;
 
-    for (int32_t j = 0; j < wp; ++j) {
-        const int32_t iw = j - p->pad_left;
-        const int inside = row_inside && iw >= 0 && iw < p->in_w;
-        const int8_t *src = xb + (ih * p->in_w + iw) * c;
-        int8_t *dst = rows + (slot * wp + j) * 4;
+    if (ih < 0 || ih >= p->in_h) {
+        for (int32_t g = 0; g < (c + 3) >> 2; ++g) {
+            int32_t *d = (int32_t *)(void *)(dst + g * group);                      /* word-aligned */
 
-        if ((c & 15) == 0) {             /* whole vectors: no predicate to reload (the common case) */
-            for (int32_t k = 0; k < c; k += 16, dst += 4 * group)
-                vstrwq_scatter_offset_s32((int32_t *)(void *)dst, lanes,              /* word-aligned */
-                                          inside ? vreinterpretq_s32_s8(vldrbq_s8(src + k)) : zp4);
-            continue;
+            for (int32_t j = 0; j < n; ++j)
+                d[j] = zpw;
         }
-        for (int32_t k = 0; k < c; k += 16, dst += 4 * group) {
-            const mve_pred16_t words = vctp32q((uint32_t)((c - k + 3) >> 2));
-            const int32x4_t v = inside ? vreinterpretq_s32_s8(vldrbq_z_s8(src + k, vctp8q((uint32_t)(c - k)))) : zp4;
+        return;
+    }
+    for (; k + 16 <= c; k += 16) {       /* 16 channels of a column: one load, one scatter of 4 words */
+        const int8_t *s = src + k;
+        int8_t *d = dst + (k >> 2) * group;
 
-            vstrwq_scatter_offset_p_s32((int32_t *)(void *)dst, lanes, v, words);
+        for (int32_t j = 0; j < n; ++j, s += channels, d += 4)
+            vstrwq_scatter_offset_s32((int32_t *)(void *)d, lanes, vreinterpretq_s32_s8(vldrbq_s8(s)));
+    }
+    for (; k + 4 <= c; k += 4) {         /* 4 channels of a column: one word */
+        const int8_t *s = src + k;
+        int32_t *d = (int32_t *)(void *)(dst + (k >> 2) * group);
+        int32_t j = 0;
+
+        if ((channels & 3) == 0 && ((uintptr_t)s & 3) == 0) {   /* four columns' words: one gather */
+            const uint32x4_t cols = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)channels);
+
+            for (; j + 4 <= n; j += 4, s += 4 * channels)
+                vstrwq_s32(&d[j], vldrwq_gather_offset_s32((const int32_t *)(const void *)s, cols));
+        }
+        for (; j < n; ++j, s += channels)
+            memcpy(&d[j], s, 4);
+    }
+    if (k < c) {                         /* a last partial group (channels % 4): zp_in after it */
+        const int8_t *s = src + k;
+        int8_t *d = dst + (k >> 2) * group;
+
+        for (int32_t j = 0; j < n; ++j, s += channels, d += 4) {
+            int32_t v = zpw;
+
+            memcpy(&v, s, (size_t)(c - k));
+            memcpy(d, &v, 4);
         }
     }
 }
@@ -100,6 +137,10 @@ typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 32 && offsetof(dw_job_t, 
 #define MC_TAP4(T, U, S) MC_W(T, U) MC_X(T, U, 0, S, "q0") MC_X(T, U, 1, S, "q1") MC_X(T, U, 2, S, "q2") \
     MC_X(T, U, 3, S, "q3")
 #define MC_TAP1(T, U) MC_W(T, U) MC_X(T, U, 0, 1, "q0")
+#define MC_TAP2(T, U, S) MC_W(T, U) MC_X(T, U, 0, S, "q0") MC_X(T, U, 1, S, "q1")
+#define MC_TAP3(T, U, S) MC_W(T, U) MC_X(T, U, 0, S, "q0") MC_X(T, U, 1, S, "q1") MC_X(T, U, 2, S, "q2")
+#define MC_TAPS(TAP, S) TAP(0, 0, S) TAP(0, 1, S) TAP(0, 2, S) TAP(1, 0, S) TAP(1, 1, S) TAP(1, 2, S)  \
+    TAP(2, 0, S) TAP(2, 1, S) TAP(2, 2, S)
 #define MC_RQ(Q)                                                                                   \
     "vqrdmulh.s32 " Q ", " Q ", q4\n"                                                              \
     "vshr.s32 q6, " Q ", #31\n"                                                                    \
@@ -155,24 +196,42 @@ typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 32 && offsetof(dw_job_t, 
             "adds r2, #" MC_STR(16 * (S)) "\n"                                                     \
             "subs r6, #1\n"                                                                        \
             "bne 1b\n"                                                                             \
-            "2:\n"                                                                                 \
+            "2:\n"                               /* the row's last 1-3 pixels at once (no loop) */  \
             "ldr r6, [r8, #64]\n"                                                                  \
+            "cmp r6, #2\n"                                                                         \
+            "bgt 7f\n"                                                                             \
+            "beq 6f\n"                                                                             \
             "cmp r6, #0\n"                                                                         \
             "beq 4f\n"                                                                             \
-            "3:\n"                                               /* one pixel */                   \
-            "vldrw.u32 q0, [r11]\n"                                                                \
+            "vldrw.u32 q0, [r11]\n"                                               /* one pixel */ \
             MC_TAP1(0, 0) MC_TAP1(0, 1) MC_TAP1(0, 2)                                              \
             MC_TAP1(1, 0) MC_TAP1(1, 1) MC_TAP1(1, 2)                                              \
             MC_TAP1(2, 0) MC_TAP1(2, 1) MC_TAP1(2, 2)                                              \
             MC_RQ_LOAD MC_RQ("q0")                                                                 \
             "vldrw.u32 q6, [r8, #16]\n"                                                            \
             "vmin.s32 q0, q0, q6\n"                                                                \
+            "vstrb.32 q0, [r4]\n"                                                                  \
+            "b 4f\n"                                                                               \
+            "6:\n"                                                               /* two pixels */ \
+            "vldrw.u32 q0, [r11]\n"                                                                \
+            "vmov q1, q0\n"                                                                        \
+            MC_TAPS(MC_TAP2, S)                                                                    \
+            MC_RQ_LOAD MC_RQ("q0") MC_RQ("q1")                                                     \
+            "vldrw.u32 q6, [r8, #16]\n"                                                            \
+            "vmin.s32 q0, q0, q6\n" "vmin.s32 q1, q1, q6\n"                                      \
             "vstrb.32 q0, [r4]\n" "add r4, r5\n"                                                  \
-            "adds r0, #" MC_STR(4 * (S)) "\n"                                                      \
-            "adds r1, #" MC_STR(4 * (S)) "\n"                                                      \
-            "adds r2, #" MC_STR(4 * (S)) "\n"                                                      \
-            "subs r6, #1\n"                                                                        \
-            "bne 3b\n"                                                                             \
+            "vstrb.32 q1, [r4]\n"                                                                  \
+            "b 4f\n"                                                                               \
+            "7:\n"                                                             /* three pixels */ \
+            "vldrw.u32 q0, [r11]\n"                                                                \
+            "vmov q1, q0\n" "vmov q2, q0\n"                                                      \
+            MC_TAPS(MC_TAP3, S)                                                                    \
+            MC_RQ_LOAD MC_RQ("q0") MC_RQ("q1") MC_RQ("q2")                                         \
+            "vldrw.u32 q6, [r8, #16]\n"                                                            \
+            "vmin.s32 q0, q0, q6\n" "vmin.s32 q1, q1, q6\n" "vmin.s32 q2, q2, q6\n"            \
+            "vstrb.32 q0, [r4]\n" "add r4, r5\n"                                                  \
+            "vstrb.32 q1, [r4]\n" "add r4, r5\n"                                                  \
+            "vstrb.32 q2, [r4]\n"                                                                  \
             "4:\n"                                               /* the next group */              \
             "ldr r12, [r8, #76]\n"                                                                 \
             "ldr r6, [r8, #80]\n"                                                                  \
@@ -212,13 +271,92 @@ static void row_part(const dw_job_t *job, int32_t g, int32_t stride, mve_pred16_
     }
 }
 
+/* The layer pixel by pixel from the input itself (no ring), for an output planned over its input
+ * at an offset that is not a whole number of pixels when a pass holds fewer than all channels. */
+static __attribute__((noinline)) void layer_direct(int8_t *y, const int8_t *x, const int8_t *w, const int32_t *rq,
+                         const mc_depthwise_layer_params_t *p)
+{
+    const int32_t channels = p->channels, in_h = p->in_h, in_w = p->in_w;
+    const int32x4_t lo = vdupq_n_s32(p->act_min), hi = vdupq_n_s32(p->act_max);
+
+    for (int32_t n = 0; n < p->batch; ++n, x += in_h * in_w * channels) {
+        for (int32_t oh = 0; oh < p->out_h; ++oh) {
+            for (int32_t ow = 0; ow < p->out_w; ++ow) {
+                for (int32_t c = 0; c < channels; ++c, ++y) {
+                    const int32_t *r = rq + (c >> 2) * 12 + (c & 3);
+                    const int8_t *wc = w + (c >> 2) * 36 + (c & 3);
+                    int32_t acc = r[0];
+
+                    for (int32_t t = 0; t < 3; ++t) {
+                        for (int32_t u = 0; u < 3; ++u) {
+                            const int32_t ih = oh * p->stride_h + t - p->pad_top, iw = ow * p->stride_w + u - p->pad_left;
+                            const int inside = ih >= 0 && ih < in_h && iw >= 0 && iw < in_w;
+
+                            acc += (inside ? x[(ih * in_w + iw) * channels + c] : p->zp_in) * wc[(t * 3 + u) * 4];
+                        }
+                    }
+                    *y = (int8_t)vgetq_lane_s32(mc_requant_mve(vdupq_n_s32(acc), vdupq_n_s32(r[4]), vdupq_n_s32(r[8]),
+                                                               p->out_offset, lo, hi), 0);
+                }
+            }
+        }
+    }
+}
+
+/* One pass: channels [c0, c0 + cb) of batch item xb -> yb, every output row. */
+static void layer_pass(int8_t *yb, const int8_t *xb, int8_t *rows, int32_t c0, int32_t cb, dw_job_t *job,
+                       const mc_depthwise_layer_params_t *p)
+{
+    const int32_t c = p->channels, wp = p->padded_w, s = p->stride_w, whole = cb >> 2;
+    const int8_t *w = job->w;
+    const int32_t *rq = job->rq;
+    int32_t held[3] = {INT32_MIN, INT32_MIN, INT32_MIN};   /* the input row in each slot */
+
+    memset(rows, p->zp_in, (size_t)(((cb + 3) >> 2) * 3 * wp * 4));   /* the padding columns */
+    job->w = w + (c0 >> 2) * 36;
+    job->rq = rq + (c0 >> 2) * 12;
+    job->groups = whole;
+    for (int32_t oh = 0; oh < p->out_h; ++oh) {
+        const int32_t ih0 = oh * p->stride_h - p->pad_top;
+        int32_t slot[3];
+
+        for (int32_t t = 0; t < 3; ++t) {
+            const int32_t ih = ih0 + t;
+
+            slot[t] = ((ih % 3) + 3) % 3;
+            if (held[slot[t]] != ih) {
+                copy_row(rows, xb, ih, slot[t], c0, cb, p);
+                held[slot[t]] = ih;
+            }
+        }
+        job->in0 = rows + slot[0] * wp * 4;
+        job->in1 = rows + slot[1] * wp * 4;
+        job->in2 = rows + slot[2] * wp * 4;
+        job->y = yb + oh * p->out_w * c + c0;
+        if (whole > 0)
+            (s == 1 ? dw_row_s1 : dw_row_s2)(job);
+        if (cb & 3)
+            row_part(job, whole, s, vctp32q((uint32_t)(cb & 3)));
+    }
+    job->w = w;
+    job->rq = rq;
+}
+
 void mc_depthwise_layer_mve_s8(int8_t *y, const int8_t *x, const int8_t *w, const int32_t *rq, int8_t *rows,
                                const mc_depthwise_layer_params_t *params)
 {
     const mc_depthwise_layer_params_t *p = params;
-    const int32_t c = p->channels, wp = p->padded_w, s = p->stride_w, whole = c >> 2;
+    const int32_t c = p->channels, block = p->block > 0 && p->block < c ? p->block : c;
+    const int32_t in_size = p->in_h * p->in_w * c, out_size = p->out_h * p->out_w * c;
+    const int overlap = x < y + p->batch * out_size && (const int8_t *)y < x + p->batch * in_size;
     dw_job_t job;
 
+    /* Passes of fewer than all channels are safe in place when each output byte lies on an input
+     * byte of its own channel (or nothing overlaps): a pass reads its own channels only. */
+    if (block < c && overlap && (int32_t)(x - (const int8_t *)y) % c != 0) {
+        layer_direct(y, x, w, rq, p);
+        return;
+    }
     job.lo = vdupq_n_s32(p->act_min);
     job.hi = vdupq_n_s32(p->act_max);
     job.off = p->out_offset;
@@ -227,34 +365,8 @@ void mc_depthwise_layer_mve_s8(int8_t *y, const int8_t *x, const int8_t *w, cons
     job.singles = p->out_w & 3;
     job.w = w;
     job.rq = rq;
-    job.groups = whole;
-    job.gstride = 3 * wp * 4;
-    for (int32_t b = 0; b < p->batch; ++b) {
-        const int8_t *xb = x + b * p->in_h * p->in_w * c;
-        int8_t *yb = y + b * p->out_h * p->out_w * c;
-        int32_t held[3] = {INT32_MIN, INT32_MIN, INT32_MIN};   /* the input row in each slot */
-
-        for (int32_t oh = 0; oh < p->out_h; ++oh) {
-            const int32_t ih0 = oh * p->stride_h - p->pad_top;
-            int32_t slot[3];
-
-            for (int32_t t = 0; t < 3; ++t) {
-                const int32_t ih = ih0 + t;
-
-                slot[t] = ((ih % 3) + 3) % 3;
-                if (held[slot[t]] != ih) {
-                    copy_row(rows, xb, ih, slot[t], p);
-                    held[slot[t]] = ih;
-                }
-            }
-            job.in0 = rows + slot[0] * wp * 4;
-            job.in1 = rows + slot[1] * wp * 4;
-            job.in2 = rows + slot[2] * wp * 4;
-            job.y = yb + oh * p->out_w * c;
-            if (whole > 0)
-                (s == 1 ? dw_row_s1 : dw_row_s2)(&job);
-            if (c & 3)
-                row_part(&job, whole, s, vctp32q((uint32_t)(c & 3)));
-        }
-    }
+    job.gstride = 3 * p->padded_w * 4;
+    for (int32_t b = 0; b < p->batch; ++b)
+        for (int32_t c0 = 0; c0 < c; c0 += block)
+            layer_pass(y + b * out_size, x + b * in_size, rows, c0, c - c0 < block ? c - c0 : block, &job, p);
 }
