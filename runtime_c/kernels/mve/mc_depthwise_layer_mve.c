@@ -114,7 +114,8 @@ typedef struct {
     int32_t off;                            /* 68: the output offset */
     int32_t groups;                         /* 72: whole groups, at least 1 */
     int32_t gstride;                        /* 76: bytes from one group's ring to the next */
-    int32_t at;                             /* 80: the assembly's own: the group's ring offset */
+    int32_t gnext;                          /* 80: bytes from where a group's blocks leave its rows to
+                                               the next group's first pixel: gstride - blocks * 16 * stride */
 } dw_job_t;
 
 typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 32 && offsetof(dw_job_t, w) == 44 &&
@@ -122,7 +123,7 @@ typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 32 && offsetof(dw_job_t, 
                             offsetof(dw_job_t, ldy) == 56 && offsetof(dw_job_t, blocks) == 60 &&
                             offsetof(dw_job_t, singles) == 64 && offsetof(dw_job_t, off) == 68 &&
                             offsetof(dw_job_t, groups) == 72 && offsetof(dw_job_t, gstride) == 76 &&
-                            offsetof(dw_job_t, at) == 80) ? 1 : -1];
+                            offsetof(dw_job_t, gnext) == 80) ? 1 : -1];
 
 /* Assembly text: tap (T, U) of pixel K at stride S. Rows in r0-r2, weights r3 (the widening
  * loads take r0-r7 only), the group's record r11, accumulators q0-q3, the weight q4, the
@@ -166,15 +167,11 @@ typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 32 && offsetof(dw_job_t, 
             "ldr r11, [r8, #48]\n"                                                                 \
             "ldr r9, [r8, #52]\n"                                                                  \
             "ldr r10, [r8, #72]\n"                                                                 \
-            "movs r12, #0\n"                                                                       \
-            "str r12, [r8, #80]\n"                                                                 \
-            "5:\n"                                               /* a group */                     \
-            "ldr r12, [r8, #80]\n"                                                                 \
+            "ldr r5, [r8, #56]\n"                                                                  \
             "ldrd r0, r1, [r8, #32]\n"                                                             \
             "ldr r2, [r8, #40]\n"                                                                  \
-            "add r0, r12\n" "add r1, r12\n" "add r2, r12\n"                                     \
+            "5:\n"                         /* a group: r0-r2 at its rows' first pixel */          \
             "mov r4, r9\n"                                                                         \
-            "ldr r5, [r8, #56]\n"                                                                  \
             "ldr r6, [r8, #60]\n"                                                                  \
             "cmp r6, #0\n"                                                                         \
             "beq 2f\n"                                                                             \
@@ -233,10 +230,8 @@ typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 32 && offsetof(dw_job_t, 
             "vstrb.32 q1, [r4]\n" "add r4, r5\n"                                                  \
             "vstrb.32 q2, [r4]\n"                                                                  \
             "4:\n"                                               /* the next group */              \
-            "ldr r12, [r8, #76]\n"                                                                 \
-            "ldr r6, [r8, #80]\n"                                                                  \
-            "add r6, r12\n"                                                                        \
-            "str r6, [r8, #80]\n"                                                                  \
+            "ldr r12, [r8, #80]\n"                                                                 \
+            "add r0, r12\n" "add r1, r12\n" "add r2, r12\n"                                     \
             "adds r3, #36\n"                                                                       \
             "adds r11, #48\n"                                                                      \
             "adds r9, #4\n"                                                                        \
@@ -366,6 +361,7 @@ void mc_depthwise_layer_mve_s8(int8_t *y, const int8_t *x, const int8_t *w, cons
     job.w = w;
     job.rq = rq;
     job.gstride = 3 * p->padded_w * 4;
+    job.gnext = job.gstride - job.blocks * 16 * p->stride_w;
     for (int32_t b = 0; b < p->batch; ++b)
         for (int32_t c0 = 0; c0 < c; c0 += block)
             layer_pass(y + b * out_size, x + b * in_size, rows, c0, c - c0 < block ? c - c0 : block, &job, p);
