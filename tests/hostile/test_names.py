@@ -23,7 +23,6 @@ import os
 import random
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -50,14 +49,14 @@ HOST = load_board("host")
 
 # --- the models, with placeholder names ---------------------------------------------------------
 
-def _chain_tflite(seed: int, int8: bool) -> Graph:
+def _chain_tflite(seed: int, int8: bool, ops: int = CHAIN_OPS) -> Graph:
     """A chain of cheap ops (conv, depthwise, fc, add/mul by constants, activations, reshape,
     pool, concat, softmax): many tensors, so many names, for little compile time."""
     rng = random.Random(seed)
     m = _Model(f"chain{seed}", seed)
     x = m.input("x", (1, 4, 4, 3))
     x = m.conv(x, 4, 3, "c0", act="NONE" if int8 else "RELU")
-    for k in range(CHAIN_OPS - 6):
+    for k in range(ops - 6):
         # (No RELU in int8: a map it zeroes gets a near-zero scale from quantize_graph's ranges.)
         kind = rng.choice(["add", "mul", "tanh", "logistic", "dw", "conv1", "concat"] + ([] if int8 else ["relu"]))
         if kind in ("add", "mul") and int8:      # (quantize_graph leaves constant operands float)
@@ -90,12 +89,12 @@ def _rename(g: Graph, length: int = NAME_BYTES) -> tuple[Graph, list[str]]:
                         tuple(new[o] for o in g.outputs))), list(new.values())
 
 
-def _tflite_model(seed: int, int8: bool, length: int = NAME_BYTES) -> tuple[bytes, list[str]]:
-    g, names = _rename(_chain_tflite(seed, int8), length)
+def _tflite_model(seed: int, int8: bool, length: int = NAME_BYTES, ops: int = CHAIN_OPS) -> tuple[bytes, list[str]]:
+    g, names = _rename(_chain_tflite(seed, int8, ops), length)
     return write_tflite(g), names
 
 
-def _onnx_model(seed: int, length: int = NAME_BYTES) -> tuple[bytes, list[str]]:
+def _onnx_model(seed: int, length: int = NAME_BYTES, ops: int = CHAIN_OPS) -> tuple[bytes, list[str]]:
     """A float ONNX chain (Conv, Relu, Add, Mul, Sigmoid, Tanh, MaxPool, Flatten, Gemm, Softmax)
     with placeholder node, value, initializer and graph names."""
     import onnx
@@ -117,7 +116,7 @@ def _onnx_model(seed: int, length: int = NAME_BYTES) -> tuple[bytes, list[str]]:
     x = name()
     graph_in = helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 3, 6, 6])
     cur, ch = x, 3
-    for i in range(CHAIN_OPS // 2):
+    for i in range(ops // 2):
         kind = pick.choice(["Conv", "Relu", "Add", "Mul", "Sigmoid", "Tanh"])
         out = name()
         if kind == "Conv":
@@ -394,12 +393,13 @@ SEEN = {
 @pytest.mark.parametrize("payload", sorted(SEEN))
 def test_a_name_seen_in_the_wild_stays_a_name(where, payload, tmp_path):
     name = SEEN[payload]
+    # (short chains: one name is under test, and each case is a whole `deploy` in a new process)
     if where.startswith("tflite"):
-        data, placeholders = _tflite_model(3, int8=False, length=len(name))
+        data, placeholders = _tflite_model(3, int8=False, length=len(name), ops=12)
         target = placeholders[5]                   # an activation between two layers
     else:
         import onnx
-        data, _ = _onnx_model(3, length=len(name))
+        data, _ = _onnx_model(3, length=len(name), ops=8)
         second = onnx.load_model_from_string(data).graph.node[1]
         target = second.output[0] if where == "onnx tensor" else second.name
     model = tmp_path / f"m.{where.split()[0]}"
