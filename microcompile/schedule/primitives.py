@@ -7,7 +7,8 @@ checks what it requires and raises ScheduleError otherwise.
 from __future__ import annotations
 
 from ..errors import shown
-from ..tir.nodes import (Buffer, For, IfThenElse, IntImm, LetStmt, PrimFunc, Stmt, Var, add, binop, mul, rewrite, substitute,
+from ..tir.nodes import (Buffer, For, IfThenElse, IntImm, LetStmt, PrimFunc, Stmt, Var, add, binop, mul, replace_unique,
+                         rewrite, substitute,
                          walk)
 from ..tir.verify import verify_primfunc
 from .knobs import KNOBS
@@ -45,8 +46,13 @@ def find_loop(f: PrimFunc, name: str) -> For:
 
 
 def replace_loop(f: PrimFunc, name: str, fn) -> PrimFunc:
-    find_loop(f, name)
-    body = rewrite(f.body, lambda n: fn(n) if isinstance(n, For) and n.var.name == name else None)
+    def named(n) -> bool:
+        return isinstance(n, For) and n.var.name == name
+
+    body = replace_unique(f.body, named, fn, nested=False)     # names are bound once (tir/verify.py)
+    if body is None:                 # no such loop (find_loop says so) or several of that name
+        find_loop(f, name)
+        body = rewrite(f.body, lambda n: fn(n) if named(n) else None)
     return verify_primfunc(f.with_body(body))
 
 

@@ -410,6 +410,50 @@ def walk(n: Node):
         stack.extend(reversed(children(n)))
 
 
+def replace_unique(n: Node, match, fn, nested: bool = True) -> Node | None:
+    """`n` with its one node for which `match` holds replaced by `fn(node)` (None from fn: kept),
+    rebuilding only the nodes on the path to it (rewrite rebuilds and visits every node: most of a
+    schedule's time went there). None when no node or more than one matches (the caller then
+    rewrites). `nested=False`: the caller knows no match lies inside another (a loop's name is
+    bound once in a verified PrimFunc), so a match's subtree is not searched."""
+    seen: list = [(n, -1, "", None)]         # (node, its parent's entry, field, index in a tuple field)
+    stack, found = [0], None
+    while stack:
+        at = stack.pop()
+        node = seen[at][0]
+        if match(node):
+            if found is not None:
+                return None
+            found = at
+            if not nested:
+                continue
+        for name in _field_names(node):
+            v = getattr(node, name)
+            if isinstance(v, _NODE):
+                stack.append(len(seen))
+                seen.append((v, at, name, None))
+            elif isinstance(v, tuple):
+                for i, x in enumerate(v):
+                    if isinstance(x, _NODE):
+                        stack.append(len(seen))
+                        seen.append((x, at, name, i))
+    if found is None:
+        return None
+    node, up, name, index = seen[found]
+    new = fn(node)
+    if new is None or new is node:
+        return n
+    while up >= 0:
+        parent = seen[up][0]
+        if index is None:
+            new = replace(parent, **{name: new})
+        else:
+            items = getattr(parent, name)
+            new = replace(parent, **{name: items[:index] + (new,) + items[index + 1:]})
+        _, up, name, index = seen[up]
+    return new
+
+
 def rewrite(n: Node, fn, pre: bool = False) -> Node:
     """Post-order rebuild: children first, then `fn(node)` returns a replacement or None (keep).
     `pre`: `fn` sees each node before its children, and a replacement is not descended into

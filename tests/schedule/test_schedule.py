@@ -60,6 +60,24 @@ def test_split_shape():
     assert not any(isinstance(n, tir.IfThenElse) for n in tir.walk(split(f, "kh", 3).body))
 
 
+def test_replace_unique_rebuilds_only_the_path_and_equals_rewrite():
+    """replace_loop's fast path: the one matching node replaced, its ancestors rebuilt, every
+    other subtree the same object; the same tree as a full rewrite; None when two match."""
+    _, f = _conv()
+    named = lambda n: isinstance(n, tir.For) and n.var.name == "kw"            # noqa: E731
+    unrolled = lambda n: tir.replace(n, extent=n.extent)                        # a new, equal node  # noqa: E731
+    fast = tir.replace_unique(f.body, named, unrolled)
+    assert fast == tir.rewrite(f.body, lambda n: unrolled(n) if named(n) else None) and fast is not f.body
+    kept = {id(n) for n in tir.walk(f.body)}
+    changed = [n for n in tir.walk(fast) if id(n) not in kept]
+    assert changed and all(named(n) or any(named(m) for m in tir.walk(n)) for n in changed)
+    assert tir.replace_unique(f.body, named, lambda n: None) is f.body
+    assert tir.replace_unique(f.body, lambda n: isinstance(n, tir.For), unrolled) is None      # several loops
+    outer = tir.replace_unique(f.body, lambda n: isinstance(n, tir.For), unrolled, nested=False)  # the outermost
+    assert outer is not None and outer == f.body
+    assert tir.replace_unique(f.body, lambda n: False, unrolled) is None
+
+
 def test_reorder_needs_a_perfect_nest():
     _, f = _conv()
     with pytest.raises(ScheduleError, match="not perfectly nested"):
