@@ -21,7 +21,8 @@ from ..errors import UserError
 from ..target import Board
 from . import formats
 from .options import FORMATS, ExportOptions
-from .tree import ModelFiles, check_export_dir, kernel_headers, runtime_tree, write_tree
+from ..project.kernel_sources import kernel_headers
+from .tree import ModelFiles, check_export_dir, runtime_tree, write_tree
 
 __all__ = ["FORMATS", "ExportModel", "ExportOptions", "Exported", "export", "check_export_dir", "check_names",
            "model_name"]

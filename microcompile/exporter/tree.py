@@ -32,6 +32,7 @@ from .. import __version__
 from ..errors import UserError
 from ..escape import json_text
 from ..files import OutputTree, check_output_dir, read_file
+from ..project.kernel_sources import FEATURE_DIRS, kernel_sources
 from ..project.staging import staged
 from ..resources import resource_dir
 from ..target import Board
@@ -41,9 +42,6 @@ MANIFEST = "microcompile.json"
 _MANIFEST_BYTES_MAX = 16 << 20
 # Kernel sources by the header a model's C includes: <stem>.c, kernels/dsp/<stem>_dsp.c on
 # cores with the DSP extension, kernels/mve/<stem>_mve.c on Helium cores (those that exist).
-_FEATURE_DIRS = (("dsp", "_dsp"), ("mve", "_mve"))
-
-
 @dataclass
 class ModelFiles:
     """One model of an export, as written: its name, manifest and files {path: bytes}."""
@@ -97,43 +95,14 @@ def runtime_tree(board: Board, models: list[ModelFiles]) -> LibraryTree:
         tree.add(f"runtime/src/{src.name}", src.read_bytes())
         tree.runtime_sources.append(f"runtime/src/{src.name}")
     used = sorted({h for m in models for h in m.kernel_headers})
-    for header in used:
-        stem = header[:-2]
-        group = []
-        candidates = [(runtime / "kernels" / f"{stem}.c", f"runtime/kernels/{stem}.c")]
-        for feature, suffix in _FEATURE_DIRS:
-            if getattr(board.target, feature):
-                candidates += [(path, f"runtime/kernels/{feature}/{path.name}")
-                               for path in _feature_sources(runtime, feature, suffix, stem)]
-        for path, rel in candidates:
-            if path.is_file():
-                tree.add(rel, path.read_bytes())
-                group.append(rel)
-        if group:
-            tree.kernel_groups[stem[3:] if stem.startswith("mc_") else stem] = group
+    for stem, sources in kernel_sources(board, used).items():
+        for path, rel in sources:
+            tree.add(rel, path.read_bytes())
+        tree.kernel_groups[stem[3:] if stem.startswith("mc_") else stem] = [rel for _, rel in sources]
     for m in models:
         for rel, data in m.files.items():
             tree.add(rel, data)
     return tree
-
-
-def _feature_sources(runtime: Path, feature: str, suffix: str, stem: str) -> list[Path]:
-    """A header's sources in a feature folder: <stem><suffix>.c and <stem>_<part><suffix>.c
-    (mc_depthwise_rows_dsp.c: a kernel of mc_depthwise.h in a file of its own), but not the
-    files of another header that shares the prefix (mc_gemm_mixed_dsp.c is mc_gemm_mixed.h's)."""
-    folder = runtime / "kernels" / feature
-    out = []
-    for path in sorted(folder.glob(f"{stem}*{suffix}.c")):
-        middle = path.name[len(stem):-len(f"{suffix}.c")]
-        if middle == "" or (middle.startswith("_") and not (runtime / "include" / f"{stem}{middle}.h").is_file()):
-            out.append(path)
-    return out
-
-
-def kernel_headers(artifact_headers: list[str]) -> list[str]:
-    """The runtime kernel headers among the ones a model's C includes."""
-    runtime = resource_dir("runtime_c") / "include"
-    return sorted(h for h in artifact_headers if (runtime / h).is_file())
 
 
 def build_id(files: dict[str, bytes]) -> str:
@@ -179,7 +148,7 @@ def _io(t: dict) -> dict:
 
 
 def _kernel_sets(board: Board) -> list[str]:
-    return ["c"] + [f for f, _ in _FEATURE_DIRS if getattr(board.target, f)]
+    return ["c"] + [f for f, _ in FEATURE_DIRS if getattr(board.target, f)]
 
 
 def finish(tree: LibraryTree, description: dict) -> dict:

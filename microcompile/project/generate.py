@@ -32,6 +32,7 @@ from microcompile.templating import environment, generated
 from microcompile.project.agent import build_id as agent_build_id
 from microcompile.project.agent import template_values as agent_values
 from microcompile.project.fit import check_manifest_fits
+from microcompile.project.kernel_sources import kernel_headers, kernel_sources
 from microcompile.project.flash_runners import make_command
 from microcompile.project.manifest import DTYPES, MANIFEST_NAME, load_manifest
 from microcompile.project.options import BuildOptions
@@ -239,7 +240,7 @@ def _write_project(w: _Writer, env, job: _Job) -> dict:
         w.copy(f"model/{name}", artifact_dir / name)
     w.copy(MANIFEST_NAME, artifact_dir / MANIFEST_NAME)
     runtime = resource_dir("runtime_c")
-    for sub in ("include", "src", "kernels"):
+    for sub in ("include", "src"):
         for src in sorted((runtime / sub).glob("*")):
             if src.is_file() and src.suffix in (".c", ".h"):
                 w.copy(f"runtime/{sub}/{src.name}", src)
@@ -247,12 +248,11 @@ def _write_project(w: _Writer, env, job: _Job) -> dict:
         for src in sorted((runtime / "agent").glob("*")):
             if src.suffix in (".c", ".h"):
                 w.copy(f"runtime/agent/{src.name}", src)
-    # Kernels written with the Armv7E-M DSP or the Helium instructions build only for cores
-    # that have them; the code generator calls them only there (schedule/variants.py).
-    for feature in ("dsp", "mve"):
-        if getattr(board.target, feature):
-            for src in sorted((runtime / "kernels" / feature).glob("*.c")):
-                w.copy(f"runtime/kernels/{feature}/{src.name}", src)
+    # The kernel sources of the headers the model's C includes, for this core (the DSP and
+    # Helium files only where the core has them: the code generator calls them only there).
+    for sources in kernel_sources(board, kernel_headers(manifest.get("runtime_headers", []))).values():
+        for path, rel in sources:
+            w.copy(rel, path)
 
     emu = board.emulator
     twin_sources = (emu.sources, emu.include_dirs) if emu else (board.mcu.sources, board.mcu.include_dirs)

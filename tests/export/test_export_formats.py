@@ -268,7 +268,7 @@ def test_a_header_takes_its_own_kernel_files_in_the_feature_folders():
     """mc_depthwise.h's whole-layer kernel lives in dsp/mc_depthwise_rows_dsp.c: it goes with
     the header; mc_gemm_mixed_dsp.c and mc_gemm_s4_dsp.c are other headers' and stay out of
     mc_gemm's group (a library missing one fails to link: test_export_builds.py)."""
-    from microcompile.exporter.tree import _feature_sources
+    from microcompile.project.kernel_sources import feature_sources as _feature_sources
     from microcompile.resources import resource_dir
 
     runtime = resource_dir("runtime_c")
