@@ -40,8 +40,8 @@ from ..target import Board
 GENERATOR = "microcompile export"
 MANIFEST = "microcompile.json"
 _MANIFEST_BYTES_MAX = 16 << 20
-# Kernel sources by the header a model's C includes: <stem>.c, kernels/dsp/<stem>_dsp.c on
-# cores with the DSP extension, kernels/mve/<stem>_mve.c on Helium cores (those that exist).
+
+
 @dataclass
 class ModelFiles:
     """One model of an export, as written: its name, manifest and files {path: bytes}."""

@@ -776,11 +776,12 @@ def _conv2d_window(func: PrimFunc, target, k: GemmKnobs, wide: bool) -> Schedule
     cols = window_cols(func, k.max_cols, k.col_bytes_max) if why is None else why
     if isinstance(cols, str):
         raise KnobRefused(f"im2col=window: {cols}")
-    ow = _window(func).ow
+    g = _window(func)        # (a _Window: window_cols has refused every other case)
+    ow = g.ow
     if k.cols is not None:
         if ow % k.cols:
             raise KnobRefused(f"im2col=window: a block of {k.cols} pixels does not divide the output row of {ow}")
-        if k.cols > 1 and _window(func).bytes(k.cols) > k.col_bytes_max:
+        if k.cols > 1 and g.bytes(k.cols) > k.col_bytes_max:
             raise KnobRefused(f"im2col=window: the window of {k.cols} pixels is over col_bytes_max {k.col_bytes_max}")
         cols = k.cols
     if k.loop_order != "panels":

@@ -137,7 +137,7 @@ typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 32 && offsetof(dw_job_t, 
     "vadd.i32 " Q ", " Q ", q5\n"
 #define MC_TAP4(T, U, S) MC_W(T, U) MC_X(T, U, 0, S, "q0") MC_X(T, U, 1, S, "q1") MC_X(T, U, 2, S, "q2") \
     MC_X(T, U, 3, S, "q3")
-#define MC_TAP1(T, U) MC_W(T, U) MC_X(T, U, 0, 1, "q0")
+#define MC_TAP1(T, U, S) MC_W(T, U) MC_X(T, U, 0, S, "q0")
 #define MC_TAP2(T, U, S) MC_W(T, U) MC_X(T, U, 0, S, "q0") MC_X(T, U, 1, S, "q1")
 #define MC_TAP3(T, U, S) MC_W(T, U) MC_X(T, U, 0, S, "q0") MC_X(T, U, 1, S, "q1") MC_X(T, U, 2, S, "q2")
 #define MC_TAPS(TAP, S) TAP(0, 0, S) TAP(0, 1, S) TAP(0, 2, S) TAP(1, 0, S) TAP(1, 1, S) TAP(1, 2, S)  \
@@ -178,9 +178,7 @@ typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 32 && offsetof(dw_job_t, 
             "1:\n"                                               /* four pixels */                 \
             "vldrw.u32 q0, [r11]\n"                                                                \
             "vmov q1, q0\n" "vmov q2, q0\n" "vmov q3, q0\n"                                     \
-            MC_TAP4(0, 0, S) MC_TAP4(0, 1, S) MC_TAP4(0, 2, S)                                     \
-            MC_TAP4(1, 0, S) MC_TAP4(1, 1, S) MC_TAP4(1, 2, S)                                     \
-            MC_TAP4(2, 0, S) MC_TAP4(2, 1, S) MC_TAP4(2, 2, S)                                     \
+            MC_TAPS(MC_TAP4, S)                                                                    \
             MC_RQ_LOAD MC_RQ("q0") MC_RQ("q1") MC_RQ("q2") MC_RQ("q3")                             \
             "vldrw.u32 q6, [r8, #16]\n"                                                            \
             "vmin.s32 q0, q0, q6\n" "vmin.s32 q1, q1, q6\n" "vmin.s32 q2, q2, q6\n" "vmin.s32 q3, q3, q6\n" \
@@ -201,9 +199,7 @@ typedef char dw_job_layout[(offsetof(dw_job_t, in0) == 32 && offsetof(dw_job_t, 
             "cmp r6, #0\n"                                                                         \
             "beq 4f\n"                                                                             \
             "vldrw.u32 q0, [r11]\n"                                               /* one pixel */ \
-            MC_TAP1(0, 0) MC_TAP1(0, 1) MC_TAP1(0, 2)                                              \
-            MC_TAP1(1, 0) MC_TAP1(1, 1) MC_TAP1(1, 2)                                              \
-            MC_TAP1(2, 0) MC_TAP1(2, 1) MC_TAP1(2, 2)                                              \
+            MC_TAPS(MC_TAP1, S)                                                                    \
             MC_RQ_LOAD MC_RQ("q0")                                                                 \
             "vldrw.u32 q6, [r8, #16]\n"                                                            \
             "vmin.s32 q0, q0, q6\n"                                                                \
